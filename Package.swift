@@ -1,0 +1,58 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "Reel",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "reel", targets: ["reel"]),
+        .library(name: "ReelExport", targets: ["ReelExport"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+    ],
+    targets: [
+        // FFmpeg 5.1's libraries, as Debian 12 ships them. The module map links every library; the
+        // header bridges only what Swift cannot import (macros, variadic callbacks).
+        .systemLibrary(
+            name: "CFFmpeg",
+            pkgConfig: "libavformat",
+            providers: [
+                .apt([
+                    "libavformat-dev", "libavcodec-dev", "libavutil-dev", "libswscale-dev",
+                    "libswresample-dev", "pkg-config",
+                ])
+            ]
+        ),
+        // The only module that imports CFFmpeg: owners for FFmpeg objects and the transcode loop's parts.
+        .target(
+            name: "ReelMedia",
+            dependencies: ["CFFmpeg", .product(name: "Logging", package: "swift-log")]
+        ),
+        // Asset, Preset, OutputType and ExportSession: what an app developer sees.
+        .target(
+            name: "ReelExport",
+            dependencies: ["ReelMedia", .product(name: "Logging", package: "swift-log")],
+            plugins: ["PresetEmbedder"]
+        ),
+        .executableTarget(
+            name: "reel",
+            dependencies: [
+                "ReelExport",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // Build-time tool: turns Presets/*.json into Swift source, so a built or installed binary
+        // carries the shipped presets while the JSON files stay the single source of truth.
+        .executableTarget(name: "EmbedPresets"),
+        .plugin(name: "PresetEmbedder", capability: .buildTool(), dependencies: ["EmbedPresets"]),
+
+        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        .testTarget(name: "ReelMediaTests", dependencies: ["ReelMedia", "TestSupport"]),
+        .testTarget(name: "ReelExportTests", dependencies: ["ReelExport", "TestSupport"]),
+        .testTarget(name: "ReelCLITests", dependencies: ["TestSupport"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

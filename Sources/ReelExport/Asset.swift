@@ -1,0 +1,112 @@
+import Foundation
+import ReelMedia
+
+/// A stream of an asset (codec, sizes, rotation, frame rate, colour, audio layout).
+public typealias AssetTrack = StreamInfo
+/// What kind of data a track carries.
+public typealias TrackKind = StreamKind
+/// Limits and demuxer allowlist that inputs are opened under.
+public typealias InputLimits = InputPolicy
+
+/// A probed media file: the facts an export decides on, like `AVAsset`/`PHAsset`.
+public struct Asset: Sendable {
+    /// The file, as given.
+    public let url: URL
+    /// Container: FFmpeg's demuxer name (`mov,mp4,m4a,3gp,3g2,mj2`, `matroska,webm`).
+    public let container: String
+    /// Seconds.
+    public let duration: Double
+    /// File size in bytes.
+    public let fileBytes: Int64
+    /// Overall bit rate, bits per second.
+    public let bitRate: Int?
+    /// Every track in the file.
+    public let tracks: [AssetTrack]
+    /// The video track an export uses (not a cover picture), if any.
+    public let videoTrack: AssetTrack?
+    /// The audio track an export uses: the default one, if any.
+    public let audioTrack: AssetTrack?
+    /// Container metadata as read.
+    public let metadata: [String: String]
+
+    /// Probes the file at `url` (synchronously; see `load(_:limits:)` for async callers).
+    /// Throws `ExportError` (`unreadable-input`, `limit-exceeded`).
+    public init(url: URL, limits: InputLimits = .standard) throws(ExportError) {
+        let info: MediaInfo
+        do {
+            info = try MediaProbe.probe(path: url.path, policy: limits)
+        } catch {
+            throw ExportError(error)
+        }
+        self.url = url
+        container = info.formatName
+        duration = info.durationSeconds
+        fileBytes = info.fileBytes
+        bitRate = info.bitRate
+        tracks = info.streams
+        videoTrack = info.bestVideoStream
+        audioTrack = info.streams.first { $0.kind == .audio && $0.isDefault } ?? info.bestAudioStream
+        metadata = info.metadata
+    }
+
+    /// Probes off the caller's thread, so async code never blocks the cooperative pool on file I/O.
+    public static func load(_ url: URL, limits: InputLimits = .standard) async throws(ExportError) -> Asset {
+        let result: Result<Asset, ExportError> = await withCheckedContinuation { continuation in
+            let thread = Thread {
+                do throws(ExportError) {
+                    continuation.resume(returning: .success(try Asset(url: url, limits: limits)))
+                } catch {
+                    continuation.resume(returning: .failure(error))
+                }
+            }
+            thread.start()
+        }
+        return try result.get()
+    }
+
+    /// Size as a viewer sees it: sample aspect ratio and rotation applied.
+    public var displaySize: (width: Int, height: Int)? { videoTrack?.displaySize }
+
+    /// Clockwise rotation a player applies to the video (0, 90, 180, 270).
+    public var rotation: Int { videoTrack?.rotation ?? 0 }
+
+    /// Frames per second of the video track.
+    public var frameRate: Double? { videoTrack?.frameRate?.value }
+
+    /// When the recording was made (`creation_time` or QuickTime's `creationdate`).
+    public var creationDate: Date? {
+        for key in ["com.apple.quicktime.creationdate", "creation_time", "date"] {
+            if let text = metadata[key], let date = Asset.parseDate(text) { return date }
+        }
+        return nil
+    }
+
+    /// Where it was recorded, as an ISO 6709 string (`+48.8584+002.2945/`).
+    public var location: String? {
+        metadata["com.apple.quicktime.location.ISO6709"] ?? metadata["location"] ?? metadata["location-eng"]
+    }
+
+    /// Device make and model (QuickTime keys, or Android's).
+    public var make: String? { metadata["com.apple.quicktime.make"] ?? metadata["make"] ?? metadata["com.android.manufacturer"] }
+    public var model: String? { metadata["com.apple.quicktime.model"] ?? metadata["model"] ?? metadata["com.android.model"] }
+
+    /// The QuickTime content identifier that pairs a Live Photo's still and movie.
+    public var contentIdentifier: String? { metadata["com.apple.quicktime.content.identifier"] }
+
+    static func parseDate(_ text: String) -> Date? {
+        let full = ISO8601DateFormatter()
+        full.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        if let date = full.date(from: text) { return date }
+        let plain = ISO8601DateFormatter()
+        if let date = plain.date(from: text) { return date }
+        // QuickTime writes "2024-05-01T12:00:00+0200".
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        for format in ["yyyy-MM-dd'T'HH:mm:ssZ", "yyyy-MM-dd HH:mm:ss"] {
+            formatter.dateFormat = format
+            formatter.timeZone = TimeZone(identifier: "UTC")
+            if let date = formatter.date(from: text) { return date }
+        }
+        return nil
+    }
+}

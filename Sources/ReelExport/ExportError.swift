@@ -1,0 +1,75 @@
+import ReelMedia
+
+/// Why an export (or the set-up of one) failed, in words a person can act on.
+///
+/// A struct over a growing set of codes, so new codes can be added without breaking callers.
+public struct ExportError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// A stable, machine-readable reason (`unreadable-input`, `incompatible-preset`, …).
+    public struct Code: Hashable, Sendable, CustomStringConvertible, Codable {
+        public let rawValue: String
+        private init(_ rawValue: String) { self.rawValue = rawValue }
+        public init(from decoder: any Decoder) throws {
+            rawValue = try decoder.singleValueContainer().decode(String.self)
+        }
+        public func encode(to encoder: any Encoder) throws {
+            var container = encoder.singleValueContainer()
+            try container.encode(rawValue)
+        }
+        /// Missing, not a regular file, corrupt, truncated or not media.
+        public static let unreadableInput = Code("unreadable-input")
+        /// No decoder for the source, or the output type cannot hold a stream.
+        public static let unsupportedCodec = Code("unsupported-codec")
+        /// The preset, output type and asset do not go together.
+        public static let incompatiblePreset = Code("incompatible-preset")
+        /// The input exceeds a configured limit.
+        public static let limitExceeded = Code("limit-exceeded")
+        /// The destination file system is full.
+        public static let noSpace = Code("no-space")
+        /// The output could not be written (permissions, missing folder, existing file).
+        public static let outputFailed = Code("output-failed")
+        /// Cancelled by its owner.
+        public static let cancelled = Code("cancelled")
+        /// Stopped making progress and was stopped by the watchdog.
+        public static let stalled = Code("stalled")
+        /// No preset of that name.
+        public static let unknownPreset = Code("unknown-preset")
+        /// A preset file could not be read.
+        public static let invalidPreset = Code("invalid-preset")
+        /// A setting of the export is invalid (time range, output path).
+        public static let invalidArgument = Code("invalid-argument")
+        /// A bug or an unexpected failure inside Reel or FFmpeg.
+        public static let `internal` = Code("internal")
+        public var description: String { rawValue }
+    }
+
+    public let code: Code
+    /// One line, saying what happened and, where possible, what to do.
+    public let message: String
+
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    /// Whether running the same export again could succeed (I/O and space problems, not bad input).
+    public var isRetryable: Bool {
+        [.noSpace, .outputFailed, .stalled, .internal].contains(code)
+    }
+
+    public var description: String { message }
+
+    init(_ error: MediaError) {
+        let code: Code
+        switch error.kind {
+        case .unreadableInput: code = .unreadableInput
+        case .unsupportedCodec: code = .unsupportedCodec
+        case .noSpace: code = .noSpace
+        case .outputFailed: code = .outputFailed
+        case .cancelled: code = .cancelled
+        case .limitExceeded: code = .limitExceeded
+        case .invalidArgument: code = .invalidArgument
+        default: code = .internal
+        }
+        self.init(code, error.message)
+    }
+}

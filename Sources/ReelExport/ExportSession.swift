@@ -1,0 +1,333 @@
+import Foundation
+import ReelMedia
+import Synchronization
+
+/// Exports an asset with a preset into a new, network-optimised file: the Linux cousin of
+/// `AVAssetExportSession`.
+///
+/// Configure the properties, then call `export()` once. The work runs on a dedicated thread, never on
+/// Swift's cooperative pool. The output appears at `outputURL` only when complete: it is written as a
+/// hidden temporary file in the same folder and renamed into place; a failed or cancelled export
+/// leaves nothing behind. Thread-safe: every property may be read from any thread while exporting.
+public final class ExportSession: Sendable {
+    /// Where an export stands (`AVAssetExportSession.Status`).
+    public enum Status: String, Sendable, Codable {
+        case unknown, waiting, exporting, completed, failed, cancelled
+    }
+
+    /// One progress report.
+    public struct Progress: Sendable, Equatable {
+        public var status: Status
+        public var phase: TranscodeProgress.Phase
+        /// 0…1 over the whole export, including the final faststart rewrite.
+        public var fraction: Double
+        /// Frames encoded (or packets copied) so far.
+        public var frames: Int
+        /// Encoding speed in frames per second, averaged since the start.
+        public var framesPerSecond: Double
+        /// Estimated seconds until done, once it can be estimated.
+        public var secondsRemaining: Double?
+        /// Seconds since the export started.
+        public var elapsedSeconds: Double
+    }
+
+    /// What a completed export produced, read back from the file.
+    public struct Result: Sendable, Codable, Equatable {
+        public var bytes: Int64
+        public var durationSeconds: Double
+        public var width: Int?
+        public var height: Int?
+        public var videoCodec: String?
+        public var audioCodec: String?
+        /// Whether the moov atom precedes the media data (plays while downloading).
+        public var networkOptimized: Bool
+        public var elapsedSeconds: Double
+    }
+
+    private struct State {
+        var outputURL: URL?
+        var outputFileType: OutputType?
+        var shouldOptimizeForNetworkUse = true
+        var timeRange: TimeRange?
+        var metadataPolicy = MetadataPolicy.keep
+        var overwrite = false
+        var status = Status.unknown
+        var progress = Progress(
+            status: .unknown, phase: .transcoding, fraction: 0, frames: 0, framesPerSecond: 0, elapsedSeconds: 0)
+        var error: ExportError?
+        var result: Result?
+        var started = false
+        var observers: [Int: AsyncStream<Progress>.Continuation] = [:]
+        var nextObserver = 0
+        var lastPublished = Date.distantPast
+    }
+
+    /// The asset being exported.
+    public let asset: Asset
+    /// The preset, resolved from the name given.
+    public let preset: Preset
+    private let limits: InputLimits
+    private let cancelFlag = CancellationFlag()
+    private let state = Mutex(State())
+
+    /// Creates a session for an asset and a preset name (case-insensitive; Apple's
+    /// `AVAssetExportPreset` prefix and short aliases accepted). Throws `unknown-preset`.
+    public init(
+        asset: Asset, presetName: String, presets: PresetLibrary = .shipped, limits: InputLimits = .standard
+    ) throws(ExportError) {
+        self.asset = asset
+        self.preset = try presets.preset(named: presetName)
+        self.limits = limits
+    }
+
+    /// Where to write the file. Required before `export()`.
+    public var outputURL: URL? {
+        get { state.withLock { $0.outputURL } }
+        set { state.withLock { $0.outputURL = newValue } }
+    }
+    /// The file type; default `mp4` (`m4a` for audio presets).
+    public var outputFileType: OutputType? {
+        get { state.withLock { $0.outputFileType } }
+        set { state.withLock { $0.outputFileType = newValue } }
+    }
+    /// Moov atom first so the file plays while it downloads. Default true.
+    public var shouldOptimizeForNetworkUse: Bool {
+        get { state.withLock { $0.shouldOptimizeForNetworkUse } }
+        set { state.withLock { $0.shouldOptimizeForNetworkUse = newValue } }
+    }
+    /// Part of the asset to export; nil for all of it.
+    public var timeRange: TimeRange? {
+        get { state.withLock { $0.timeRange } }
+        set { state.withLock { $0.timeRange = newValue } }
+    }
+    /// Which source metadata to keep. Default `.keep`.
+    public var metadataPolicy: MetadataPolicy {
+        get { state.withLock { $0.metadataPolicy } }
+        set { state.withLock { $0.metadataPolicy = newValue } }
+    }
+    /// Replace an existing file at `outputURL` (default false: an existing file is an error).
+    public var overwritesExistingFile: Bool {
+        get { state.withLock { $0.overwrite } }
+        set { state.withLock { $0.overwrite = newValue } }
+    }
+    public var status: Status { state.withLock { $0.status } }
+    /// 0…1.
+    public var progress: Double { state.withLock { $0.progress.fraction } }
+    /// The latest full progress report.
+    public var currentProgress: Progress { state.withLock { $0.progress } }
+    /// Why the export failed or was cancelled.
+    public var error: ExportError? { state.withLock { $0.error } }
+    /// What a completed export produced.
+    public var result: Result? { state.withLock { $0.result } }
+
+    /// Progress reports as they happen (at most ~10 a second, plus every status change); the
+    /// sequence ends when the export completes, fails or is cancelled. Each access makes a new sequence.
+    public var progressUpdates: AsyncStream<Progress> {
+        let (stream, continuation) = AsyncStream.makeStream(of: Progress.self, bufferingPolicy: .bufferingNewest(64))
+        let finished: Progress? = state.withLock { state in
+            if [.completed, .failed, .cancelled].contains(state.status) { return state.progress }
+            let id = state.nextObserver
+            state.nextObserver += 1
+            state.observers[id] = continuation
+            continuation.onTermination = { [weak self] _ in
+                _ = self?.state.withLock { $0.observers.removeValue(forKey: id) }
+            }
+            return nil
+        }
+        if let finished {
+            continuation.yield(finished)
+            continuation.finish()
+        }
+        return stream
+    }
+
+    /// Decides, without doing any work, whether this preset can export this asset to the chosen
+    /// output type (`determineCompatibility`). Throws the reason when it cannot.
+    @discardableResult
+    public func determineCompatibility() throws(ExportError) -> ExportDecision {
+        let (type, range, metadata, network) = state.withLock {
+            ($0.outputFileType ?? ExportPlanner.defaultType(for: preset), $0.timeRange, $0.metadataPolicy,
+             $0.shouldOptimizeForNetworkUse)
+        }
+        return try ExportPlanner.decide(
+            asset: asset, preset: preset, type: type, timeRange: range, metadata: metadata,
+            optimizeForNetwork: network, limits: limits)
+    }
+
+    /// Asks a running export to stop; it ends `cancelled` within a packet and leaves no file.
+    /// Cancelling before `export()` makes it end cancelled at once.
+    public func cancelExport() {
+        cancelFlag.raise()
+    }
+
+    /// Runs the export on a dedicated thread and returns when it is done. Cancelling the calling task
+    /// cancels the export. Throws `ExportError`; `status` and `error` say the same.
+    public func export() async throws(ExportError) {
+        let outcome: Swift.Result<Void, ExportError> = await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let thread = Thread { [self] in
+                    do throws(ExportError) {
+                        try exportBlocking()
+                        continuation.resume(returning: .success(()))
+                    } catch {
+                        continuation.resume(returning: .failure(error))
+                    }
+                }
+                thread.name = "reel-export"
+                thread.stackSize = 4 << 20
+                thread.start()
+            }
+        } onCancel: {
+            cancelExport()
+        }
+        try outcome.get()
+    }
+
+    /// Runs the export on the calling thread, blocking it (for callers that own a thread, such as
+    /// queue workers). Same guarantees as `export()`.
+    public func exportBlocking() throws(ExportError) {
+        let begin = state.withLock { state -> Bool in
+            if state.started { return false }
+            state.started = true
+            return true
+        }
+        guard begin else { throw ExportError(.invalidArgument, "export() was already called on this session") }
+        let started = Date()
+        do throws(ExportError) {
+            let result = try run(started: started)
+            finish(status: .completed, error: nil, result: result, started: started)
+        } catch {
+            finish(status: error.code == .cancelled ? .cancelled : .failed, error: error, result: nil, started: started)
+            throw error
+        }
+    }
+
+    private func run(started: Date) throws(ExportError) -> Result {
+        if cancelFlag.isRaised { throw ExportError(.cancelled, "the export was cancelled") }
+        guard let destination = outputURL?.standardizedFileURL else {
+            throw ExportError(.invalidArgument, "no output URL was set")
+        }
+        var decision = try determineCompatibility()
+        let overwrite = overwritesExistingFile
+        let folder = destination.deletingLastPathComponent()
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: folder.path, isDirectory: &isDirectory), isDirectory.boolValue else {
+            throw ExportError(.outputFailed, "the output folder \(folder.path) does not exist")
+        }
+        if !overwrite, FileManager.default.fileExists(atPath: destination.path) {
+            throw ExportError(.outputFailed, "\(destination.path) already exists (use overwrite to replace it)")
+        }
+        if destination.standardizedFileURL.resolvingSymlinksInPath().path
+            == asset.url.standardizedFileURL.resolvingSymlinksInPath().path
+        {
+            throw ExportError(.invalidArgument, "the output would replace the asset itself")
+        }
+        let temporary = folder.appendingPathComponent(
+            ".\(destination.lastPathComponent).reel-\(UUID().uuidString.prefix(8)).partial")
+        decision.plan.outputPath = temporary.path
+        setStatus(.exporting, started: started)
+        defer { unlink(temporary.path) }
+        do {
+            _ = try Transcoder.run(decision.plan, cancel: cancelFlag) { [self] update in
+                publish(update, started: started)
+            }
+        } catch {
+            if cancelFlag.isRaised { throw ExportError(.cancelled, "the export was cancelled") }
+            throw ExportError(error)
+        }
+        if cancelFlag.isRaised { throw ExportError(.cancelled, "the export was cancelled") }
+        try ExportSession.moveIntoPlace(temporary, destination, overwrite: overwrite)
+        do {
+            return try ExportSession.summarize(destination, started: started)
+        } catch {
+            unlink(destination.path)
+            throw error
+        }
+    }
+
+    /// Renames the finished file into place; without overwrite, never replaces a file that appeared
+    /// meanwhile (a hard link fails if the name exists).
+    static func moveIntoPlace(_ temporary: URL, _ destination: URL, overwrite: Bool) throws(ExportError) {
+        if overwrite {
+            if rename(temporary.path, destination.path) != 0 {
+                throw ExportError(.outputFailed, "cannot move the output into place: \(String(cString: strerror(errno)))")
+            }
+            return
+        }
+        if link(temporary.path, destination.path) != 0 {
+            let code = errno
+            if code == EEXIST { throw ExportError(.outputFailed, "\(destination.path) already exists") }
+            // File systems without hard links: fall back to a plain rename after a last check.
+            if FileManager.default.fileExists(atPath: destination.path) {
+                throw ExportError(.outputFailed, "\(destination.path) already exists")
+            }
+            if rename(temporary.path, destination.path) != 0 {
+                throw ExportError(.outputFailed, "cannot move the output into place: \(String(cString: strerror(errno)))")
+            }
+        }
+    }
+
+    /// Reads the finished file back to report what it holds.
+    static func summarize(_ url: URL, started: Date) throws(ExportError) -> Result {
+        let info: MediaInfo
+        do {
+            info = try MediaProbe.probe(path: url.path)
+        } catch {
+            throw ExportError(.internal, "the output could not be read back: \(error.message)")
+        }
+        let video = info.bestVideoStream
+        let audio = info.bestAudioStream
+        return Result(
+            bytes: info.fileBytes, durationSeconds: info.durationSeconds, width: video?.displaySize?.width,
+            height: video?.displaySize?.height, videoCodec: video?.codec, audioCodec: audio?.codec,
+            networkOptimized: (try? MovieAtoms.moovPrecedesMdat(url)) ?? false,
+            elapsedSeconds: Date().timeIntervalSince(started))
+    }
+
+    private func setStatus(_ status: Status, started: Date) {
+        let (snapshot, observers) = state.withLock { state in
+            state.status = status
+            state.progress.status = status
+            return (state.progress, Array(state.observers.values))
+        }
+        for observer in observers { observer.yield(snapshot) }
+    }
+
+    private func publish(_ update: TranscodeProgress, started: Date) {
+        let now = Date()
+        let elapsed = now.timeIntervalSince(started)
+        let (snapshot, observers): (Progress, [AsyncStream<Progress>.Continuation]) = state.withLock { state in
+            let fps = elapsed > 0 ? Double(update.frames) / elapsed : 0
+            let remaining = update.fraction > 0.02 ? elapsed * (1 - update.fraction) / update.fraction : nil
+            let phaseChanged = state.progress.phase != update.phase
+            state.progress = Progress(
+                status: state.status, phase: update.phase, fraction: update.fraction, frames: update.frames,
+                framesPerSecond: fps, secondsRemaining: remaining, elapsedSeconds: elapsed)
+            guard phaseChanged || now.timeIntervalSince(state.lastPublished) >= 0.1 else { return (state.progress, []) }
+            state.lastPublished = now
+            return (state.progress, Array(state.observers.values))
+        }
+        for observer in observers { observer.yield(snapshot) }
+    }
+
+    private func finish(status: Status, error: ExportError?, result: Result?, started: Date) {
+        let (snapshot, observers) = state.withLock { state in
+            state.status = status
+            state.error = error
+            state.result = result
+            state.progress.status = status
+            state.progress.elapsedSeconds = Date().timeIntervalSince(started)
+            if status == .completed {
+                state.progress.fraction = 1
+                state.progress.secondsRemaining = 0
+            }
+            let observers = Array(state.observers.values)
+            state.observers.removeAll()
+            return (state.progress, observers)
+        }
+        for observer in observers {
+            observer.yield(snapshot)
+            observer.finish()
+        }
+    }
+}

@@ -1,0 +1,149 @@
+import Foundation
+import ReelMedia
+
+/// An export preset, decoded from `Presets/<Name>.json`: what it produces, with every number visible.
+public struct Preset: Sendable, Codable, Equatable {
+    /// What a preset does with the source.
+    public enum Kind: String, Sendable, Codable {
+        /// Re-encodes video (and audio) to fit the preset's box.
+        case video
+        /// Writes audio only (AAC).
+        case audio
+        /// Copies streams unchanged into the new container.
+        case passthrough
+    }
+
+    /// Video settings.
+    public struct Video: Sendable, Codable, Equatable {
+        /// `h264` or `hevc`.
+        public var codec: VideoEncoding.Codec
+        /// The box the picture must fit in, as [long side, short side]; matched to the video's
+        /// orientation. Absent: keep the source size.
+        public var box: [Int]?
+        /// Output width and height are rounded to a multiple of this (2 at least).
+        public var sizeMultiple: Int?
+        /// x264/x265 preset name.
+        public var encoderPreset: String
+        /// Constant rate factor (0–51).
+        public var crf: Double
+        /// VBV cap in bits per second.
+        public var maxBitrate: Int?
+        /// VBV buffer in bits.
+        public var bufferSize: Int?
+        /// Frame-rate cap; absent keeps the source rate.
+        public var maxFrameRate: Double?
+        /// Codec profile (`high`); absent lets the encoder choose.
+        public var profile: String?
+        /// HEVC only: keep 10-bit and the source's colours (HDR) when the source has more than 8 bits.
+        public var keepHighBitDepth: Bool?
+    }
+
+    /// Audio settings (always AAC-LC).
+    public struct Audio: Sendable, Codable, Equatable {
+        /// Must be `aac`.
+        public var codec: String
+        /// Bits per second.
+        public var bitrate: Int
+        /// At most this many channels (1 or 2); more are downmixed.
+        public var maxChannels: Int
+    }
+
+    /// The canonical name (`1280x720`).
+    public var name: String
+    /// One line saying what the preset produces.
+    public var summary: String
+    /// Other names it answers to (case-insensitive), besides `AVAssetExportPreset<name>`.
+    public var aliases: [String]?
+    public var kind: Kind
+    public var video: Video?
+    public var audio: Audio?
+
+    /// Apple's constant name for this preset.
+    public var appleName: String { "AVAssetExportPreset" + name }
+}
+
+extension Preset {
+    /// Checks the numbers; throws a message naming the field.
+    func validate() throws(PresetFieldError) {
+        switch kind {
+        case .video:
+            guard let video else { throw PresetFieldError(field: "video", problem: "is required for a video preset") }
+            if let box = video.box {
+                guard box.count == 2, box.allSatisfy({ $0 >= 2 }) else {
+                    throw PresetFieldError(field: "video.box", problem: "must be [long side, short side], each at least 2")
+                }
+                guard box[0] >= box[1] else {
+                    throw PresetFieldError(field: "video.box", problem: "must list the long side first")
+                }
+            }
+            if let multiple = video.sizeMultiple, multiple < 2 || multiple % 2 != 0 {
+                throw PresetFieldError(field: "video.sizeMultiple", problem: "must be an even number of at least 2")
+            }
+            guard (0...51).contains(video.crf) else {
+                throw PresetFieldError(field: "video.crf", problem: "must be between 0 and 51")
+            }
+            if (video.maxBitrate == nil) != (video.bufferSize == nil) {
+                throw PresetFieldError(field: "video.bufferSize", problem: "maxBitrate and bufferSize go together")
+            }
+            if let rate = video.maxBitrate, rate <= 0 {
+                throw PresetFieldError(field: "video.maxBitrate", problem: "must be positive")
+            }
+            if let rate = video.maxFrameRate, rate <= 0 {
+                throw PresetFieldError(field: "video.maxFrameRate", problem: "must be positive")
+            }
+            guard !video.encoderPreset.isEmpty else {
+                throw PresetFieldError(field: "video.encoderPreset", problem: "must not be empty")
+            }
+            guard let audio else { throw PresetFieldError(field: "audio", problem: "is required for a video preset") }
+            try Preset.validate(audio)
+        case .audio:
+            guard let audio else { throw PresetFieldError(field: "audio", problem: "is required for an audio preset") }
+            if video != nil { throw PresetFieldError(field: "video", problem: "must be absent in an audio preset") }
+            try Preset.validate(audio)
+        case .passthrough:
+            if video != nil || audio != nil {
+                throw PresetFieldError(field: "video", problem: "a passthrough preset has no video or audio settings")
+            }
+        }
+        guard !name.isEmpty else { throw PresetFieldError(field: "name", problem: "must not be empty") }
+    }
+
+    private static func validate(_ audio: Audio) throws(PresetFieldError) {
+        guard audio.codec == "aac" else { throw PresetFieldError(field: "audio.codec", problem: "must be \"aac\"") }
+        guard (8_000...512_000).contains(audio.bitrate) else {
+            throw PresetFieldError(field: "audio.bitrate", problem: "must be between 8000 and 512000")
+        }
+        guard (1...2).contains(audio.maxChannels) else {
+            throw PresetFieldError(field: "audio.maxChannels", problem: "must be 1 or 2")
+        }
+    }
+
+    /// The output size for a source displayed at `width`×`height`: inside the box matched to the
+    /// source's orientation, aspect kept, rounded to the size multiple, never larger than the source.
+    public func outputSize(forDisplayWidth width: Int, height: Int) -> (width: Int, height: Int) {
+        let multiple = max(2, video?.sizeMultiple ?? 2)
+        var boxWidth = Double(width)
+        var boxHeight = Double(height)
+        if let box = video?.box {
+            let landscape = width >= height
+            boxWidth = Double(landscape ? box[0] : box[1])
+            boxHeight = Double(landscape ? box[1] : box[0])
+        }
+        let scale = min(1, boxWidth / Double(width), boxHeight / Double(height))
+        func fit(_ value: Double, limit: Double) -> Int {
+            let rounded = (value / Double(multiple)).rounded() * Double(multiple)
+            let bounded = rounded <= limit ? rounded : (value / Double(multiple)).rounded(.down) * Double(multiple)
+            return max(2, Int(bounded))
+        }
+        return (
+            fit(Double(width) * scale, limit: min(boxWidth, Double(width))),
+            fit(Double(height) * scale, limit: min(boxHeight, Double(height)))
+        )
+    }
+}
+
+/// A preset file problem: which field and what is wrong with it.
+struct PresetFieldError: Error {
+    var field: String
+    var problem: String
+}

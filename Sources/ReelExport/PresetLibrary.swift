@@ -1,0 +1,131 @@
+import Foundation
+
+/// The presets Reel knows: the shipped ones (embedded from `Presets/*.json` at build time) plus any
+/// from a user folder, which may add presets or override shipped ones of the same name.
+public struct PresetLibrary: Sendable {
+    /// All presets, in display order (shipped order first, then user-only ones by name).
+    public let presets: [Preset]
+
+    /// The shipped presets. Crashes only if a shipped file is malformed, which a test prevents.
+    public static let shipped: PresetLibrary = {
+        do {
+            return try PresetLibrary(userFolder: nil)
+        } catch {
+            fatalError("a shipped preset is malformed: \(error)")
+        }
+    }()
+
+    /// Loads the shipped presets and, if given, every `*.json` in `userFolder`.
+    /// Throws `ExportError` (`invalid-preset`) naming the file and field of a malformed preset.
+    public init(userFolder: URL?) throws(ExportError) {
+        var byName: [String: Preset] = [:]
+        var order: [String] = []
+        for file in embeddedPresetFiles {
+            guard let data = Data(base64Encoded: file.base64) else {
+                throw ExportError(.invalidPreset, "Presets/\(file.name): not readable")
+            }
+            let preset = try PresetLibrary.decode(data, file: "Presets/\(file.name)")
+            byName[preset.name.lowercased()] = preset
+            order.append(preset.name.lowercased())
+        }
+        if let userFolder {
+            let files: [URL]
+            do {
+                files = try FileManager.default.contentsOfDirectory(at: userFolder, includingPropertiesForKeys: nil)
+                    .filter { $0.pathExtension.lowercased() == "json" }
+                    .sorted { $0.lastPathComponent < $1.lastPathComponent }
+            } catch {
+                throw ExportError(.invalidPreset, "cannot read the presets folder \(userFolder.path)")
+            }
+            for url in files {
+                guard let data = FileManager.default.contents(atPath: url.path) else {
+                    throw ExportError(.invalidPreset, "\(url.path): cannot read the file")
+                }
+                let preset = try PresetLibrary.decode(data, file: url.path)
+                let key = preset.name.lowercased()
+                if byName[key] == nil { order.append(key) }
+                byName[key] = preset
+            }
+        }
+        presets = PresetLibrary.sorted(order.compactMap { byName[$0] })
+    }
+
+    /// Shipped first in a sensible order (quality presets, sizes, HEVC, audio, passthrough).
+    private static func sorted(_ presets: [Preset]) -> [Preset] {
+        let canonical = [
+            "LowQuality", "MediumQuality", "HighestQuality", "640x480", "960x540", "1280x720", "1920x1080",
+            "3840x2160", "HEVC1920x1080", "HEVC3840x2160", "HEVCHighestQuality", "AppleM4A", "Passthrough",
+        ].map { $0.lowercased() }
+        return presets.sorted { a, b in
+            let ia = canonical.firstIndex(of: a.name.lowercased()) ?? Int.max
+            let ib = canonical.firstIndex(of: b.name.lowercased()) ?? Int.max
+            return ia != ib ? ia < ib : a.name.lowercased() < b.name.lowercased()
+        }
+    }
+
+    /// Finds a preset by name, alias or Apple name, ignoring case (`1280x720`,
+    /// `AVAssetExportPreset1280x720`, `medium`). Throws `unknown-preset` listing the valid names.
+    public func preset(named name: String) throws(ExportError) -> Preset {
+        var key = name.trimmingCharacters(in: .whitespaces).lowercased()
+        let applePrefix = "avassetexportpreset"
+        if key.hasPrefix(applePrefix) { key.removeFirst(applePrefix.count) }
+        for preset in presets {
+            if preset.name.lowercased() == key { return preset }
+        }
+        for preset in presets where (preset.aliases ?? []).contains(where: { $0.lowercased() == key }) {
+            return preset
+        }
+        throw ExportError(
+            .unknownPreset,
+            "unknown preset '\(name)'; known presets: \(presets.map(\.name).joined(separator: ", "))")
+    }
+
+    static func decode(_ data: Data, file: String) throws(ExportError) -> Preset {
+        let preset: Preset
+        do {
+            preset = try JSONDecoder().decode(Preset.self, from: data)
+        } catch let error as DecodingError {
+            throw ExportError(.invalidPreset, "\(file): \(describe(error))")
+        } catch {
+            throw ExportError(.invalidPreset, "\(file): \(error.localizedDescription)")
+        }
+        do {
+            try preset.validate()
+        } catch {
+            throw ExportError(.invalidPreset, "\(file): field '\(error.field)' \(error.problem)")
+        }
+        return preset
+    }
+
+    private static func describe(_ error: DecodingError) -> String {
+        func path(_ codingPath: [any CodingKey], _ last: (any CodingKey)? = nil) -> String {
+            let keys = (codingPath + (last.map { [$0] } ?? [])).map { key in
+                key.intValue.map { "[\($0)]" } ?? key.stringValue
+            }
+            return keys.joined(separator: ".").replacingOccurrences(of: ".[", with: "[")
+        }
+        switch error {
+        case .keyNotFound(let key, let context):
+            return "field '\(path(context.codingPath, key))' is missing"
+        case .typeMismatch(let type, let context):
+            return "field '\(path(context.codingPath))' should be \(describe(type))"
+        case .valueNotFound(let type, let context):
+            return "field '\(path(context.codingPath))' should be \(describe(type)), not null"
+        case .dataCorrupted(let context):
+            if context.codingPath.isEmpty { return "not valid JSON" }
+            return "field '\(path(context.codingPath))' has an invalid value (\(context.debugDescription))"
+        @unknown default:
+            return "cannot be decoded"
+        }
+    }
+
+    private static func describe(_ type: Any.Type) -> String {
+        switch type {
+        case is String.Type: "a string"
+        case is Int.Type, is Double.Type: "a number"
+        case is Bool.Type: "true or false"
+        case is [Any].Type: "a list"
+        default: "an object"
+        }
+    }
+}

@@ -1,0 +1,46 @@
+import CFFmpeg
+
+/// Owns an `AVAudioFifo` (freed with `av_audio_fifo_free`): the encoder wants exactly `frame_size`
+/// samples per frame, the resampler produces whatever it produces.
+final class AudioFifo {
+    private let fifo: OpaquePointer
+
+    init(format: AVSampleFormat, channels: Int32) throws(MediaError) {
+        guard let fifo = av_audio_fifo_alloc(format, channels, 4096) else {
+            throw MediaError(kind: .internalFailure, call: "av_audio_fifo_alloc", message: "out of memory")
+        }
+        self.fifo = fifo
+    }
+
+    deinit { av_audio_fifo_free(fifo) }
+
+    var count: Int32 { av_audio_fifo_size(fifo) }
+
+    /// Appends `samples` samples from `planes`, skipping the first `skip` of them.
+    func write(_ planes: UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>, samples: Int32, bytesPerSample: Int32, planar: Bool, channels: Int32, skip: Int32 = 0) throws(MediaError) {
+        guard samples > skip else { return }
+        var shifted: [UnsafeMutableRawPointer?] = []
+        let planeCount = planar ? Int(channels) : 1
+        let stride = planar ? bytesPerSample : bytesPerSample * channels
+        for index in 0..<planeCount {
+            shifted.append(planes[index].map { UnsafeMutableRawPointer($0 + Int(skip * stride)) })
+        }
+        let count = samples - skip
+        let written = shifted.withUnsafeMutableBufferPointer {
+            av_audio_fifo_write(fifo, $0.baseAddress, count)
+        }
+        if written < count {
+            throw MediaError(call: "av_audio_fifo_write", code: written < 0 ? written : reel_averror(ENOMEM))
+        }
+    }
+
+    /// Moves `count` samples into `frame` (whose buffers hold at least that many).
+    func read(into frame: UnsafeMutablePointer<AVFrame>, count: Int32) throws(MediaError) {
+        let read = UnsafeMutableRawPointer(frame.pointee.extended_data).withMemoryRebound(
+            to: UnsafeMutableRawPointer?.self, capacity: 8
+        ) { av_audio_fifo_read(fifo, $0, count) }
+        if read < count {
+            throw MediaError(call: "av_audio_fifo_read", code: read < 0 ? read : reel_averror(EIO))
+        }
+    }
+}

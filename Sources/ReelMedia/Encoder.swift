@@ -1,0 +1,58 @@
+import CFFmpeg
+
+/// Owns an encoding `AVCodecContext` (freed with `avcodec_free_context`).
+final class Encoder {
+    let context: UnsafeMutablePointer<AVCodecContext>
+    let codec: UnsafePointer<AVCodec>
+
+    /// Allocates a context for the named encoder (`libx264`, `libx265`, `aac`). Configure `context`,
+    /// then call `open(options:)`.
+    init(name: String) throws(MediaError) {
+        guard let codec = avcodec_find_encoder_by_name(name) else {
+            throw MediaError(
+                kind: .unsupportedCodec, call: "avcodec_find_encoder_by_name",
+                message: "the \(name) encoder is not available in this FFmpeg build")
+        }
+        guard let context = avcodec_alloc_context3(codec) else {
+            throw MediaError(kind: .internalFailure, call: "avcodec_alloc_context3", message: "out of memory")
+        }
+        self.codec = codec
+        self.context = context
+    }
+
+    deinit {
+        var pointer: UnsafeMutablePointer<AVCodecContext>? = context
+        avcodec_free_context(&pointer)
+    }
+
+    /// Opens the encoder with private options; an option the encoder did not recognise is an error.
+    func open(options: [(String, String)]) throws(MediaError) {
+        let dictionary = try OptionDictionary(options)
+        let name = String(cString: codec.pointee.name)
+        try check(
+            avcodec_open2(context, codec, &dictionary.pointer), "avcodec_open2", kind: .invalidArgument,
+            context: "cannot open the \(name) encoder")
+        let leftover = dictionary.leftoverKeys
+        if !leftover.isEmpty {
+            throw MediaError(
+                kind: .invalidArgument, call: "avcodec_open2",
+                message: "the \(name) encoder did not recognise: \(leftover.joined(separator: ", "))")
+        }
+    }
+
+    /// Sends a frame (or `nil` to flush).
+    func send(_ frame: UnsafeMutablePointer<AVFrame>?) throws(MediaError) {
+        let code = avcodec_send_frame(context, frame)
+        if code == reel_averror_eof() { return }
+        try check(code, "avcodec_send_frame", kind: .internalFailure, context: "the encoder refused a frame")
+    }
+
+    /// Receives one encoded packet.
+    func receive(_ packet: Packet) throws(MediaError) -> ReceiveResult {
+        let code = avcodec_receive_packet(context, packet.pointer)
+        if code == reel_averror(EAGAIN) { return .needsMoreInput }
+        if code == reel_averror_eof() { return .endOfStream }
+        try check(code, "avcodec_receive_packet", kind: .internalFailure, context: "the encoder failed")
+        return .produced
+    }
+}

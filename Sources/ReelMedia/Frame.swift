@@ -1,0 +1,36 @@
+import CFFmpeg
+
+/// Owns one `AVFrame` (freed with `av_frame_free`).
+///
+/// Not `Sendable`: a frame belongs to the thread of the pipeline stage that holds it.
+final class Frame {
+    let pointer: UnsafeMutablePointer<AVFrame>
+
+    init() throws(MediaError) {
+        guard let frame = av_frame_alloc() else {
+            throw MediaError(kind: .internalFailure, call: "av_frame_alloc", message: "out of memory")
+        }
+        pointer = frame
+    }
+
+    /// A video frame with its own buffers of the given size and pixel format.
+    convenience init(width: Int32, height: Int32, format: AVPixelFormat) throws(MediaError) {
+        try self.init()
+        pointer.pointee.width = width
+        pointer.pointee.height = height
+        pointer.pointee.format = format.rawValue
+        try check(av_frame_get_buffer(pointer, 0), "av_frame_get_buffer")
+    }
+
+    deinit {
+        var frame: UnsafeMutablePointer<AVFrame>? = pointer
+        av_frame_free(&frame)
+    }
+
+    func unref() { av_frame_unref(pointer) }
+
+    /// Makes the buffers writable (copying them if an encoder still holds a reference).
+    func makeWritable() throws(MediaError) {
+        try check(av_frame_make_writable(pointer), "av_frame_make_writable")
+    }
+}

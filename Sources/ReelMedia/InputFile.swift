@@ -1,0 +1,128 @@
+import CFFmpeg
+import Foundation
+
+/// Owns an input `AVFormatContext` (closed with `avformat_close_input`), opened under an `InputPolicy`.
+///
+/// Not `Sendable`: FFmpeg contexts are not thread-safe; each export keeps its own on its own thread.
+final class InputFile {
+    private(set) var context: UnsafeMutablePointer<AVFormatContext>
+    let path: String
+    let info: MediaInfo
+
+    /// Opens and probes a file. Throws `.unreadableInput` when the file is missing, not a regular file,
+    /// not a permitted container, or not media FFmpeg can read; `.limitExceeded` past the policy.
+    init(path: String, policy: InputPolicy, interrupt: CancellationFlag? = nil) throws(MediaError) {
+        self.path = path
+        let fileBytes = try InputFile.checkRegularFile(path, policy: policy)
+
+        guard let allocated = avformat_alloc_context() else {
+            throw MediaError(kind: .internalFailure, call: "avformat_alloc_context", message: "out of memory")
+        }
+        var context: UnsafeMutablePointer<AVFormatContext>? = allocated
+        if let interrupt { reel_set_interrupt(allocated, interrupt.storage) }
+        let options = try OptionDictionary([
+            ("protocol_whitelist", "file"),
+            ("format_whitelist", policy.allowedDemuxers.joined(separator: ",")),
+            // Do not follow QuickTime data references to other files.
+            ("enable_drefs", "0"),
+        ])
+        let opened = avformat_open_input(&context, path, nil, &options.pointer)
+        // On failure avformat_open_input frees the context and sets it to NULL.
+        guard opened >= 0, let context else {
+            throw MediaError(
+                call: "avformat_open_input", code: opened, kind: .unreadableInput,
+                context: InputFile.openFailureContext(opened))
+        }
+        self.context = context
+        if interrupt?.isRaised == true {
+            throw MediaError.cancelled()
+        }
+        let found = avformat_find_stream_info(context, nil)
+        if found < 0 {
+            throw MediaError(
+                call: "avformat_find_stream_info", code: found, kind: .unreadableInput,
+                context: "could not read the streams")
+        }
+        info = InputFile.describe(context, path: path, fileBytes: fileBytes)
+        try InputFile.checkLimits(info, policy: policy)
+    }
+
+    deinit {
+        var pointer: UnsafeMutablePointer<AVFormatContext>? = context
+        avformat_close_input(&pointer)
+    }
+
+    func stream(_ index: Int) -> UnsafeMutablePointer<AVStream> { context.pointee.streams[index]! }
+
+    /// Reads the next packet. Returns `false` at end of file.
+    func read(into packet: Packet) throws(MediaError) -> Bool {
+        let code = av_read_frame(context, packet.pointer)
+        if code == reel_averror_eof() { return false }
+        try check(code, "av_read_frame", kind: .unreadableInput, context: "could not read the input")
+        return true
+    }
+
+    /// Seeks so the next packets start at or before `seconds` (on a keyframe).
+    func seek(toSeconds seconds: Double) throws(MediaError) {
+        let target = Int64(seconds * Double(AV_TIME_BASE)) + max(0, context.pointee.start_time == reel_nopts_value() ? 0 : context.pointee.start_time)
+        try check(
+            avformat_seek_file(context, -1, Int64.min, target, target, 0), "avformat_seek_file",
+            kind: .unreadableInput)
+    }
+
+    // MARK: - Checks before opening
+
+    /// Only regular files are opened: devices, FIFOs, sockets and directories are refused before
+    /// FFmpeg sees them (a FIFO or `/dev/urandom` would block or never end).
+    static func checkRegularFile(_ path: String, policy: InputPolicy) throws(MediaError) -> Int64 {
+        var status = stat()
+        guard stat(path, &status) == 0 else {
+            let reason = String(cString: strerror(errno))
+            throw MediaError(kind: .unreadableInput, call: "stat", message: "cannot open \(path): \(reason)")
+        }
+        guard (status.st_mode & S_IFMT) == S_IFREG else {
+            throw MediaError(
+                kind: .unreadableInput, call: "stat", message: "\(path) is not a regular file")
+        }
+        guard status.st_size > 0 else {
+            throw MediaError(kind: .unreadableInput, call: "stat", message: "\(path) is empty")
+        }
+        guard Int64(status.st_size) <= policy.maxFileBytes else {
+            throw MediaError(
+                kind: .limitExceeded, call: "stat",
+                message: "\(path) is \(status.st_size) bytes, over the limit of \(policy.maxFileBytes)")
+        }
+        guard access(path, R_OK) == 0 else {
+            throw MediaError(kind: .unreadableInput, call: "access", message: "cannot read \(path): permission denied")
+        }
+        return Int64(status.st_size)
+    }
+
+    private static func openFailureContext(_ code: Int32) -> String {
+        if code == reel_averror_invaliddata() || code == reel_averror_demuxer_not_found() {
+            return "not a media file Reel accepts (unknown, corrupt or disallowed container)"
+        }
+        return "could not open the input"
+    }
+
+    static func checkLimits(_ info: MediaInfo, policy: InputPolicy) throws(MediaError) {
+        func fail(_ message: String) -> MediaError {
+            MediaError(kind: .limitExceeded, call: "limits", message: message)
+        }
+        if info.streams.count > policy.maxStreams {
+            throw fail("the input has \(info.streams.count) streams, over the limit of \(policy.maxStreams)")
+        }
+        if info.durationSeconds > policy.maxDurationSeconds {
+            throw fail(
+                "the input lasts \(Int(info.durationSeconds)) s, over the limit of \(Int(policy.maxDurationSeconds)) s")
+        }
+        for stream in info.streams where stream.kind == .video {
+            if let width = stream.width, let height = stream.height,
+                max(width, height) > policy.maxDimension
+            {
+                throw fail(
+                    "stream \(stream.index) is \(width)x\(height), over the limit of \(policy.maxDimension) pixels")
+            }
+        }
+    }
+}

@@ -1,0 +1,19 @@
+import CFFmpeg
+
+/// What this FFmpeg build can do, asked without opening any file.
+public enum MediaCapabilities {
+    /// Whether the named muxer (`mp4`, `mov`) can hold a stream of the named codec (`h264`, `vp9`)
+    /// without re-encoding.
+    public static func container(_ muxer: String, canHold codec: String) -> Bool {
+        guard let format = av_guess_format(muxer, nil, nil),
+            let descriptor = avcodec_descriptor_get_by_name(codec)
+        else { return false }
+        return avformat_query_codec(format, descriptor.pointee.id, FF_COMPLIANCE_NORMAL) == 1
+    }
+
+    /// Whether a decoder exists for the named codec.
+    public static func canDecode(_ codec: String) -> Bool {
+        guard let descriptor = avcodec_descriptor_get_by_name(codec) else { return false }
+        return avcodec_find_decoder(descriptor.pointee.id) != nil
+    }
+}

@@ -1,0 +1,108 @@
+/// A rational number as FFmpeg keeps it (time bases, frame rates, aspect ratios).
+public struct Rational: Sendable, Equatable, Hashable, Codable, CustomStringConvertible {
+    public var numerator: Int
+    public var denominator: Int
+    public init(_ numerator: Int, _ denominator: Int) {
+        self.numerator = numerator
+        self.denominator = denominator
+    }
+    /// The value, or 0 when the denominator is 0 (FFmpeg's "unknown").
+    public var value: Double { denominator == 0 ? 0 : Double(numerator) / Double(denominator) }
+    public var isValid: Bool { numerator > 0 && denominator > 0 }
+    public var description: String { "\(numerator)/\(denominator)" }
+}
+
+/// What kind of data a stream carries.
+public enum StreamKind: String, Sendable, Codable {
+    case video, audio, subtitle, data, attachment, unknown
+}
+
+/// Facts about one stream of a probed file.
+public struct StreamInfo: Sendable, Codable {
+    public var index: Int
+    public var kind: StreamKind
+    /// FFmpeg's short codec name (`h264`, `hevc`, `aac`, …).
+    public var codec: String
+    /// Codec profile name when known (`High`, `Main 10`, `LC`).
+    public var profile: String?
+    /// The sample-entry tag (`avc1`, `hvc1`, `hev1`) when the container has one.
+    public var codecTag: String?
+    public var isDefault: Bool
+    /// Whether this stream is a cover picture rather than a moving video.
+    public var isAttachedPicture: Bool
+    public var timeBase: Rational
+    public var durationSeconds: Double?
+    public var frameCount: Int?
+    public var bitRate: Int?
+    public var language: String?
+
+    // Video
+    /// Coded (storage) size.
+    public var width: Int?
+    public var height: Int?
+    public var sampleAspectRatio: Rational?
+    /// Clockwise rotation, in degrees (0, 90, 180, 270), that a player applies to display the frames.
+    public var rotation: Int?
+    /// Average frame rate, when known.
+    public var frameRate: Rational?
+    /// Whether timestamps are irregular (average and base frame rates disagree).
+    public var isVariableFrameRate: Bool?
+    public var pixelFormat: String?
+    public var bitDepth: Int?
+    /// Chroma subsampling as `4:2:0`, `4:2:2` or `4:4:4`.
+    public var chromaSubsampling: String?
+    public var colorTransfer: String?
+    public var colorPrimaries: String?
+    public var colorSpace: String?
+    public var colorRange: String?
+
+    // Audio
+    public var sampleRate: Int?
+    public var channels: Int?
+    public var channelLayout: String?
+    public var sampleFormat: String?
+
+    /// Display size: coded size with the sample aspect ratio applied, then the rotation.
+    public var displaySize: (width: Int, height: Int)? {
+        guard let width, let height else { return nil }
+        var displayWidth = Double(width)
+        if let sar = sampleAspectRatio, sar.isValid, sar.numerator != sar.denominator {
+            displayWidth = displayWidth * sar.value
+        }
+        let w = Int(displayWidth.rounded())
+        if let rotation, rotation == 90 || rotation == 270 { return (height, w) }
+        return (w, height)
+    }
+
+    public init(index: Int, kind: StreamKind, codec: String, timeBase: Rational) {
+        self.index = index
+        self.kind = kind
+        self.codec = codec
+        self.isDefault = false
+        self.isAttachedPicture = false
+        self.timeBase = timeBase
+    }
+}
+
+/// Facts about a probed file: container, duration, metadata and streams.
+public struct MediaInfo: Sendable, Codable {
+    public var path: String
+    /// FFmpeg's demuxer name, e.g. `mov,mp4,m4a,3gp,3g2,mj2`.
+    public var formatName: String
+    public var formatLongName: String
+    public var durationSeconds: Double
+    /// Presentation time of the first sample, in seconds.
+    public var startSeconds: Double
+    public var bitRate: Int?
+    public var fileBytes: Int64
+    /// Container-level metadata exactly as FFmpeg reads it.
+    public var metadata: [String: String]
+    public var streams: [StreamInfo]
+    /// The `major_brand` of an ISO/QuickTime file (`isom`, `qt  `, `M4V `), if any.
+    public var majorBrand: String? { metadata["major_brand"] }
+
+    /// The stream FFmpeg would choose for video (attached pictures excluded), if any.
+    public var bestVideoStream: StreamInfo?
+    /// The stream FFmpeg would choose for audio, if any.
+    public var bestAudioStream: StreamInfo?
+}

@@ -1,0 +1,174 @@
+import CFFmpeg
+import Foundation
+
+/// Owns an output `AVFormatContext` (freed with `avformat_free_context`) and the file it writes.
+///
+/// The bytes go through Reel's own `AVIOContext` on a file descriptor, so every byte written is
+/// counted (progress of the faststart rewrite inside `av_write_trailer`), write errors keep their
+/// errno (a full disk is reported as such), and the file is fsynced before it is closed.
+final class OutputFile {
+    let context: UnsafeMutablePointer<AVFormatContext>
+    let path: String
+    private let sink: ByteSink
+    private var io: UnsafeMutablePointer<AVIOContext>?
+    private var headerWritten = false
+
+    /// Creates `path` (which must not exist) for the named muxer (`mp4`, `mov`).
+    init(path: String, muxer: String) throws(MediaError) {
+        self.path = path
+        var allocated: UnsafeMutablePointer<AVFormatContext>? = nil
+        try check(
+            avformat_alloc_output_context2(&allocated, nil, muxer, path), "avformat_alloc_output_context2",
+            kind: .internalFailure)
+        guard let allocated else {
+            throw MediaError(kind: .internalFailure, call: "avformat_alloc_output_context2", message: "no context")
+        }
+        context = allocated
+        do {
+            sink = try ByteSink(path: path)
+        } catch {
+            avformat_free_context(allocated)
+            throw error
+        }
+        let bufferSize: Int32 = 1 << 16
+        guard let buffer = av_malloc(Int(bufferSize))?.assumingMemoryBound(to: UInt8.self),
+            let io = avio_alloc_context(
+                buffer, bufferSize, 1, Unmanaged.passUnretained(sink).toOpaque(), nil, byteSinkWrite,
+                byteSinkSeek)
+        else {
+            avformat_free_context(allocated)
+            throw MediaError(kind: .internalFailure, call: "avio_alloc_context", message: "out of memory")
+        }
+        self.io = io
+        context.pointee.pb = io
+        context.pointee.flags |= AVFMT_FLAG_CUSTOM_IO
+    }
+
+    deinit {
+        if let io {
+            av_freep(&io.pointee.buffer)
+            var pointer: UnsafeMutablePointer<AVIOContext>? = io
+            avio_context_free(&pointer)
+        }
+        context.pointee.pb = nil
+        avformat_free_context(context)
+    }
+
+    /// Whether streams must carry their codec headers out of band (`AV_CODEC_FLAG_GLOBAL_HEADER`).
+    var wantsGlobalHeader: Bool { (context.pointee.oformat.pointee.flags & AVFMT_GLOBALHEADER) != 0 }
+
+    /// Whether this container can hold the codec.
+    func canHold(_ codec: AVCodecID) -> Bool {
+        avformat_query_codec(context.pointee.oformat, codec, FF_COMPLIANCE_NORMAL) == 1
+    }
+
+    /// Bytes written so far (header, packets, and the trailer's rewrite).
+    var bytesWritten: Int64 { sink.bytesWritten }
+
+    /// Called with the running byte count on every write.
+    var onWrite: ((Int64) -> Void)? {
+        get { sink.onWrite }
+        set { sink.onWrite = newValue }
+    }
+
+    func addStream() throws(MediaError) -> UnsafeMutablePointer<AVStream> {
+        guard let stream = avformat_new_stream(context, nil) else {
+            throw MediaError(kind: .internalFailure, call: "avformat_new_stream", message: "out of memory")
+        }
+        return stream
+    }
+
+    /// Writes the header with muxer options (e.g. `movflags`); unrecognised options are an error.
+    func writeHeader(metadata: [String: String], options: [(String, String)]) throws(MediaError) {
+        for (key, value) in metadata.sorted(by: { $0.key < $1.key }) {
+            try check(av_dict_set(&context.pointee.metadata, key, value, 0), "av_dict_set", context: key)
+        }
+        let dictionary = try OptionDictionary(options)
+        // May return a positive value (AVSTREAM_INIT_IN_*): only negative is a failure.
+        try check(
+            avformat_write_header(context, &dictionary.pointer), "avformat_write_header",
+            kind: .outputFailed, context: "cannot write the output header")
+        headerWritten = true
+        let leftover = dictionary.leftoverKeys
+        if !leftover.isEmpty {
+            throw MediaError(
+                kind: .invalidArgument, call: "avformat_write_header",
+                message: "the muxer did not recognise: \(leftover.joined(separator: ", "))")
+        }
+    }
+
+    /// Hands a packet to the interleaver; the packet's data then belongs to the muxer.
+    func write(_ packet: Packet) throws(MediaError) {
+        try check(
+            av_interleaved_write_frame(context, packet.pointer), "av_interleaved_write_frame",
+            kind: .outputFailed, context: "cannot write the output")
+    }
+
+    /// Writes the trailer (the faststart rewrite happens here), flushes and fsyncs the file.
+    func finish() throws(MediaError) {
+        try check(av_write_trailer(context), "av_write_trailer", kind: .outputFailed, context: "cannot finish the output")
+        if let io {
+            avio_flush(io)
+            if io.pointee.error < 0 {
+                throw MediaError(call: "avio_flush", code: io.pointee.error, kind: .outputFailed, context: "cannot write the output")
+            }
+        }
+        try sink.sync()
+    }
+}
+
+/// The file descriptor behind an `OutputFile`'s `AVIOContext`. Lives on the export's thread.
+private final class ByteSink {
+    let fd: Int32
+    var bytesWritten: Int64 = 0
+    var onWrite: ((Int64) -> Void)?
+
+    init(path: String) throws(MediaError) {
+        fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        if fd < 0 {
+            let code = errno
+            throw MediaError(
+                call: "open", code: reel_averror(code), kind: code == ENOSPC ? .noSpace : .outputFailed,
+                context: "cannot create \(path)")
+        }
+    }
+
+    deinit { close(fd) }
+
+    func sync() throws(MediaError) {
+        if fsync(fd) != 0 {
+            let code = errno
+            throw MediaError(call: "fsync", code: reel_averror(code), kind: .outputFailed, context: "cannot write the output")
+        }
+    }
+}
+
+private let byteSinkWrite: @convention(c) (UnsafeMutableRawPointer?, UnsafeMutablePointer<UInt8>?, Int32) -> Int32 = {
+    opaque, buffer, size in
+    guard let opaque, let buffer else { return reel_averror(EINVAL) }
+    let sink = Unmanaged<ByteSink>.fromOpaque(opaque).takeUnretainedValue()
+    var offset = 0
+    while offset < Int(size) {
+        let written = write(sink.fd, buffer + offset, Int(size) - offset)
+        if written < 0 {
+            if errno == EINTR { continue }
+            return reel_averror(errno)
+        }
+        offset += written
+    }
+    sink.bytesWritten += Int64(size)
+    sink.onWrite?(sink.bytesWritten)
+    return size
+}
+
+private let byteSinkSeek: @convention(c) (UnsafeMutableRawPointer?, Int64, Int32) -> Int64 = {
+    opaque, offset, whence in
+    guard let opaque else { return Int64(reel_averror(EINVAL)) }
+    let sink = Unmanaged<ByteSink>.fromOpaque(opaque).takeUnretainedValue()
+    if whence & AVSEEK_SIZE != 0 {
+        var status = stat()
+        return fstat(sink.fd, &status) == 0 ? Int64(status.st_size) : Int64(reel_averror(errno))
+    }
+    let position = lseek(sink.fd, off_t(offset), whence & ~AVSEEK_FORCE)
+    return position < 0 ? Int64(reel_averror(errno)) : Int64(position)
+}

@@ -1,0 +1,152 @@
+import CFFmpeg
+
+/// A Passthrough export: copies the chosen streams' packets unchanged into a new container
+/// (remux), with faststart. A time range cuts at the keyframe at or before its start.
+final class RemuxJob {
+    private let plan: TranscodePlan
+    private let input: InputFile
+    private let output: OutputFile
+    private let cancel: CancellationFlag
+    private let progress: (TranscodeProgress) -> Void
+    private let packet: Packet
+    /// Input stream index → output stream.
+    private var mapping: [Int: UnsafeMutablePointer<AVStream>] = [:]
+    private var totalSeconds: Double
+    private var originMicroseconds: Int64
+    private let endMicroseconds: Int64?
+    private let videoIndex: Int?
+    private var packets = 0
+
+    init(
+        plan: TranscodePlan, input: InputFile, cancel: CancellationFlag,
+        progress: @escaping (TranscodeProgress) -> Void
+    ) throws(MediaError) {
+        self.plan = plan
+        self.input = input
+        self.cancel = cancel
+        self.progress = progress
+        packet = try Packet()
+        let info = input.info
+        let start = Int64((info.startSeconds * Double(AV_TIME_BASE)).rounded())
+        originMicroseconds = start + Int64(((plan.startSeconds ?? 0) * Double(AV_TIME_BASE)).rounded())
+        endMicroseconds = plan.endSeconds.map { start + Int64(($0 * Double(AV_TIME_BASE)).rounded()) }
+        let rangeEnd = plan.endSeconds.map { min($0, info.durationSeconds) } ?? info.durationSeconds
+        totalSeconds = max(rangeEnd - (plan.startSeconds ?? 0), 0.001)
+        videoIndex = plan.copyStreams.first { info.streams[$0].kind == .video }
+
+        output = try OutputFile(path: plan.outputPath, muxer: plan.container.muxer)
+        for index in plan.copyStreams {
+            let source = input.stream(index)
+            let parameters = source.pointee.codecpar!
+            let name = String(cString: avcodec_get_name(parameters.pointee.codec_id))
+            guard output.canHold(parameters.pointee.codec_id) else {
+                throw MediaError(
+                    kind: .unsupportedCodec, call: "avformat_query_codec",
+                    message: "\(plan.container.muxer) cannot hold \(name) (stream \(index)) without re-encoding")
+            }
+            let stream = try output.addStream()
+            try check(avcodec_parameters_copy(stream.pointee.codecpar, parameters), "avcodec_parameters_copy")
+            // Let the muxer pick the tag for its container, except HEVC, which Apple wants as 'hvc1'.
+            stream.pointee.codecpar.pointee.codec_tag =
+                parameters.pointee.codec_id == AV_CODEC_ID_HEVC ? reel_mktag(0x68, 0x76, 0x63, 0x31) : 0
+            stream.pointee.time_base = source.pointee.time_base
+            stream.pointee.avg_frame_rate = source.pointee.avg_frame_rate
+            stream.pointee.sample_aspect_ratio = source.pointee.sample_aspect_ratio
+            stream.pointee.disposition = source.pointee.disposition
+            av_dict_copy(&stream.pointee.metadata, source.pointee.metadata, 0)
+            // Rotation (display matrix) and other stream side data travel with the stream.
+            for sideIndex in 0..<Int(source.pointee.nb_side_data) {
+                let side = source.pointee.side_data[sideIndex]
+                guard let data = av_stream_new_side_data(stream, side.type, side.size) else {
+                    throw MediaError(kind: .internalFailure, call: "av_stream_new_side_data", message: "out of memory")
+                }
+                data.update(from: side.data, count: side.size)
+            }
+            mapping[index] = stream
+        }
+        try output.writeHeader(metadata: plan.metadata, options: Transcoder.muxerOptions(plan))
+    }
+
+    func run() throws(MediaError) -> TranscodeOutcome {
+        if let start = plan.startSeconds, start > 0 { try input.seek(toSeconds: start) }
+        var originSet = (plan.startSeconds ?? 0) <= 0
+        var lastDts: [Int: Int64] = [:]
+        var mediaSeconds = 0.0
+        var lastReported = -1.0
+        let share = Transcoder.finalizingShareRemux
+        while true {
+            if cancel.isRaised { throw MediaError.cancelled() }
+            let more: Bool
+            do {
+                more = try input.read(into: packet)
+            } catch where error.kind == .cancelled || cancel.isRaised {
+                throw MediaError.cancelled()
+            }
+            if !more { break }
+            let index = packet.streamIndex
+            guard let stream = mapping[index] else {
+                packet.unref()
+                continue
+            }
+            let source = input.stream(index)
+            let sourceTimeBase = source.pointee.time_base
+            let raw = packet.pointer.pointee
+            let time = raw.pts != reel_nopts_value() ? raw.pts : raw.dts
+            if time != reel_nopts_value() {
+                let micro = av_rescale_q(time, sourceTimeBase, reel_time_base_q())
+                if let endMicroseconds, micro >= endMicroseconds {
+                    packet.unref()
+                    if index == videoIndex || videoIndex == nil { break }
+                    continue
+                }
+                if !originSet {
+                    // Start on the first video keyframe at or after the seek point.
+                    if index == videoIndex || videoIndex == nil, (raw.flags & AV_PKT_FLAG_KEY) != 0 {
+                        originMicroseconds = min(originMicroseconds, micro)
+                        originSet = true
+                    } else {
+                        packet.unref()
+                        continue
+                    }
+                }
+                if micro < originMicroseconds, index != videoIndex {
+                    packet.unref()
+                    continue
+                }
+            }
+            let offset = av_rescale_q(originMicroseconds, reel_time_base_q(), sourceTimeBase)
+            if packet.pointer.pointee.pts != reel_nopts_value() { packet.pointer.pointee.pts -= offset }
+            if packet.pointer.pointee.dts != reel_nopts_value() { packet.pointer.pointee.dts -= offset }
+            av_packet_rescale_ts(packet.pointer, sourceTimeBase, stream.pointee.time_base)
+            if let dts = Optional(packet.pointer.pointee.dts), dts != reel_nopts_value() {
+                if let previous = lastDts[index], dts <= previous {
+                    // Some containers repeat timestamps; the muxer requires them increasing.
+                    packet.pointer.pointee.dts = previous + 1
+                    if packet.pointer.pointee.pts != reel_nopts_value(), packet.pointer.pointee.pts < previous + 1 {
+                        packet.pointer.pointee.pts = previous + 1
+                    }
+                }
+                lastDts[index] = packet.pointer.pointee.dts
+                mediaSeconds = max(mediaSeconds, seconds(packet.pointer.pointee.dts, stream.pointee.time_base))
+            }
+            packet.pointer.pointee.stream_index = stream.pointee.index
+            packet.pointer.pointee.pos = -1
+            try output.write(packet)
+            packets += 1
+            let fraction = min(1, mediaSeconds / totalSeconds) * (1 - share)
+            if fraction - lastReported >= 0.002 {
+                lastReported = fraction
+                progress(TranscodeProgress(phase: .transcoding, fraction: fraction, frames: packets, mediaSeconds: mediaSeconds))
+            }
+        }
+        if packets == 0 {
+            throw MediaError(kind: .unreadableInput, call: "av_read_frame", message: "the input has no packets to copy")
+        }
+        Transcoder.reportFinalizing(
+            output: output, share: share, frames: packets, mediaSeconds: mediaSeconds, progress: progress)
+        try output.finish()
+        output.onWrite = nil
+        progress(TranscodeProgress(phase: .finalizing, fraction: 1, frames: packets, mediaSeconds: mediaSeconds))
+        return TranscodeOutcome(bytes: output.bytesWritten, videoFrames: packets, audioFrames: 0)
+    }
+}

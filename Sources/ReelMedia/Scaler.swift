@@ -1,0 +1,94 @@
+import CFFmpeg
+
+/// Owns a swscale context (freed with `sws_freeContext`) that converts frames of one size and pixel
+/// format into another, also converting the colour matrix to BT.709 limited range.
+final class Scaler {
+    private let context: OpaquePointer
+    let sourceWidth: Int32
+    let sourceHeight: Int32
+    let sourceFormat: AVPixelFormat
+
+    init(
+        from frame: UnsafeMutablePointer<AVFrame>, toWidth width: Int32, height: Int32, format: AVPixelFormat,
+        threads: Int = 0
+    ) throws(MediaError) {
+        sourceWidth = frame.pointee.width
+        sourceHeight = frame.pointee.height
+        let rawFormat = AVPixelFormat(rawValue: frame.pointee.format)
+        sourceFormat = rawFormat
+        // The deprecated full-range "yuvj" formats are their plain twins with a full-range flag.
+        var (inputFormat, fullRange) = Scaler.unJ(rawFormat)
+        if frame.pointee.color_range == AVCOL_RANGE_JPEG { fullRange = true }
+        guard let allocated = sws_alloc_context() else {
+            throw MediaError(kind: .internalFailure, call: "sws_alloc_context", message: "out of memory")
+        }
+        context = allocated
+        let options: [(String, Int64)] = [
+            ("srcw", Int64(sourceWidth)), ("srch", Int64(sourceHeight)), ("src_format", Int64(inputFormat.rawValue)),
+            ("dstw", Int64(width)), ("dsth", Int64(height)), ("dst_format", Int64(format.rawValue)),
+            ("sws_flags", Int64(SWS_BICUBIC | SWS_ACCURATE_RND | SWS_FULL_CHR_H_INT)),
+            ("threads", Int64(threads)),
+        ]
+        for (name, value) in options {
+            let code = av_opt_set_int(UnsafeMutableRawPointer(allocated), name, value, 0)
+            if code < 0 {
+                sws_freeContext(allocated)
+                throw MediaError(call: "av_opt_set_int", code: code, context: name)
+            }
+        }
+        let code = sws_init_context(allocated, nil, nil)
+        if code < 0 {
+            sws_freeContext(allocated)
+            let name = av_get_pix_fmt_name(inputFormat).map { String(cString: $0) } ?? "unknown"
+            throw MediaError(
+                call: "sws_init_context", code: code, kind: .unsupportedCodec,
+                context: "cannot convert pixel format \(name)")
+        }
+        let sourceSpace = Scaler.colorSpace(of: frame)
+        let coefficientsIn = sws_getCoefficients(sourceSpace)
+        let coefficientsOut = sws_getCoefficients(SWS_CS_ITU709)
+        // Fails (harmlessly) for RGB sources, where there is no matrix to convert.
+        _ = sws_setColorspaceDetails(
+            allocated, coefficientsIn, fullRange ? 1 : 0, coefficientsOut, 0, 0, 1 << 16, 1 << 16)
+    }
+
+    deinit { sws_freeContext(context) }
+
+    /// Whether this scaler was made for frames like `frame`.
+    func accepts(_ frame: UnsafeMutablePointer<AVFrame>) -> Bool {
+        frame.pointee.width == sourceWidth && frame.pointee.height == sourceHeight
+            && frame.pointee.format == sourceFormat.rawValue
+    }
+
+    /// Scales `source` into `destination`'s buffers.
+    func scale(_ source: UnsafeMutablePointer<AVFrame>, into destination: UnsafeMutablePointer<AVFrame>) throws(MediaError) {
+        let rows = sws_scale_frame(context, destination, source)
+        if rows < 0 {
+            throw MediaError(call: "sws_scale_frame", code: rows, kind: .internalFailure, context: "scaling failed")
+        }
+    }
+
+    private static func unJ(_ format: AVPixelFormat) -> (AVPixelFormat, Bool) {
+        switch format {
+        case AV_PIX_FMT_YUVJ420P: return (AV_PIX_FMT_YUV420P, true)
+        case AV_PIX_FMT_YUVJ422P: return (AV_PIX_FMT_YUV422P, true)
+        case AV_PIX_FMT_YUVJ444P: return (AV_PIX_FMT_YUV444P, true)
+        case AV_PIX_FMT_YUVJ440P: return (AV_PIX_FMT_YUV440P, true)
+        case AV_PIX_FMT_YUVJ411P: return (AV_PIX_FMT_YUV411P, true)
+        default: return (format, false)
+        }
+    }
+
+    private static func colorSpace(of frame: UnsafeMutablePointer<AVFrame>) -> Int32 {
+        switch frame.pointee.colorspace {
+        case AVCOL_SPC_BT709: return SWS_CS_ITU709
+        case AVCOL_SPC_BT470BG, AVCOL_SPC_SMPTE170M: return SWS_CS_ITU601
+        case AVCOL_SPC_SMPTE240M: return SWS_CS_SMPTE240M
+        case AVCOL_SPC_FCC: return SWS_CS_FCC
+        case AVCOL_SPC_BT2020_NCL, AVCOL_SPC_BT2020_CL: return SWS_CS_BT2020
+        default:
+            // Unspecified: the usual convention is BT.601 for SD and BT.709 for HD.
+            return frame.pointee.height > 576 || frame.pointee.width > 1024 ? SWS_CS_ITU709 : SWS_CS_ITU601
+        }
+    }
+}

@@ -1,0 +1,145 @@
+/// How to encode the video track. Decided by the caller (ReelExport); ReelMedia only executes it.
+public struct VideoEncoding: Sendable, Equatable {
+    public enum Codec: String, Sendable, Codable {
+        case h264, hevc
+        /// The FFmpeg encoder Reel uses for this codec.
+        public var encoderName: String { self == .h264 ? "libx264" : "libx265" }
+    }
+    /// What colours the output carries.
+    public enum Color: Sendable, Equatable {
+        /// Convert to BT.709, limited range (SDR web video).
+        case bt709
+        /// Keep the source's matrix, primaries, transfer and range (HDR in HEVC presets).
+        case keepSource
+    }
+    public var codec: Codec
+    /// Output size after rotation, in square pixels; both even.
+    public var width: Int
+    public var height: Int
+    /// Clockwise degrees (0, 90, 180, 270) to rotate the decoded pixels by.
+    public var rotation: Int
+    /// 10-bit output (HEVC Main 10) instead of 8-bit.
+    public var tenBit: Bool
+    public var color: Color
+    /// x264/x265 `preset` (speed/efficiency trade-off).
+    public var encoderPreset: String
+    /// Constant rate factor.
+    public var crf: Double
+    /// VBV cap in bits per second, and buffer size in bits (both or neither).
+    public var maxBitrate: Int?
+    public var bufferSize: Int?
+    /// Frames closer together than 1/maxFrameRate are dropped; nil keeps every frame.
+    public var maxFrameRate: Double?
+    /// Codec profile (`high`, `main`, `main10`).
+    public var profile: String?
+
+    public init(
+        codec: Codec, width: Int, height: Int, rotation: Int, tenBit: Bool, color: Color, encoderPreset: String,
+        crf: Double, maxBitrate: Int?, bufferSize: Int?, maxFrameRate: Double?, profile: String?
+    ) {
+        self.codec = codec
+        self.width = width
+        self.height = height
+        self.rotation = rotation
+        self.tenBit = tenBit
+        self.color = color
+        self.encoderPreset = encoderPreset
+        self.crf = crf
+        self.maxBitrate = maxBitrate
+        self.bufferSize = bufferSize
+        self.maxFrameRate = maxFrameRate
+        self.profile = profile
+    }
+}
+
+/// How to encode the audio track (always AAC-LC).
+public struct AudioEncoding: Sendable, Equatable {
+    public var bitrate: Int
+    public var channels: Int
+    public var sampleRate: Int
+    public init(bitrate: Int, channels: Int, sampleRate: Int) {
+        self.bitrate = bitrate
+        self.channels = channels
+        self.sampleRate = sampleRate
+    }
+}
+
+/// The container to write.
+public struct Container: Sendable, Equatable {
+    /// FFmpeg muxer name (`mp4` or `mov`).
+    public var muxer: String
+    /// Major brand override (`M4V `, `M4A `), or nil for the muxer's own.
+    public var brand: String?
+    public init(muxer: String, brand: String? = nil) {
+        self.muxer = muxer
+        self.brand = brand
+    }
+}
+
+/// Everything one export needs, as plain values. Paths are absolute.
+public struct TranscodePlan: Sendable {
+    public var inputPath: String
+    /// Where to write; must not exist. The caller renames it into place.
+    public var outputPath: String
+    public var container: Container
+    /// Moov atom first (`movflags=+faststart`).
+    public var faststart: Bool
+    /// Container metadata to write (creation time, location, make/model, …).
+    public var metadata: [String: String]
+    /// Optional time range within the source, in seconds from its start.
+    public var startSeconds: Double?
+    public var endSeconds: Double?
+    /// Stream to transcode and how; nil leaves video out.
+    public var videoStream: Int?
+    public var video: VideoEncoding?
+    public var audioStream: Int?
+    public var audio: AudioEncoding?
+    /// Streams to copy unchanged (Passthrough). When non-empty, video and audio must be nil.
+    public var copyStreams: [Int]
+    public var policy: InputPolicy
+
+    public init(
+        inputPath: String, outputPath: String, container: Container, faststart: Bool = true,
+        metadata: [String: String] = [:], startSeconds: Double? = nil, endSeconds: Double? = nil,
+        videoStream: Int? = nil, video: VideoEncoding? = nil, audioStream: Int? = nil, audio: AudioEncoding? = nil,
+        copyStreams: [Int] = [], policy: InputPolicy = .standard
+    ) {
+        self.inputPath = inputPath
+        self.outputPath = outputPath
+        self.container = container
+        self.faststart = faststart
+        self.metadata = metadata
+        self.startSeconds = startSeconds
+        self.endSeconds = endSeconds
+        self.videoStream = videoStream
+        self.video = video
+        self.audioStream = audioStream
+        self.audio = audio
+        self.copyStreams = copyStreams
+        self.policy = policy
+    }
+}
+
+/// Where an export is.
+public struct TranscodeProgress: Sendable, Equatable {
+    public enum Phase: String, Sendable, Codable {
+        /// Reading, decoding, encoding and writing packets.
+        case transcoding
+        /// Writing the trailer; with faststart, moving the index in front of the media data.
+        case finalizing
+    }
+    public var phase: Phase
+    /// 0…1 over the whole export, including finalizing.
+    public var fraction: Double
+    /// Output frames encoded (or packets copied) so far.
+    public var frames: Int
+    /// Seconds of media processed so far.
+    public var mediaSeconds: Double
+}
+
+/// What an export produced.
+public struct TranscodeOutcome: Sendable {
+    public var bytes: Int64
+    public var videoFrames: Int
+    public var audioFrames: Int
+}

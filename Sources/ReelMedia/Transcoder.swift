@@ -1,0 +1,70 @@
+import CFFmpeg
+
+/// Runs one `TranscodePlan` on the calling thread: FFmpeg's transcode loop (demux → decode →
+/// scale/rotate → encode → mux, and decode → resample → FIFO → AAC → mux), or a remux when the plan
+/// copies streams.
+///
+/// Blocking: call it from a dedicated thread, never from Swift's cooperative pool. Raising `cancel`
+/// stops it within one packet (and interrupts a blocking read). On any failure the partially written
+/// file at `plan.outputPath` is left for the caller to remove.
+public enum Transcoder {
+    /// Share of the progress bar given to the trailer (the faststart rewrite) when re-encoding.
+    static let finalizingShareTranscode = 0.03
+    /// Share given to the trailer when only copying packets (the rewrite is then half the work).
+    static let finalizingShareRemux = 0.45
+
+    /// Executes the plan. Throws `MediaError`; `.cancelled` when `cancel` was raised.
+    public static func run(
+        _ plan: TranscodePlan, cancel: CancellationFlag, progress: @escaping (TranscodeProgress) -> Void
+    ) throws(MediaError) -> TranscodeOutcome {
+        let input = try InputFile(path: plan.inputPath, policy: plan.policy, interrupt: cancel)
+        if cancel.isRaised { throw MediaError.cancelled() }
+        if plan.copyStreams.isEmpty {
+            let job = try TranscodeJob(plan: plan, input: input, cancel: cancel, progress: progress)
+            return try job.run()
+        } else {
+            let job = try RemuxJob(plan: plan, input: input, cancel: cancel, progress: progress)
+            return try job.run()
+        }
+    }
+
+    /// The muxer options every export uses.
+    static func muxerOptions(_ plan: TranscodePlan) -> [(String, String)] {
+        var flags = ["use_metadata_tags"]
+        if plan.faststart { flags.append("faststart") }
+        var options = [("movflags", flags.map { "+" + $0 }.joined())]
+        if let brand = plan.container.brand { options.append(("brand", brand)) }
+        return options
+    }
+
+    /// Progress during `av_write_trailer`, from bytes written since it started.
+    static func reportFinalizing(
+        output: OutputFile, share: Double, frames: Int, mediaSeconds: Double,
+        progress: @escaping (TranscodeProgress) -> Void
+    ) {
+        let startBytes = output.bytesWritten
+        // The rewrite copies the whole file once more (plus the moov it moves in front).
+        let expected = Double(max(startBytes, 1))
+        var last = -1.0
+        output.onWrite = { total in
+            let done = min(1, Double(total - startBytes) / expected)
+            if done - last >= 0.01 {
+                last = done
+                progress(
+                    TranscodeProgress(
+                        phase: .finalizing, fraction: (1 - share) + share * done, frames: frames,
+                        mediaSeconds: mediaSeconds))
+            }
+        }
+        progress(TranscodeProgress(phase: .finalizing, fraction: 1 - share, frames: frames, mediaSeconds: mediaSeconds))
+    }
+}
+
+/// Converts seconds to a stream's time base.
+func toTimeBase(_ seconds: Double, _ timeBase: AVRational) -> Int64 {
+    Int64((seconds * Double(timeBase.den) / Double(timeBase.num)).rounded())
+}
+
+func seconds(_ value: Int64, _ timeBase: AVRational) -> Double {
+    Double(value) * Double(timeBase.num) / Double(timeBase.den)
+}

@@ -1,0 +1,165 @@
+import ArgumentParser
+import Dispatch
+import Foundation
+import ReelExport
+
+struct ExportCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "export",
+        abstract: "Export one asset with a preset, in this process, showing progress.")
+
+    @OptionGroup var global: GlobalOptions
+
+    @Argument(help: "The media file to export.")
+    var asset: String
+
+    @Option(name: .long, help: "Preset name, e.g. 1280x720, MediumQuality, Passthrough (see `reel presets`).")
+    var preset: String
+
+    @Option(name: .long, help: "Output type: mp4 (default), mov, m4v, m4a, or an Apple type identifier.")
+    var type: String?
+
+    @Option(name: .shortAndLong, help: "Output file. Default: <asset name>.<preset>.<type> in the current folder.")
+    var output: String?
+
+    @Option(name: .long, help: ArgumentHelp("Export only part of the asset: start-end in seconds or [hh:]mm:ss.", valueName: "start-end"))
+    var timeRange: String?
+
+    @Option(name: .long, help: "Source metadata to keep: keep (default), sharing (drops location and device), strip.")
+    var metadata: String = "keep"
+
+    @Flag(name: .long, help: "Do not move the moov atom to the front (faster finish, no progressive playback).")
+    var noNetworkOptimization = false
+
+    @Flag(name: .long, help: "Replace the output file if it exists.")
+    var overwrite = false
+
+    @Flag(name: .long, help: "Print progress and the result as JSON lines on stdout.")
+    var json = false
+
+    func validate() throws {
+        if let type, OutputType(name: type) == nil {
+            throw ValidationError("unknown output type '\(type)'; use mp4, mov, m4v or m4a")
+        }
+        if let timeRange, TimeRange(parsing: timeRange) == nil {
+            throw ValidationError("cannot read the time range '\(timeRange)'; write start-end, e.g. 5-12.5 or 00:01:00-00:02:30")
+        }
+        if MetadataPolicy(rawValue: metadata) == nil {
+            throw ValidationError("unknown metadata policy '\(metadata)'; use keep, sharing or strip")
+        }
+    }
+
+    func run() async throws {
+        let presets = try global.prepare()
+        let assetURL = URL(fileURLWithPath: asset)
+        let probed = try await Asset.load(assetURL)
+        let session = try ExportSession(asset: probed, presetName: preset, presets: presets)
+        let outputType = type.flatMap(OutputType.init(name:)) ?? ExportPlanner.defaultType(for: session.preset)
+        session.outputFileType = outputType
+        session.timeRange = timeRange.flatMap(TimeRange.init(parsing:))
+        session.metadataPolicy = MetadataPolicy(rawValue: metadata) ?? .keep
+        session.shouldOptimizeForNetworkUse = !noNetworkOptimization
+        session.overwritesExistingFile = overwrite
+        let destination: URL
+        if let output {
+            destination = URL(fileURLWithPath: output)
+        } else {
+            let stem = assetURL.deletingPathExtension().lastPathComponent
+            destination = URL(fileURLWithPath: "\(stem).\(session.preset.name).\(outputType.fileExtension)")
+        }
+        session.outputURL = destination
+        // Decide compatibility before any work, so an impossible export fails at once.
+        try session.determineCompatibility()
+
+        // Ctrl-C and SIGTERM cancel the export; the temporary file is removed and nothing is left.
+        signal(SIGINT, SIG_IGN)
+        signal(SIGTERM, SIG_IGN)
+        let interrupts = [SIGINT, SIGTERM].map { number in
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler { session.cancelExport() }
+            source.resume()
+            return source
+        }
+        defer { interrupts.forEach { $0.cancel() } }
+
+        let bar = ProgressPrinter(json: json, terminal: CLI.stderrIsTerminal)
+        let watcher = Task {
+            for await update in session.progressUpdates { bar.show(update) }
+        }
+        do {
+            try await session.export()
+        } catch {
+            await watcher.value
+            bar.finishLine()
+            throw error
+        }
+        await watcher.value
+        bar.finishLine()
+        guard let result = session.result else { throw CLIFailure(message: "the export finished without a result") }
+        if json {
+            CLI.printLine(CLI.jsonLine(ExportReport(output: destination.path, preset: session.preset.name, type: outputType.rawValue, result: result)))
+        } else {
+            var facts = [CLI.formatBytes(result.bytes), String(format: "%.2f s", result.durationSeconds)]
+            if let width = result.width, let height = result.height { facts.insert("\(width)x\(height)", at: 0) }
+            facts.append([result.videoCodec, result.audioCodec].compactMap { $0 }.joined(separator: "+"))
+            if result.networkOptimized { facts.append("moov first") }
+            facts.append(String(format: "in %.1f s", result.elapsedSeconds))
+            CLI.printLine("wrote \(destination.path) (\(facts.joined(separator: ", ")))")
+        }
+    }
+}
+
+/// The final JSON line of `reel export --json`.
+struct ExportReport: Encodable {
+    var event = "completed"
+    var output: String
+    var preset: String
+    var type: String
+    var result: ExportSession.Result
+}
+
+/// Draws the progress bar on a terminal, or prints JSON progress lines.
+final class ProgressPrinter: Sendable {
+    let json: Bool
+    let terminal: Bool
+
+    init(json: Bool, terminal: Bool) {
+        self.json = json
+        self.terminal = terminal
+    }
+
+    struct Line: Encodable {
+        var event = "progress"
+        var status: String
+        var phase: String
+        var progress: Double
+        var frames: Int
+        var fps: Double
+        var etaSeconds: Double?
+    }
+
+    func show(_ update: ExportSession.Progress) {
+        if json {
+            let line = Line(
+                status: update.status.rawValue, phase: update.phase.rawValue,
+                progress: (update.fraction * 1000).rounded() / 1000, frames: update.frames,
+                fps: (update.framesPerSecond * 10).rounded() / 10,
+                etaSeconds: update.secondsRemaining.map { ($0 * 10).rounded() / 10 })
+            CLI.printLine(CLI.jsonLine(line))
+            return
+        }
+        guard terminal else { return }
+        let width = 30
+        let filled = Int((update.fraction * Double(width)).rounded(.down))
+        let bar = String(repeating: "█", count: filled) + String(repeating: "░", count: width - filled)
+        let percent = String(format: "%5.1f%%", update.fraction * 100)
+        let fps = String(format: "%.0f fps", update.framesPerSecond)
+        let eta = update.secondsRemaining.map { "ETA " + CLI.formatDuration($0) } ?? "ETA --:--"
+        let phase = update.phase == .finalizing ? "finalizing" : "exporting"
+        FileHandle.standardError.write(Data("\r\u{1B}[K\(phase) \(bar) \(percent)  \(fps)  \(eta)".utf8))
+    }
+
+    func finishLine() {
+        if terminal && !json { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
+    }
+}

@@ -1,0 +1,100 @@
+import ArgumentParser
+import Foundation
+import ReelExport
+
+struct ProbeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "probe", abstract: "Show what a media file contains: duration, tracks, rotation, metadata.")
+
+    @OptionGroup var global: GlobalOptions
+
+    @Argument(help: "The media file to probe.")
+    var asset: String
+
+    @Flag(name: .long, help: "Print JSON.")
+    var json = false
+
+    func run() async throws {
+        _ = try global.prepare()
+        let probed = try await Asset.load(URL(fileURLWithPath: asset))
+        let report = ProbeReport(probed)
+        if json {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
+            encoder.dateEncodingStrategy = .iso8601
+            CLI.printLine(String(decoding: try encoder.encode(report), as: UTF8.self))
+        } else {
+            report.printText()
+        }
+    }
+}
+
+/// What `reel probe` prints.
+struct ProbeReport: Encodable {
+    var path: String
+    var container: String
+    var durationSeconds: Double
+    var bytes: Int64
+    var bitRate: Int?
+    var displayWidth: Int?
+    var displayHeight: Int?
+    var rotation: Int
+    var creationDate: Date?
+    var location: String?
+    var make: String?
+    var model: String?
+    var contentIdentifier: String?
+    var metadata: [String: String]
+    var tracks: [AssetTrack]
+
+    init(_ asset: Asset) {
+        path = asset.url.path
+        container = asset.container
+        durationSeconds = asset.duration
+        bytes = asset.fileBytes
+        bitRate = asset.bitRate
+        displayWidth = asset.displaySize?.width
+        displayHeight = asset.displaySize?.height
+        rotation = asset.rotation
+        creationDate = asset.creationDate
+        location = asset.location
+        make = asset.make
+        model = asset.model
+        contentIdentifier = asset.contentIdentifier
+        metadata = asset.metadata
+        tracks = asset.tracks
+    }
+
+    func printText() {
+        CLI.printLine(path)
+        CLI.printLine("  container  \(container), \(String(format: "%.3f", durationSeconds)) s, \(CLI.formatBytes(bytes))"
+            + (bitRate.map { ", \($0 / 1000) kb/s" } ?? ""))
+        if let displayWidth, let displayHeight {
+            CLI.printLine("  display    \(displayWidth)x\(displayHeight)" + (rotation != 0 ? ", rotated \(rotation)°" : ""))
+        }
+        if let creationDate { CLI.printLine("  created    \(ISO8601DateFormatter().string(from: creationDate))") }
+        if let location { CLI.printLine("  location   \(location)") }
+        if make != nil || model != nil { CLI.printLine("  device     \([make, model].compactMap { $0 }.joined(separator: " "))") }
+        if let contentIdentifier { CLI.printLine("  content id \(contentIdentifier)") }
+        for track in tracks {
+            var facts = [track.codec + (track.profile.map { " (\($0))" } ?? "")]
+            switch track.kind {
+            case .video:
+                if let w = track.width, let h = track.height { facts.append("\(w)x\(h)") }
+                if let sar = track.sampleAspectRatio, sar.numerator != sar.denominator { facts.append("SAR \(sar)") }
+                if let rate = track.frameRate { facts.append(String(format: "%.3f fps", rate.value) + (track.isVariableFrameRate == true ? " (variable)" : "")) }
+                if let format = track.pixelFormat { facts.append(format) }
+                if let depth = track.bitDepth { facts.append("\(depth)-bit") }
+                if let transfer = track.colorTransfer { facts.append(transfer) }
+                if let rotation = track.rotation, rotation != 0 { facts.append("rotation \(rotation)") }
+            case .audio:
+                if let rate = track.sampleRate { facts.append("\(rate) Hz") }
+                if let layout = track.channelLayout ?? track.channels.map({ "\($0) ch" }) { facts.append(layout) }
+            default: break
+            }
+            if let rate = track.bitRate { facts.append("\(rate / 1000) kb/s") }
+            if track.isDefault { facts.append("default") }
+            CLI.printLine("  #\(track.index) \(track.kind.rawValue.padding(toLength: 8, withPad: " ", startingAt: 0))\(facts.joined(separator: ", "))")
+        }
+    }
+}

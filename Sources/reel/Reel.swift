@@ -1,0 +1,57 @@
+import ArgumentParser
+import Foundation
+import Logging
+import ReelExport
+
+@main
+struct Reel: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "reel",
+        abstract: "Export and transcode video into network-optimised files, like AVAssetExportSession.",
+        version: "0.1.0",
+        subcommands: [ExportCommand.self, ProbeCommand.self, PresetsCommand.self])
+
+    /// Runs the command, printing failures as one `reel: error: …` line and exiting non-zero.
+    static func main() async {
+        do {
+            var command = try parseAsRoot()
+            if var asyncCommand = command as? AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+        } catch let error as ExportError {
+            CLI.printError(error.message)
+            Foundation.exit(error.code == .cancelled ? 130 : CLI.exitCode(for: error))
+        } catch let error as CLIFailure {
+            CLI.printError(error.message)
+            Foundation.exit(error.exitCode)
+        } catch {
+            exit(withError: error)
+        }
+    }
+}
+
+/// Options every command shares.
+struct GlobalOptions: ParsableArguments {
+    @Flag(name: .long, help: "Show FFmpeg's own log and Reel's debug log on stderr.")
+    var verbose = false
+
+    @Option(
+        name: .customLong("presets-dir"),
+        help: ArgumentHelp("A folder of preset JSON files that add to or override the shipped presets (env REEL_PRESETS).", valueName: "dir"))
+    var presetsDirectory: String?
+
+    /// Sets up logging (quiet unless --verbose) and loads the presets.
+    func prepare() throws -> PresetLibrary {
+        CLI.bootstrapLogging(verbose: verbose)
+        let folder = presetsDirectory ?? ProcessInfo.processInfo.environment["REEL_PRESETS"].flatMap { $0.isEmpty ? nil : $0 }
+        return try PresetLibrary(userFolder: folder.map { URL(fileURLWithPath: $0) })
+    }
+}
+
+/// A failure the CLI reports itself, with its exit status.
+struct CLIFailure: Error {
+    var message: String
+    var exitCode: Int32 = 1
+}
