@@ -41,9 +41,14 @@ public struct PresetLibrary: Sendable {
                 guard let data = FileManager.default.contents(atPath: url.path) else {
                     throw ExportError(.invalidPreset, "\(url.path): cannot read the file")
                 }
-                let preset = try PresetLibrary.decode(data, file: url.path)
+                var preset = try PresetLibrary.decode(data, file: url.path)
                 let key = preset.name.lowercased()
-                if byName[key] == nil { order.append(key) }
+                if let shipped = byName[key] {
+                    // An override keeps answering to the shipped preset's short names.
+                    if preset.aliases == nil { preset.aliases = shipped.aliases }
+                } else {
+                    order.append(key)
+                }
                 byName[key] = preset
             }
         }

@@ -69,7 +69,8 @@ final class RemuxJob {
 
     func run() throws(MediaError) -> TranscodeOutcome {
         if let start = plan.startSeconds, start > 0 { try input.seek(toSeconds: start) }
-        var originSet = (plan.startSeconds ?? 0) <= 0
+        let hasRangeStart = (plan.startSeconds ?? 0) > 0
+        var originSet = !hasRangeStart
         var lastDts: [Int: Int64] = [:]
         var mediaSeconds = 0.0
         var lastReported = -1.0
@@ -109,7 +110,9 @@ final class RemuxJob {
                         continue
                     }
                 }
-                if micro < originMicroseconds, index != videoIndex {
+                // Within a time range, other streams start with the first video keyframe; without
+                // one, nothing is dropped (an AAC priming packet sits before zero on purpose).
+                if hasRangeStart, micro < originMicroseconds, index != videoIndex {
                     packet.unref()
                     continue
                 }

@@ -22,7 +22,7 @@ final class VideoLane {
     private let timeBase: AVRational
     private let originPts: Int64
     private let endPts: Int64?
-    /// Frames that end before this source time are decoded but not kept (start of a time range).
+    /// Frames before this source time are decoded (as references) but not kept: start of a time range.
     private let dropBeforePts: Int64?
     private var lastPts: Int64 = Int64.min
     private var lastSourcePts: Int64 = Int64.min
@@ -152,7 +152,7 @@ final class VideoLane {
             return
         }
         // Frames before the start of a requested range are decoded (needed as references) but not kept.
-        if let dropBeforePts, pts + frameDuration <= dropBeforePts { return }
+        if let dropBeforePts, pts < dropBeforePts { return }
         if let cap = encoding.maxFrameRate {
             let time = seconds(pts, timeBase)
             if time + 1e-6 < nextSlot { return }

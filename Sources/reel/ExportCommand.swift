@@ -16,7 +16,7 @@ struct ExportCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Preset name, e.g. 1280x720, MediumQuality, Passthrough (see `reel presets`).")
     var preset: String
 
-    @Option(name: .long, help: "Output type: mp4 (default), mov, m4v, m4a, or an Apple type identifier.")
+    @Option(name: .long, help: "Output type: mp4, mov, m4v, m4a, or an Apple type identifier. Default: from -o's extension, else mp4 (m4a for audio presets).")
     var type: String?
 
     @Option(name: .shortAndLong, help: "Output file. Default: <asset name>.<preset>.<type> in the current folder.")
@@ -54,7 +54,10 @@ struct ExportCommand: AsyncParsableCommand {
         let assetURL = URL(fileURLWithPath: asset)
         let probed = try await Asset.load(assetURL)
         let session = try ExportSession(asset: probed, presetName: preset, presets: presets)
-        let outputType = type.flatMap(OutputType.init(name:)) ?? ExportPlanner.defaultType(for: session.preset)
+        // The type comes from --type, else from the output file's extension, else from the preset.
+        let outputType = type.flatMap(OutputType.init(name:))
+            ?? output.flatMap { OutputType(name: URL(fileURLWithPath: $0).pathExtension) }
+            ?? ExportPlanner.defaultType(for: session.preset)
         session.outputFileType = outputType
         session.timeRange = timeRange.flatMap(TimeRange.init(parsing:))
         session.metadataPolicy = MetadataPolicy(rawValue: metadata) ?? .keep

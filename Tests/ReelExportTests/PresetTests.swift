@@ -1,0 +1,123 @@
+import Foundation
+import ReelExport
+import TestSupport
+import Testing
+
+@Suite("Presets")
+struct PresetTests {
+    static let names = [
+        "LowQuality", "MediumQuality", "HighestQuality", "640x480", "960x540", "1280x720", "1920x1080",
+        "3840x2160", "HEVC1920x1080", "HEVC3840x2160", "HEVCHighestQuality", "AppleM4A", "Passthrough",
+    ]
+
+    @Test func allThirteenShippedPresetsLoad() {
+        #expect(PresetLibrary.shipped.presets.map(\.name) == PresetTests.names)
+    }
+
+    @Test func shippedPresetsMatchTheJSONFilesInTheSourceTree() throws {
+        let folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .appendingPathComponent("../../Presets").standardizedFileURL
+        let files = try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasSuffix(".json") }
+        #expect(files.count == 13)
+        for file in files {
+            let data = try Data(contentsOf: folder.appendingPathComponent(file))
+            let decoded = try JSONDecoder().decode(Preset.self, from: data)
+            #expect(PresetLibrary.shipped.presets.contains(decoded), "\(file) differs from the embedded copy")
+        }
+    }
+
+    @Test(arguments: [
+        ("1280x720", "1280x720"), ("AVAssetExportPreset1280x720", "1280x720"), ("avassetexportpreset1280X720", "1280x720"),
+        ("medium", "MediumQuality"), ("MEDIUMQUALITY", "MediumQuality"), ("AVAssetExportPresetMediumQuality", "MediumQuality"),
+        ("low", "LowQuality"), ("highest", "HighestQuality"), ("passthrough", "Passthrough"),
+        ("AVAssetExportPresetAppleM4A", "AppleM4A"), ("hevchighestquality", "HEVCHighestQuality"), ("720p", "1280x720"),
+    ])
+    func lookupIsCaseInsensitiveAndAcceptsApplesPrefix(_ name: String, _ expected: String) throws {
+        #expect(try PresetLibrary.shipped.preset(named: name).name == expected)
+    }
+
+    @Test func unknownPresetListsTheKnownOnes() {
+        #expect {
+            _ = try PresetLibrary.shipped.preset(named: "1280x721")
+        } throws: { error in
+            let error = error as! ExportError
+            return error.code == .unknownPreset && error.message.contains("MediumQuality")
+        }
+    }
+
+    @Test func userFolderAddsAndOverrides() throws {
+        let folder = Fixtures.scratchFolder("presets")
+        let custom = """
+            {"name": "Tiny", "summary": "tiny", "kind": "video",
+             "video": {"codec": "h264", "box": [160, 90], "encoderPreset": "ultrafast", "crf": 30},
+             "audio": {"codec": "aac", "bitrate": 48000, "maxChannels": 1}}
+            """
+        let override = """
+            {"name": "MediumQuality", "summary": "mine", "kind": "video",
+             "video": {"codec": "h264", "box": [480, 270], "encoderPreset": "fast", "crf": 26},
+             "audio": {"codec": "aac", "bitrate": 96000, "maxChannels": 2}}
+            """
+        try custom.write(to: folder.appendingPathComponent("Tiny.json"), atomically: true, encoding: .utf8)
+        try override.write(to: folder.appendingPathComponent("medium.json"), atomically: true, encoding: .utf8)
+        let library = try PresetLibrary(userFolder: folder)
+        #expect(library.presets.count == 14)
+        #expect(try library.preset(named: "tiny").video?.box == [160, 90])
+        #expect(try library.preset(named: "medium").summary == "mine")
+    }
+
+    @Test(arguments: [
+        (#"{"name": "X", "summary": "x", "kind": "video", "video": {"codec": "h264", "encoderPreset": "fast", "crf": "high"}, "audio": {"codec": "aac", "bitrate": 1, "maxChannels": 2}}"#, "video.crf"),
+        (#"{"name": "X", "summary": "x", "kind": "video", "video": {"codec": "h264", "encoderPreset": "fast"}, "audio": {"codec": "aac", "bitrate": 96000, "maxChannels": 2}}"#, "video.crf"),
+        (#"{"name": "X", "summary": "x", "kind": "video", "video": {"codec": "vp9", "encoderPreset": "fast", "crf": 20}, "audio": {"codec": "aac", "bitrate": 96000, "maxChannels": 2}}"#, "video.codec"),
+        (#"{"name": "X", "summary": "x", "kind": "video", "video": {"codec": "h264", "encoderPreset": "fast", "crf": 80}, "audio": {"codec": "aac", "bitrate": 96000, "maxChannels": 2}}"#, "video.crf"),
+        (#"{"name": "X", "summary": "x", "kind": "video", "video": {"codec": "h264", "box": [720, 1280], "encoderPreset": "fast", "crf": 20}, "audio": {"codec": "aac", "bitrate": 96000, "maxChannels": 2}}"#, "video.box"),
+        (#"{"name": "X", "summary": "x", "kind": "audio", "audio": {"codec": "aac", "bitrate": 96000, "maxChannels": 6}}"#, "audio.maxChannels"),
+        (#"{"name": "X", "kind": "audio", "audio": {"codec": "aac", "bitrate": 96000, "maxChannels": 2}}"#, "summary"),
+        (#"{"name": "X", "summary": "x", "kind": "audio", "audio": {"codec": "aac", "bitrate": 96000, "maxChannels": 2}"#, "not valid JSON"),
+    ])
+    func malformedPresetNamesTheFileAndTheField(_ json: String, _ field: String) throws {
+        let folder = Fixtures.scratchFolder("bad-preset")
+        try json.write(to: folder.appendingPathComponent("Broken.json"), atomically: true, encoding: .utf8)
+        #expect {
+            _ = try PresetLibrary(userFolder: folder)
+        } throws: { error in
+            let error = error as! ExportError
+            return error.code == .invalidPreset && error.message.contains("Broken.json") && error.message.contains(field)
+                && !error.message.contains("\n")
+        }
+    }
+
+    @Test(arguments: [
+        // Apple's measured anchors for a 16:9 1080p source.
+        ("MediumQuality", 1920, 1080, 568, 320), ("LowQuality", 1920, 1080, 224, 128),
+        ("HighestQuality", 1920, 1080, 1920, 1080), ("1280x720", 1920, 1080, 1280, 720),
+        ("640x480", 1920, 1080, 640, 360), ("960x540", 1920, 1080, 960, 540),
+        // Portrait fits the box turned on its side.
+        ("1280x720", 1080, 1920, 720, 1280), ("MediumQuality", 1080, 1920, 320, 568),
+        // Never upscaled; odd sizes become even.
+        ("1920x1080", 640, 360, 640, 360), ("1280x720", 33, 17, 32, 16), ("HighestQuality", 1001, 563, 1000, 562),
+        // 4:3 into a 16:9 box.
+        ("1280x720", 1440, 1080, 960, 720), ("MediumQuality", 640, 480, 426, 320),
+    ])
+    func outputSizeFitsTheBox(_ preset: String, _ width: Int, _ height: Int, _ expectedWidth: Int, _ expectedHeight: Int) throws {
+        let size = try PresetLibrary.shipped.preset(named: preset).outputSize(forDisplayWidth: width, height: height)
+        #expect(size.width == expectedWidth && size.height == expectedHeight, "\(preset) \(width)x\(height) → \(size)")
+    }
+
+    @Test func outputTypesAcceptApplesIdentifiers() {
+        #expect(OutputType(name: "public.mpeg-4") == .mp4)
+        #expect(OutputType(name: "com.apple.quicktime-movie") == .mov)
+        #expect(OutputType(name: "com.apple.m4v-video") == .m4v)
+        #expect(OutputType(name: "com.apple.m4a-audio") == .m4a)
+        #expect(OutputType(name: ".MOV") == .mov)
+        #expect(OutputType(name: "avi") == nil)
+    }
+
+    @Test func timeRangesParse() {
+        #expect(TimeRange(parsing: "5-12.5") == TimeRange(start: 5, end: 12.5))
+        #expect(TimeRange(parsing: "00:01:00-00:02:30") == TimeRange(start: 60, end: 150))
+        #expect(TimeRange(parsing: "3-") == TimeRange(start: 3, end: nil))
+        #expect(TimeRange(parsing: "abc") == nil)
+        #expect(TimeRange(parsing: "1-x") == nil)
+    }
+}

@@ -1,0 +1,105 @@
+import Foundation
+
+/// What ffprobe (an independent reader, not Reel's) says about a file.
+public struct ProbedFile: Decodable, Sendable {
+    public struct Stream: Decodable, Sendable {
+        public var index: Int
+        public var codec_name: String?
+        public var codec_type: String?
+        public var codec_tag_string: String?
+        public var profile: String?
+        public var width: Int?
+        public var height: Int?
+        public var pix_fmt: String?
+        public var sample_aspect_ratio: String?
+        public var color_primaries: String?
+        public var color_transfer: String?
+        public var color_space: String?
+        public var sample_rate: String?
+        public var channels: Int?
+        public var channel_layout: String?
+        public var nb_frames: String?
+        public var nb_read_frames: String?
+        public var nb_read_packets: String?
+        public var start_time: String?
+        public var duration: String?
+        public var avg_frame_rate: String?
+        public var bits_per_raw_sample: String?
+        public var tags: [String: String]?
+        public var side_data_list: [SideData]?
+
+        public struct SideData: Decodable, Sendable {
+            public var side_data_type: String?
+            public var rotation: Int?
+        }
+
+        public var frames: Int? { (nb_read_frames ?? nb_frames).flatMap(Int.init) }
+        public var startSeconds: Double? { start_time.flatMap(Double.init) }
+        public var durationSeconds: Double? { duration.flatMap(Double.init) }
+        public var hasDisplayMatrix: Bool {
+            (side_data_list ?? []).contains { $0.side_data_type == "Display Matrix" }
+        }
+        public var frameRate: Double? {
+            guard let text = avg_frame_rate else { return nil }
+            let parts = text.split(separator: "/").compactMap { Double($0) }
+            guard parts.count == 2, parts[1] != 0 else { return nil }
+            return parts[0] / parts[1]
+        }
+    }
+    public struct Format: Decodable, Sendable {
+        public var format_name: String?
+        public var duration: String?
+        public var size: String?
+        public var tags: [String: String]?
+        public var durationSeconds: Double? { duration.flatMap(Double.init) }
+    }
+    public var streams: [Stream]
+    public var format: Format
+
+    public var video: Stream? { streams.first { $0.codec_type == "video" } }
+    public var audio: Stream? { streams.first { $0.codec_type == "audio" } }
+
+    /// Runs ffprobe on `url`; `countFrames` decodes the file to count frames exactly.
+    public static func probe(_ url: URL, countFrames: Bool = false) throws -> ProbedFile {
+        var arguments = ["-v", "error", "-print_format", "json", "-show_streams", "-show_format"]
+        if countFrames { arguments.append("-count_frames") }
+        let result = try Tools.run("ffprobe", arguments + [url.path])
+        guard result.status == 0 else { throw ToolFailure(message: "ffprobe \(url.path): \(result.stderr)") }
+        return try JSONDecoder().decode(ProbedFile.self, from: Data(result.stdout.utf8))
+    }
+
+    /// Presentation times of every video packet, in seconds, sorted.
+    public static func videoTimestamps(_ url: URL) throws -> [Double] {
+        let result = try Tools.run(
+            "ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries", "packet=pts_time", "-of", "csv=p=0", url.path])
+        guard result.status == 0 else { throw ToolFailure(message: result.stderr) }
+        return result.stdout.split(separator: "\n").compactMap { Double($0.trimmingCharacters(in: .whitespaces)) }.sorted()
+    }
+}
+
+/// What mediainfo (a second independent reader) says.
+public enum MediaInfoTool {
+    /// The General track's fields (e.g. `IsStreamable`, `Format`, `CodecID`).
+    public static func general(_ url: URL) throws -> [String: String] {
+        let result = try Tools.run("mediainfo", ["--Output=JSON", url.path])
+        guard result.status == 0 else { throw ToolFailure(message: result.stderr) }
+        struct Root: Decodable {
+            struct Media: Decodable { var track: [[String: JSONValue]] }
+            var media: Media
+        }
+        let root = try JSONDecoder().decode(Root.self, from: Data(result.stdout.utf8))
+        let general = root.media.track.first { $0["@type"]?.string == "General" } ?? [:]
+        return general.compactMapValues(\.string)
+    }
+}
+
+/// A JSON value of which only strings are kept.
+public enum JSONValue: Decodable, Sendable {
+    case string(String)
+    case other
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if let text = try? container.decode(String.self) { self = .string(text) } else { self = .other }
+    }
+    public var string: String? { if case .string(let text) = self { text } else { nil } }
+}
