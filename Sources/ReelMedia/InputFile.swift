@@ -31,7 +31,7 @@ final class InputFile {
         guard opened >= 0, let context else {
             throw MediaError(
                 call: "avformat_open_input", code: opened, kind: .unreadableInput,
-                context: InputFile.openFailureContext(opened))
+                context: "\(path): " + InputFile.openFailureContext(opened))
         }
         self.context = context
         if interrupt?.isRaised == true {
@@ -41,7 +41,7 @@ final class InputFile {
         if found < 0 {
             throw MediaError(
                 call: "avformat_find_stream_info", code: found, kind: .unreadableInput,
-                context: "could not read the streams")
+                context: "\(path): could not read the streams")
         }
         info = InputFile.describe(context, path: path, fileBytes: fileBytes)
         try InputFile.checkLimits(info, policy: policy)
@@ -100,7 +100,7 @@ final class InputFile {
 
     private static func openFailureContext(_ code: Int32) -> String {
         if code == reel_averror_invaliddata() || code == reel_averror_demuxer_not_found() {
-            return "not a media file Reel accepts (unknown, corrupt or disallowed container)"
+            return "not a media file Reel accepts (unknown, corrupt, or a disallowed kind such as a playlist)"
         }
         return "could not open the input"
     }

@@ -1,0 +1,124 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// The `reel` executable, run as a user would.
+enum ReelBinary {
+    /// The built binary, beside the test bundle in the build folder.
+    static let path: String = {
+        var folder = URL(fileURLWithPath: CommandLine.arguments.first ?? ".").deletingLastPathComponent()
+        for _ in 0..<4 {
+            let candidate = folder.appendingPathComponent("reel")
+            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate.path }
+            folder = folder.deletingLastPathComponent()
+        }
+        let build = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../.build/debug/reel")
+        return build.standardizedFileURL.path
+    }()
+
+    static func run(_ arguments: [String], environment: [String: String]? = nil) throws -> ToolResult {
+        try Tools.run(path, arguments, environment: environment)
+    }
+}
+
+@Suite("reel command line")
+struct CLITests {
+    @Test func presetsListsThirteenWithSummaries() throws {
+        let result = try ReelBinary.run(["presets"])
+        #expect(result.status == 0)
+        let lines = result.stdout.split(separator: "\n")
+        #expect(lines.count == 13)
+        #expect(lines.contains { $0.hasPrefix("MediumQuality") && $0.contains("568x320") })
+        let json = try ReelBinary.run(["presets", "--json"])
+        let decoded = try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [[String: Any]]
+        #expect(decoded?.count == 13)
+        #expect(decoded?.first { $0["name"] as? String == "1280x720" }.flatMap { ($0["video"] as? [String: Any])?["crf"] as? Double } == 21)
+    }
+
+    @Test func presetsDirectoryComesFromTheEnvironment() throws {
+        let folder = Fixtures.scratchFolder("env-presets")
+        try #"{"name": "Broken", "summary": "x", "kind": "audio", "audio": {"codec": "mp3", "bitrate": 96000, "maxChannels": 2}}"#
+            .write(to: folder.appendingPathComponent("Broken.json"), atomically: true, encoding: .utf8)
+        let result = try ReelBinary.run(["presets"], environment: ["REEL_PRESETS": folder.path])
+        #expect(result.status != 0)
+        #expect(result.stderr.hasPrefix("reel: error: ") && result.stderr.contains("Broken.json") && result.stderr.contains("audio.codec"))
+        #expect(result.stderr.split(separator: "\n").count == 1)
+    }
+
+    @Test func probeReportsRotationAndMetadata() throws {
+        let rotated = try Fixtures.url(Fixtures.rotated(90))
+        let result = try ReelBinary.run(["probe", rotated.path, "--json"])
+        #expect(result.status == 0)
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+        #expect(json["displayWidth"] as? Int == 270 && json["displayHeight"] as? Int == 480)
+        #expect(json["rotation"] as? Int == 270)
+        let landscape = try ReelBinary.run(["probe", try Fixtures.url(Fixtures.landscape).path, "--json"])
+        let facts = try #require(try JSONSerialization.jsonObject(with: Data(landscape.stdout.utf8)) as? [String: Any])
+        #expect(facts["location"] as? String == "+48.8584+002.2945/")
+        #expect(facts["make"] as? String == "Apple")
+        #expect(facts["creationDate"] as? String == "2024-05-01T10:00:00Z")
+        let text = try ReelBinary.run(["probe", try Fixtures.url(Fixtures.landscape).path])
+        #expect(text.stdout.contains("640x360") && text.stdout.contains("h264"))
+    }
+
+    @Test func exportWithJSONPrintsProgressAndTheResult() throws {
+        let folder = Fixtures.scratchFolder("cli-export")
+        let output = folder.appendingPathComponent("clip.mov")
+        let result = try ReelBinary.run([
+            "export", try Fixtures.url(Fixtures.landscape).path, "--preset", "AVAssetExportPresetMediumQuality",
+            "-o", output.path, "--json",
+        ])
+        #expect(result.status == 0, "\(result.stderr)")
+        let lines = result.stdout.split(separator: "\n").compactMap {
+            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }
+        #expect(lines.contains { $0["event"] as? String == "progress" })
+        let last = try #require(lines.last)
+        #expect(last["event"] as? String == "completed" && last["type"] as? String == "mov")
+        #expect(((last["result"] as? [String: Any])?["width"] as? Int) == 568)
+        #expect(try ProbedFile.probe(output).format.tags?["major_brand"] == "qt  ")
+    }
+
+    @Test(arguments: [
+        (["export", "/nonexistent/clip.mp4", "--preset", "720p"], "clip.mp4"),
+        (["export", "LANDSCAPE", "--preset", "nope"], "unknown preset"),
+        (["export", "LANDSCAPE", "--preset", "1280x720", "--type", "m4a"], "m4a"),
+        (["export", "LANDSCAPE", "--preset", "1280x720", "--time-range", "5-9"], "after the end"),
+    ])
+    func errorsAreOneLineAndLeaveNothing(_ arguments: [String], _ words: String) throws {
+        let folder = Fixtures.scratchFolder("cli-error")
+        let source = try Fixtures.url(Fixtures.landscape).path
+        let result = try ReelBinary.run(
+            arguments.map { $0 == "LANDSCAPE" ? source : $0 } + ["-o", folder.appendingPathComponent("out.mp4").path])
+        #expect(result.status != 0)
+        #expect(result.stderr.hasPrefix("reel: error: ") && result.stderr.contains(words), "\(result.stderr)")
+        #expect(result.stderr.split(separator: "\n").count == 1)
+        #expect((try? FileManager.default.contentsOfDirectory(atPath: folder.path))?.isEmpty == true)
+    }
+
+    @Test func interruptCancelsAndLeavesNothing() throws {
+        let folder = Fixtures.scratchFolder("cli-interrupt")
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: ReelBinary.path)
+        process.arguments = [
+            "export", try Fixtures.url(Fixtures.long).path, "--preset", "HighestQuality", "-o",
+            folder.appendingPathComponent("out.mp4").path, "--json",
+        ]
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        // Wait for the first progress line, so the export is really under way.
+        let handle = out.fileHandleForReading
+        var seen = Data()
+        while !String(decoding: seen, as: UTF8.self).contains("\"exporting\"") {
+            let chunk = handle.availableData
+            if chunk.isEmpty { break }
+            seen.append(chunk)
+        }
+        kill(process.processIdentifier, SIGINT)
+        process.waitUntilExit()
+        #expect(process.terminationStatus != 0)
+        #expect((try? FileManager.default.contentsOfDirectory(atPath: folder.path))?.isEmpty == true)
+    }
+}

@@ -1,0 +1,92 @@
+import Foundation
+import ReelMedia
+import TestSupport
+import Testing
+
+/// ReelMedia's reader agrees with ffprobe, and its input policy refuses what it should.
+@Suite("Media probe")
+struct MediaProbeTests {
+    @Test(arguments: [Fixtures.landscape, Fixtures.hevc10, Fixtures.surround, Fixtures.mono22k, Fixtures.anamorphic]
+        + Fixtures.legacy)
+    func probeAgreesWithFFprobe(_ recipe: Fixtures.Recipe) throws {
+        let url = try Fixtures.url(recipe)
+        let ours = try MediaProbe.probe(path: url.path)
+        let theirs = try ProbedFile.probe(url)
+        #expect(ours.streams.count == theirs.streams.count)
+        #expect(abs(ours.durationSeconds - (theirs.format.durationSeconds ?? 0)) < 0.01)
+        for (mine, other) in zip(ours.streams, theirs.streams) {
+            #expect(mine.codec == other.codec_name)
+            #expect(mine.kind.rawValue == other.codec_type)
+            if mine.kind == .video {
+                #expect(mine.width == other.width && mine.height == other.height)
+                #expect(mine.pixelFormat == other.pix_fmt)
+            }
+            if mine.kind == .audio {
+                #expect(mine.sampleRate.map(String.init) == other.sample_rate)
+                #expect(mine.channels == other.channels)
+            }
+        }
+    }
+
+    @Test func rotationAndDisplaySize() throws {
+        let info = try MediaProbe.probe(path: try Fixtures.url(Fixtures.rotated(90)).path)
+        let video = try #require(info.bestVideoStream)
+        #expect(video.rotation == 270)
+        #expect(video.displaySize?.width == 270 && video.displaySize?.height == 480)
+        let anamorphic = try #require(try MediaProbe.probe(path: try Fixtures.url(Fixtures.anamorphic).path).bestVideoStream)
+        #expect(anamorphic.sampleAspectRatio == Rational(64, 45))
+        #expect(anamorphic.displaySize?.width == 1024 && anamorphic.displaySize?.height == 576)
+    }
+
+    @Test func tenBitHEVCIsReportedAsSuch() throws {
+        let video = try #require(try MediaProbe.probe(path: try Fixtures.url(Fixtures.hevc10).path).bestVideoStream)
+        #expect(video.bitDepth == 10 && video.codec == "hevc" && video.chromaSubsampling == "4:2:0")
+        #expect(video.codecTag == "hvc1")
+    }
+
+    @Test func demuxerOutsideTheAllowlistIsRefused() throws {
+        let url = try Fixtures.url(Fixtures.wav)
+        var policy = InputPolicy.standard
+        policy.allowedDemuxers = ["mov"]
+        #expect {
+            _ = try MediaProbe.probe(path: url.path, policy: policy)
+        } throws: { ($0 as? MediaError)?.kind == .unreadableInput }
+    }
+
+    @Test func limitsAreEnforcedAfterProbing() throws {
+        let url = try Fixtures.url(Fixtures.landscape)
+        for policy in [
+            InputPolicy(maxDimension: 320), InputPolicy(maxStreams: 1), InputPolicy(maxDurationSeconds: 0.5),
+            InputPolicy(maxFileBytes: 1000),
+        ] {
+            #expect {
+                _ = try MediaProbe.probe(path: url.path, policy: policy)
+            } throws: { ($0 as? MediaError)?.kind == .limitExceeded }
+        }
+    }
+
+    @Test func errorsCarryTheCallAndFFmpegsText() throws {
+        #expect(MediaError.string(for: -2) == "No such file or directory")
+        do {
+            _ = try MediaProbe.probe(path: "/nonexistent.mp4")
+            Issue.record("probed a missing file")
+        } catch {
+            #expect(error.call == "stat" && error.message.contains("/nonexistent.mp4"))
+        }
+    }
+
+    @Test func capabilities() {
+        #expect(MediaCapabilities.container("mp4", canHold: "h264"))
+        #expect(MediaCapabilities.container("mp4", canHold: "hevc"))
+        #expect(!MediaCapabilities.container("mp4", canHold: "pcm_s16le"))
+        #expect(MediaCapabilities.container("mov", canHold: "pcm_s16le"))
+        #expect(MediaCapabilities.canDecode("prores"))
+    }
+
+    @Test func cancellationFlagIsSharedAcrossThreads() async {
+        let flag = CancellationFlag()
+        #expect(!flag.isRaised)
+        await Task.detached { flag.raise() }.value
+        #expect(flag.isRaised)
+    }
+}
