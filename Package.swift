@@ -36,10 +36,16 @@ let package = Package(
             dependencies: ["ReelMedia", .product(name: "Logging", package: "swift-log")],
             plugins: ["PresetEmbedder"]
         ),
+        // Jobs, the spool-directory store, status files and the worker pool.
+        .target(
+            name: "ReelQueue",
+            dependencies: ["ReelExport", .product(name: "Logging", package: "swift-log")]
+        ),
         .executableTarget(
             name: "reel",
             dependencies: [
                 "ReelExport",
+                "ReelQueue",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -52,6 +58,7 @@ let package = Package(
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "ReelMediaTests", dependencies: ["ReelMedia", "TestSupport"]),
         .testTarget(name: "ReelExportTests", dependencies: ["ReelExport", "TestSupport"]),
+        .testTarget(name: "ReelQueueTests", dependencies: ["ReelQueue", "TestSupport"]),
         .testTarget(name: "ReelCLITests", dependencies: ["TestSupport"]),
     ],
     swiftLanguageModes: [.v6]

@@ -110,3 +110,8 @@ public struct Asset: Sendable {
         return nil
     }
 }
+
+extension Asset {
+    /// The input limits and demuxer allowlist Reel uses unless told otherwise.
+    public static let defaultLimits: InputLimits = .standard
+}

@@ -31,6 +31,8 @@ public struct ExportError: Error, Sendable, Equatable, CustomStringConvertible {
         public static let cancelled = Code("cancelled")
         /// Stopped making progress and was stopped by the watchdog.
         public static let stalled = Code("stalled")
+        /// The output file exists and replacing it was not asked for.
+        public static let outputExists = Code("output-exists")
         /// No preset of that name.
         public static let unknownPreset = Code("unknown-preset")
         /// A preset file could not be read.

@@ -58,6 +58,7 @@ public final class ExportSession: Sendable {
         var result: Result?
         var started = false
         var observers: [Int: AsyncStream<Progress>.Continuation] = [:]
+        var handler: (@Sendable (Progress) -> Void)?
         var nextObserver = 0
         var lastPublished = Date.distantPast
     }
@@ -109,6 +110,12 @@ public final class ExportSession: Sendable {
     public var overwritesExistingFile: Bool {
         get { state.withLock { $0.overwrite } }
         set { state.withLock { $0.overwrite = newValue } }
+    }
+    /// Called on the export's thread with the same reports as `progressUpdates` (for callers that
+    /// own a thread and want no async machinery). Keep it quick: the export waits for it.
+    public var progressHandler: (@Sendable (Progress) -> Void)? {
+        get { state.withLock { $0.handler } }
+        set { state.withLock { $0.handler = newValue } }
     }
     public var status: Status { state.withLock { $0.status } }
     /// 0…1.
@@ -215,7 +222,7 @@ public final class ExportSession: Sendable {
             throw ExportError(.outputFailed, "the output folder \(folder.path) does not exist")
         }
         if !overwrite, FileManager.default.fileExists(atPath: destination.path) {
-            throw ExportError(.outputFailed, "\(destination.path) already exists (use overwrite to replace it)")
+            throw ExportError(.outputExists, "\(destination.path) already exists (use overwrite to replace it)")
         }
         if destination.standardizedFileURL.resolvingSymlinksInPath().path
             == asset.url.standardizedFileURL.resolvingSymlinksInPath().path
@@ -256,10 +263,10 @@ public final class ExportSession: Sendable {
         }
         if link(temporary.path, destination.path) != 0 {
             let code = errno
-            if code == EEXIST { throw ExportError(.outputFailed, "\(destination.path) already exists") }
+            if code == EEXIST { throw ExportError(.outputExists, "\(destination.path) already exists") }
             // File systems without hard links: fall back to a plain rename after a last check.
             if FileManager.default.fileExists(atPath: destination.path) {
-                throw ExportError(.outputFailed, "\(destination.path) already exists")
+                throw ExportError(.outputExists, "\(destination.path) already exists")
             }
             if rename(temporary.path, destination.path) != 0 {
                 throw ExportError(.outputFailed, "cannot move the output into place: \(String(cString: strerror(errno)))")
@@ -285,33 +292,35 @@ public final class ExportSession: Sendable {
     }
 
     private func setStatus(_ status: Status, started: Date) {
-        let (snapshot, observers) = state.withLock { state in
+        let (snapshot, observers, handler) = state.withLock { state in
             state.status = status
             state.progress.status = status
-            return (state.progress, Array(state.observers.values))
+            return (state.progress, Array(state.observers.values), state.handler)
         }
         for observer in observers { observer.yield(snapshot) }
+        handler?(snapshot)
     }
 
     private func publish(_ update: TranscodeProgress, started: Date) {
         let now = Date()
         let elapsed = now.timeIntervalSince(started)
-        let (snapshot, observers): (Progress, [AsyncStream<Progress>.Continuation]) = state.withLock { state in
+        let (snapshot, observers, handler): (Progress, [AsyncStream<Progress>.Continuation], (@Sendable (Progress) -> Void)?) = state.withLock { state in
             let fps = elapsed > 0 ? Double(update.frames) / elapsed : 0
             let remaining = update.fraction > 0.02 ? elapsed * (1 - update.fraction) / update.fraction : nil
             let phaseChanged = state.progress.phase != update.phase
             state.progress = Progress(
                 status: state.status, phase: update.phase, fraction: update.fraction, frames: update.frames,
                 framesPerSecond: fps, secondsRemaining: remaining, elapsedSeconds: elapsed)
-            guard phaseChanged || now.timeIntervalSince(state.lastPublished) >= 0.1 else { return (state.progress, []) }
+            guard phaseChanged || now.timeIntervalSince(state.lastPublished) >= 0.1 else { return (state.progress, [], nil) }
             state.lastPublished = now
-            return (state.progress, Array(state.observers.values))
+            return (state.progress, Array(state.observers.values), state.handler)
         }
         for observer in observers { observer.yield(snapshot) }
+        handler?(snapshot)
     }
 
     private func finish(status: Status, error: ExportError?, result: Result?, started: Date) {
-        let (snapshot, observers) = state.withLock { state in
+        let (snapshot, observers, handler) = state.withLock { state in
             state.status = status
             state.error = error
             state.result = result
@@ -323,8 +332,9 @@ public final class ExportSession: Sendable {
             }
             let observers = Array(state.observers.values)
             state.observers.removeAll()
-            return (state.progress, observers)
+            return (state.progress, observers, state.handler)
         }
+        handler?(snapshot)
         for observer in observers {
             observer.yield(snapshot)
             observer.finish()

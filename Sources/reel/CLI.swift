@@ -13,19 +13,19 @@ enum CLI {
         switch error.code {
         case .invalidArgument, .unknownPreset, .invalidPreset: 64
         case .unreadableInput, .unsupportedCodec, .incompatiblePreset, .limitExceeded: 65
-        case .noSpace, .outputFailed: 74
+        case .noSpace, .outputFailed, .outputExists: 74
         default: 1
         }
     }
 
     nonisolated(unsafe) private static var loggingReady = false
 
-    static func bootstrapLogging(verbose: Bool) {
+    static func bootstrapLogging(verbose: Bool, level: Logger.Level = .warning) {
         guard !loggingReady else { return }
         loggingReady = true
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = verbose ? .debug : .warning
+            handler.logLevel = verbose ? .debug : level
             return handler
         }
         MediaLog.configure(verbose: verbose)

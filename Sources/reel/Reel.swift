@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Logging
 import ReelExport
+import ReelQueue
 
 @main
 struct Reel: AsyncParsableCommand {
@@ -9,7 +10,10 @@ struct Reel: AsyncParsableCommand {
         commandName: "reel",
         abstract: "Export and transcode video into network-optimised files, like AVAssetExportSession.",
         version: "0.1.0",
-        subcommands: [ExportCommand.self, ProbeCommand.self, PresetsCommand.self])
+        subcommands: [
+            ExportCommand.self, SubmitCommand.self, WorkCommand.self, StatusCommand.self, ListCommand.self,
+            WaitCommand.self, CancelCommand.self, RetryCommand.self, ProbeCommand.self, PresetsCommand.self,
+        ])
 
     /// Runs the command, printing failures as one `reel: error: …` line and exiting non-zero.
     static func main() async {
@@ -43,10 +47,27 @@ struct GlobalOptions: ParsableArguments {
     var presetsDirectory: String?
 
     /// Sets up logging (quiet unless --verbose) and loads the presets.
-    func prepare() throws -> PresetLibrary {
-        CLI.bootstrapLogging(verbose: verbose)
+    func prepare(logLevel: Logger.Level = .warning) throws -> PresetLibrary {
+        CLI.bootstrapLogging(verbose: verbose, level: logLevel)
         let folder = presetsDirectory ?? ProcessInfo.processInfo.environment["REEL_PRESETS"].flatMap { $0.isEmpty ? nil : $0 }
         return try PresetLibrary(userFolder: folder.map { URL(fileURLWithPath: $0) })
+    }
+}
+
+/// Where the queue lives.
+struct SpoolOptions: ParsableArguments {
+    @Option(
+        name: .long,
+        help: ArgumentHelp("The spool folder (env REEL_SPOOL; default $XDG_STATE_HOME/reel, else ~/.local/state/reel).", valueName: "dir"))
+    var spool: String?
+
+    func open() throws -> SpoolStore {
+        let root = spool.map { URL(fileURLWithPath: $0) } ?? SpoolStore.defaultRoot()
+        do {
+            return try SpoolStore(root: root)
+        } catch {
+            throw CLIFailure(message: "cannot open the spool \(root.path): \(error)")
+        }
     }
 }
 

@@ -2,25 +2,6 @@ import Foundation
 import TestSupport
 import Testing
 
-/// The `reel` executable, run as a user would.
-enum ReelBinary {
-    /// The built binary, beside the test bundle in the build folder.
-    static let path: String = {
-        var folder = URL(fileURLWithPath: CommandLine.arguments.first ?? ".").deletingLastPathComponent()
-        for _ in 0..<4 {
-            let candidate = folder.appendingPathComponent("reel")
-            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate.path }
-            folder = folder.deletingLastPathComponent()
-        }
-        let build = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../.build/debug/reel")
-        return build.standardizedFileURL.path
-    }()
-
-    static func run(_ arguments: [String], environment: [String: String]? = nil) throws -> ToolResult {
-        try Tools.run(path, arguments, environment: environment)
-    }
-}
-
 @Suite("reel command line")
 struct CLITests {
     @Test func presetsListsThirteenWithSummaries() throws {

@@ -1,0 +1,119 @@
+import Foundation
+
+/// Small POSIX helpers the spool is built on: atomic replacement, exclusive creation, file locks and
+/// fast directory listing.
+enum FileSystem {
+    struct Failure: Error, CustomStringConvertible {
+        var message: String
+        var description: String { message }
+        static func errno(_ what: String, _ path: String) -> Failure {
+            Failure(message: "\(what) \(path): \(String(cString: strerror(Glibc.errno)))")
+        }
+    }
+
+    /// Replaces `path` atomically: writes a temporary file beside it, fsyncs it, renames it over.
+    /// A reader sees the old content or the new, never a mix.
+    static func writeAtomically(_ data: Data, to path: String) throws(Failure) {
+        let temporary = "\(path).\(getpid()).\(UInt32.random(in: 0...UInt32.max)).tmp"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw .errno("cannot create", temporary) }
+        var ok = writeAll(fd, data) && fsync(fd) == 0
+        ok = close(fd) == 0 && ok
+        guard ok, rename(temporary, path) == 0 else {
+            let failure = Failure.errno("cannot write", path)
+            unlink(temporary)
+            throw failure
+        }
+    }
+
+    /// Creates `path` with `data` only if it does not exist; returns false if it does.
+    static func createExclusively(_ data: Data, at path: String) throws(Failure) -> Bool {
+        let temporary = "\(path).\(getpid()).\(UInt32.random(in: 0...UInt32.max)).tmp"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw .errno("cannot create", temporary) }
+        let ok = writeAll(fd, data) && fsync(fd) == 0
+        close(fd)
+        defer { unlink(temporary) }
+        guard ok else { throw .errno("cannot write", temporary) }
+        // link() fails with EEXIST when the name is taken: an atomic "create if absent".
+        if link(temporary, path) == 0 { return true }
+        if errno == EEXIST { return false }
+        throw .errno("cannot create", path)
+    }
+
+    static func writeAll(_ fd: Int32, _ data: Data) -> Bool {
+        data.withUnsafeBytes { buffer in
+            var offset = 0
+            while offset < buffer.count {
+                let written = write(fd, buffer.baseAddress! + offset, buffer.count - offset)
+                if written < 0 {
+                    if errno == EINTR { continue }
+                    return false
+                }
+                offset += written
+            }
+            return true
+        }
+    }
+
+    static func read(_ path: String) -> Data? {
+        FileManager.default.contents(atPath: path)
+    }
+
+    /// Names in a folder, unsorted, without `.` and `..` (readdir; fast on large folders).
+    static func names(in folder: String) -> [String] {
+        guard let directory = opendir(folder) else { return [] }
+        defer { closedir(directory) }
+        var names: [String] = []
+        while let entry = readdir(directory) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return names
+    }
+
+    static func makeFolder(_ path: String) throws(Failure) {
+        do {
+            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        } catch {
+            throw Failure(message: "cannot create \(path): \(error.localizedDescription)")
+        }
+    }
+}
+
+/// An exclusive `flock` on a file, held as long as this object lives (or until `release()`).
+///
+/// The kernel drops the lock when the process dies, however it dies: a lock that can be taken means
+/// nobody is running the job. Locks are per open file, so two threads of one process exclude each
+/// other too.
+final class FileLock {
+    private var fd: Int32
+
+    /// Takes the lock without waiting; nil if someone else holds it.
+    init?(path: String) {
+        fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { return nil }
+        if flock(fd, LOCK_EX | LOCK_NB) != 0 {
+            close(fd)
+            return nil
+        }
+        // The file may have been unlinked (a finished job) between open and flock: a lock on a file
+        // that no longer has this name protects nothing.
+        var held = stat()
+        var named = stat()
+        if fstat(fd, &held) != 0 || stat(path, &named) != 0 || held.st_ino != named.st_ino || held.st_dev != named.st_dev {
+            close(fd)
+            return nil
+        }
+    }
+
+    deinit { release() }
+
+    func release() {
+        guard fd >= 0 else { return }
+        close(fd)
+        fd = -1
+    }
+}

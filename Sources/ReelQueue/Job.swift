@@ -1,0 +1,185 @@
+import Foundation
+import ReelExport
+
+/// Where a job is: Apple's export states.
+public enum JobState: String, Sendable, Codable, CaseIterable {
+    case waiting, exporting, completed, failed, cancelled
+
+    /// Completed, failed and cancelled jobs never change again (unless retried).
+    public var isTerminal: Bool { self == .completed || self == .failed || self == .cancelled }
+}
+
+/// What to export: written once at submit and never changed.
+public struct JobSpec: Sendable, Codable, Equatable {
+    /// Absolute path of the asset.
+    public var asset: String
+    /// Preset name as given (resolved by the worker).
+    public var preset: String
+    public var outputType: OutputType
+    /// Absolute path of the output file.
+    public var output: String
+    /// Higher runs first; equal priorities run first-in, first-out.
+    public var priority: Int
+    /// Idempotency key: submitting the same key again returns the existing job.
+    public var key: String?
+    public var timeRange: TimeRange?
+    public var metadata: MetadataPolicy
+    /// Moov first (default true).
+    public var optimizeForNetwork: Bool
+    /// Attempts before the job is failed for good.
+    public var maxAttempts: Int
+
+    public init(
+        asset: String, preset: String, outputType: OutputType, output: String, priority: Int = 0, key: String? = nil,
+        timeRange: TimeRange? = nil, metadata: MetadataPolicy = .keep, optimizeForNetwork: Bool = true,
+        maxAttempts: Int = 3
+    ) {
+        self.asset = asset
+        self.preset = preset
+        self.outputType = outputType
+        self.output = output
+        self.priority = priority
+        self.key = key
+        self.timeRange = timeRange
+        self.metadata = metadata
+        self.optimizeForNetwork = optimizeForNetwork
+        self.maxAttempts = maxAttempts
+    }
+}
+
+/// A job's error as the status file shows it.
+public struct JobError: Sendable, Codable, Equatable {
+    /// `unreadable-input`, `incompatible-preset`, `worker-crashed`, … (see README).
+    public var code: String
+    public var message: String
+    /// Whether running it again could succeed.
+    public var retryable: Bool
+
+    public init(code: String, message: String, retryable: Bool) {
+        self.code = code
+        self.message = message
+        self.retryable = retryable
+    }
+
+    init(_ error: ExportError) {
+        self.init(code: error.code.rawValue, message: error.message, retryable: error.isRetryable)
+    }
+
+    static func workerCrashed(attempts: Int) -> JobError {
+        JobError(
+            code: "worker-crashed",
+            message: "the worker running this job died \(attempts) time(s); failed as a poison job", retryable: false)
+    }
+}
+
+/// What a completed job produced.
+public struct JobResult: Sendable, Codable, Equatable {
+    public var bytes: Int64
+    public var durationSeconds: Double
+    public var width: Int?
+    public var height: Int?
+    public var videoCodec: String?
+    public var audioCodec: String?
+    public var networkOptimized: Bool
+    public var elapsedSeconds: Double
+
+    public init(
+        bytes: Int64, durationSeconds: Double, width: Int?, height: Int?, videoCodec: String?, audioCodec: String?,
+        networkOptimized: Bool, elapsedSeconds: Double
+    ) {
+        self.bytes = bytes
+        self.durationSeconds = durationSeconds
+        self.width = width
+        self.height = height
+        self.videoCodec = videoCodec
+        self.audioCodec = audioCodec
+        self.networkOptimized = networkOptimized
+        self.elapsedSeconds = elapsedSeconds
+    }
+
+    init(_ result: ExportSession.Result) {
+        bytes = result.bytes
+        durationSeconds = result.durationSeconds
+        width = result.width
+        height = result.height
+        videoCodec = result.videoCodec
+        audioCodec = result.audioCodec
+        networkOptimized = result.networkOptimized
+        elapsedSeconds = (result.elapsedSeconds * 1000).rounded() / 1000
+    }
+}
+
+/// The status file of one job, `<spool>/status/<id>.json` (schema 1, documented in README).
+public struct JobStatus: Sendable, Codable, Equatable {
+    public var schema = 1
+    public var id: String
+    public var state: JobState
+    /// 0…1.
+    public var progress: Double
+    /// `transcoding` or `finalizing` while exporting.
+    public var phase: String?
+    public var fps: Double?
+    public var etaSeconds: Double?
+    public var asset: String
+    public var preset: String
+    public var outputType: String
+    public var output: String
+    public var priority: Int
+    public var key: String?
+    public var attempts: Int
+    public var maxAttempts: Int
+    public var createdAt: Date
+    public var updatedAt: Date
+    public var startedAt: Date?
+    public var finishedAt: Date?
+    /// Not before this time (a retry waiting out its backoff).
+    public var notBefore: Date?
+    /// The process running it, while exporting.
+    public var worker: String?
+    public var error: JobError?
+    public var result: JobResult?
+
+    init(id: String, spec: JobSpec, now: Date) {
+        self.id = id
+        state = .waiting
+        progress = 0
+        asset = spec.asset
+        preset = spec.preset
+        outputType = spec.outputType.rawValue
+        output = spec.output
+        priority = spec.priority
+        key = spec.key
+        attempts = 0
+        maxAttempts = spec.maxAttempts
+        createdAt = now
+        updatedAt = now
+    }
+
+    /// Always encode every field, nulls included, so pollers see a stable shape.
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(schema, forKey: .schema)
+        try c.encode(id, forKey: .id)
+        try c.encode(state, forKey: .state)
+        try c.encode(progress, forKey: .progress)
+        try c.encode(phase, forKey: .phase)
+        try c.encode(fps, forKey: .fps)
+        try c.encode(etaSeconds, forKey: .etaSeconds)
+        try c.encode(asset, forKey: .asset)
+        try c.encode(preset, forKey: .preset)
+        try c.encode(outputType, forKey: .outputType)
+        try c.encode(output, forKey: .output)
+        try c.encode(priority, forKey: .priority)
+        try c.encode(key, forKey: .key)
+        try c.encode(attempts, forKey: .attempts)
+        try c.encode(maxAttempts, forKey: .maxAttempts)
+        try c.encode(createdAt, forKey: .createdAt)
+        try c.encode(updatedAt, forKey: .updatedAt)
+        try c.encode(startedAt, forKey: .startedAt)
+        try c.encode(finishedAt, forKey: .finishedAt)
+        try c.encode(notBefore, forKey: .notBefore)
+        try c.encode(worker, forKey: .worker)
+        try c.encode(error, forKey: .error)
+        try c.encode(result, forKey: .result)
+    }
+}

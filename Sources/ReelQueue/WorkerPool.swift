@@ -1,0 +1,132 @@
+import Foundation
+import Logging
+import ReelExport
+import Synchronization
+
+/// Runs queued jobs: N worker threads, each exporting one job at a time, off Swift's cooperative pool.
+///
+/// A service with an explicit state: `running` → (`draining` on the first stop: no new claims, running
+/// jobs finish) → (`cancelling` on the second: running jobs are cancelled and handed back) → `stopped`.
+public final class WorkerPool: Sendable {
+    public struct Configuration: Sendable {
+        /// Worker threads (jobs at once).
+        public var jobs: Int
+        /// Exit once nothing is waiting or running.
+        public var drain: Bool
+        public var presets: PresetLibrary
+        public var limits: InputLimits
+        /// How often dead workers' jobs are looked for.
+        public var recoveryInterval: TimeInterval
+
+        public init(
+            jobs: Int = WorkerPool.defaultJobs, drain: Bool = false, presets: PresetLibrary = .shipped,
+            limits: InputLimits = Asset.defaultLimits, recoveryInterval: TimeInterval = 2
+        ) {
+            self.jobs = max(1, jobs)
+            self.drain = drain
+            self.presets = presets
+            self.limits = limits
+            self.recoveryInterval = recoveryInterval
+        }
+    }
+
+    /// One worker per core, at most 8: x264/x265 use every core for one job, but decoding, scaling
+    /// and the faststart rewrite are largely serial, so a second job fills the gaps.
+    public static var defaultJobs: Int { max(1, min(8, ProcessInfo.processInfo.activeProcessorCount)) }
+
+    enum State: Equatable { case idle, running, draining, cancelling, stopped }
+
+    private struct Shared {
+        var state = State.idle
+        var sessions: [String: ExportSession] = [:]
+    }
+
+    private let store: SpoolStore
+    private let configuration: Configuration
+    private let shared = Mutex(Shared())
+    private let logger = Logger(label: "reel.worker")
+
+    public init(store: SpoolStore, configuration: Configuration) {
+        self.store = store
+        self.configuration = configuration
+    }
+
+    /// Runs the workers on the calling thread's behalf and returns when they have all stopped.
+    public func run() {
+        let start = shared.withLock { shared -> Bool in
+            guard shared.state == .idle else { return false }
+            shared.state = .running
+            return true
+        }
+        guard start else { return }
+        logger.info("worker pool started", metadata: ["jobs": "\(configuration.jobs)", "spool": "\(store.root.path)"])
+        store.recover()
+        let group = DispatchGroup()
+        for index in 0..<configuration.jobs {
+            group.enter()
+            let thread = Thread { [self] in
+                workerLoop(name: "\(ProcessInfo.processInfo.hostName):\(getpid()):\(index)")
+                group.leave()
+            }
+            thread.name = "reel-worker-\(index)"
+            thread.stackSize = 4 << 20
+            thread.start()
+        }
+        group.wait()
+        shared.withLock { $0.state = .stopped }
+        logger.info("worker pool stopped")
+    }
+
+    /// First call: stop claiming and let running jobs finish. Second call (or `cancelRunning`): cancel
+    /// running jobs and hand them back to the queue.
+    public func stop(cancelRunning: Bool = false) {
+        let sessions: [ExportSession] = shared.withLock { shared in
+            switch shared.state {
+            case .idle, .running:
+                shared.state = cancelRunning ? .cancelling : .draining
+            case .draining:
+                shared.state = .cancelling
+            case .cancelling, .stopped:
+                break
+            }
+            return shared.state == .cancelling ? Array(shared.sessions.values) : []
+        }
+        logger.info(sessions.isEmpty ? "stopping: finishing running jobs" : "stopping: handing running jobs back")
+        for session in sessions { session.cancelExport() }
+    }
+
+    private var isRunning: Bool { shared.withLock { $0.state == .running } }
+
+    private func workerLoop(name: String) {
+        let runner = JobRunner(store: store, presets: configuration.presets, limits: configuration.limits)
+        let watcher = DirectoryWatcher(path: store.waitingFolder)
+        var lastRecovery = Date()
+        while isRunning {
+            if Date().timeIntervalSince(lastRecovery) >= configuration.recoveryInterval {
+                store.recover()
+                lastRecovery = Date()
+            }
+            let claim: Claim?
+            do {
+                claim = try store.claim(worker: name)
+            } catch {
+                logger.error("cannot claim", metadata: ["error": "\(error)"])
+                claim = nil
+            }
+            if let claim {
+                runner.run(claim, register: { session in
+                    let cancelNow = shared.withLock { shared -> Bool in
+                        shared.sessions[claim.id] = session
+                        return shared.state == .cancelling
+                    }
+                    if cancelNow { session?.cancelExport() }
+                }, handBack: { [self] in shared.withLock { $0.state == .cancelling } })
+                continue
+            }
+            if configuration.drain && !store.hasPendingWork() { break }
+            // Sleep until a job arrives (inotify), a retry falls due, or a recovery pass is due.
+            let retry = store.secondsUntilNextRetry() ?? .infinity
+            watcher.wait(seconds: min(0.5, retry, configuration.recoveryInterval))
+        }
+    }
+}
