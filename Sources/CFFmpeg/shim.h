@@ -42,11 +42,13 @@ static inline unsigned int reel_mktag(char a, char b, char c, char d) { return M
 
 // FFmpeg's log callback is variadic (va_list), which Swift cannot receive. This trampoline formats
 // the line with av_log_format_line2 and hands level and text to a Swift @convention(c) function.
+// The sink is read by FFmpeg's (and x264's) threads while a caller may set it: atomic access only.
+// Only FFmpegLog.swift includes the calls that touch it, so the one copy of this static is shared.
 typedef void (*reel_log_sink)(int level, const char *line);
 static reel_log_sink reel_current_log_sink = 0;
 static inline void reel_log_trampoline(void *avcl, int level, const char *fmt, va_list vl) {
     if (level > av_log_get_level()) return;
-    reel_log_sink sink = reel_current_log_sink;
+    reel_log_sink sink = __atomic_load_n(&reel_current_log_sink, __ATOMIC_ACQUIRE);
     if (!sink) return;
     char line[1024];
     int print_prefix = 1;
@@ -54,7 +56,7 @@ static inline void reel_log_trampoline(void *avcl, int level, const char *fmt, v
     sink(level, line);
 }
 static inline void reel_install_log_sink(reel_log_sink sink) {
-    reel_current_log_sink = sink;
+    __atomic_store_n(&reel_current_log_sink, sink, __ATOMIC_RELEASE);
     av_log_set_callback(sink ? reel_log_trampoline : av_log_default_callback);
 }
 

@@ -28,6 +28,11 @@ final class AudioLane {
     private let endPosition: Int64?
     /// Position of the next sample sent to the encoder.
     private var encodedPosition: Int64 = 0
+    /// Position just after the last sample written into the FIFO (nil before the first).
+    private var writtenEnd: Int64?
+    /// Timestamp jitter (in samples) ignored before re-anchoring: 40 ms.
+    private var tolerance: Int64 { Int64(sampleRate) / 25 }
+    private var silence: SampleBuffer?
     private(set) var framesEncoded = 0
     private(set) var mediaSeconds = 0.0
     private(set) var finished = false
@@ -86,14 +91,12 @@ final class AudioLane {
     func outputStreamReady() {}
 
     func decode(_ packet: Packet, to sink: PacketSink) throws(MediaError) {
-        guard try decoder.send(packet) else { return }
-        try drainDecoder(to: sink)
+        try decoder.feed(packet) { () throws(MediaError) in try drainDecoder(to: sink) }
     }
 
     func flush(to sink: PacketSink) throws(MediaError) {
         if !finished {
-            _ = try decoder.send(nil)
-            try drainDecoder(to: sink)
+            try decoder.feed(nil) { () throws(MediaError) in try drainDecoder(to: sink) }
             if let resampler {
                 let produced = try resampler.convert(nil, into: converted)
                 try push(produced)
@@ -111,12 +114,23 @@ final class AudioLane {
             guard result == .produced else { return }
             defer { decoded.unref() }
             let frame = decoded.pointer
+            // Each frame's own timestamp says where its samples belong; small jitter is ignored, a
+            // real jump (a skipped corrupt packet, a splice) re-anchors the position so audio stays in
+            // sync: a gap is filled with silence, an overlap is dropped (see `push`).
+            let expected = sane(frame.pointee.best_effort_timestamp).map {
+                av_rescale_q($0 - originPts, sourceTimeBase, AVRational(num: 1, den: sampleRate))
+            }
             if position == nil {
-                var pts = frame.pointee.best_effort_timestamp
-                if pts == reel_nopts_value() { pts = originPts }
-                position = av_rescale_q(pts - originPts, sourceTimeBase, AVRational(num: 1, den: sampleRate))
+                position = expected ?? 0
+            } else if let expected, let current = position, abs(expected - current) > tolerance {
+                position = expected
             }
             if resampler == nil || !resampler!.accepts(frame) {
+                if let old = resampler {
+                    // Keep what the old resampler still buffers.
+                    let held = try old.convert(nil, into: converted)
+                    try push(held)
+                }
                 resampler = try Resampler(from: frame, to: encoder.context)
             }
             let produced = try resampler!.convert(frame, into: converted)
@@ -125,25 +139,53 @@ final class AudioLane {
         }
     }
 
-    /// Moves `count` converted samples into the FIFO, trimming what falls outside the range.
+    /// Moves `count` converted samples (which start at `position`) into the FIFO. Samples before the
+    /// output's zero or already written (an overlap) are dropped, a gap larger than the tolerance is
+    /// filled with silence first, smaller jitter is closed up, and nothing past the range's end is kept.
     private func push(_ count: Int32) throws(MediaError) {
         guard count > 0, let start = position, let planes = converted.planes else { return }
-        var skip: Int64 = 0
-        if start < 0 { skip = min(Int64(count), -start) }
-        var keep = Int64(count)
-        if let endPosition {
-            keep = min(keep, max(0, endPosition - start))
-            if start + Int64(count) >= endPosition { finished = true }
-        }
-        if keep > skip {
-            if fifo.count == 0, encodedPosition == 0, framesEncoded == 0 {
-                encodedPosition = max(start, 0)
-            }
-            try fifo.write(
-                planes, samples: Int32(keep), bytesPerSample: bytesPerSample, planar: planar, channels: channels,
-                skip: Int32(skip))
-        }
         position = start + Int64(count)
+        var skip: Int64 = 0
+        if let written = writtenEnd {
+            let gap = start - written
+            if gap > tolerance {
+                try writeSilence(min(gap, Int64(sampleRate) * 60))
+            } else if gap < -tolerance {
+                skip = min(Int64(count), -gap)
+            }
+        } else {
+            skip = min(Int64(count), max(0, -start))
+            writtenEnd = max(0, start)
+            encodedPosition = max(0, start)
+        }
+        let here = writtenEnd ?? 0
+        var take = Int64(count) - skip
+        if let endPosition {
+            take = min(take, max(0, endPosition - here))
+            if here + take >= endPosition { finished = true }
+        }
+        guard take > 0 else { return }
+        try fifo.write(
+            planes, samples: Int32(skip + take), bytesPerSample: bytesPerSample, planar: planar, channels: channels,
+            skip: Int32(skip))
+        writtenEnd = here + take
+    }
+
+    private func writeSilence(_ samples: Int64) throws(MediaError) {
+        if silence == nil {
+            let buffer = SampleBuffer(channels: channels, format: AV_SAMPLE_FMT_FLTP)
+            try buffer.reserve(4096)
+            av_samples_set_silence(buffer.planes, 0, buffer.capacity, channels, AV_SAMPLE_FMT_FLTP)
+            silence = buffer
+        }
+        guard let silence, let planes = silence.planes else { return }
+        var left = samples
+        while left > 0 {
+            let chunk = Int32(min(left, Int64(silence.capacity)))
+            try fifo.write(planes, samples: chunk, bytesPerSample: bytesPerSample, planar: planar, channels: channels)
+            left -= Int64(chunk)
+        }
+        writtenEnd = (writtenEnd ?? 0) + samples
     }
 
     private func encodeFromFifo(final: Bool, to sink: PacketSink) throws(MediaError) {

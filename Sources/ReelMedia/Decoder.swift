@@ -42,22 +42,49 @@ final class Decoder {
         avcodec_free_context(&pointer)
     }
 
-    /// Sends a packet (or `nil` to start draining). Corrupt packets are reported as `invalidData`
-    /// so the caller can skip them instead of failing the whole file.
-    func send(_ packet: Packet?) throws(MediaError) -> Bool {
-        let code = avcodec_send_packet(context, packet?.pointer)
-        if code == reel_averror(EAGAIN) || code == reel_averror_eof() { return true }
-        if code == reel_averror_invaliddata() { return false }
-        try check(code, "avcodec_send_packet", kind: .unreadableInput, context: "cannot decode the input")
-        return true
+    /// What sending a packet did.
+    enum SendResult {
+        /// Taken (or, at end of stream, nothing more to take).
+        case accepted
+        /// The decoder is full: receive its frames, then send the same packet again.
+        case full
+        /// The packet is corrupt and was skipped, as ffmpeg does.
+        case skipped
     }
 
-    /// Receives one decoded frame into `frame`.
+    /// Sends a packet (or `nil` to start draining).
+    func send(_ packet: Packet?) throws(MediaError) -> SendResult {
+        let code = avcodec_send_packet(context, packet?.pointer)
+        if code == reel_averror(EAGAIN) { return .full }
+        if code == reel_averror_eof() { return .accepted }
+        if code == reel_averror_invaliddata() { return .skipped }
+        try check(code, "avcodec_send_packet", kind: .unreadableInput, context: "cannot decode the input")
+        return .accepted
+    }
+
+    /// Sends a packet, draining frames through `drain` whenever the decoder is full. A decoder that
+    /// stays full (its lane stopped taking frames at the end of a time range) drops the packet.
+    func feed(_ packet: Packet?, drain: () throws(MediaError) -> Void) throws(MediaError) {
+        for _ in 0..<64 {
+            switch try send(packet) {
+            case .accepted: try drain(); return
+            case .skipped: return
+            case .full: try drain()
+            }
+        }
+    }
+
+    /// Receives one decoded frame into `frame`. A corrupt frame is skipped (up to a limit in a row,
+    /// so a broken decoder cannot loop forever).
     func receive(_ frame: Frame) throws(MediaError) -> ReceiveResult {
-        let code = avcodec_receive_frame(context, frame.pointer)
+        var code = avcodec_receive_frame(context, frame.pointer)
+        var corrupt = 0
+        while code == reel_averror_invaliddata() && corrupt < 100 {
+            corrupt += 1
+            code = avcodec_receive_frame(context, frame.pointer)
+        }
         if code == reel_averror(EAGAIN) { return .needsMoreInput }
         if code == reel_averror_eof() { return .endOfStream }
-        if code == reel_averror_invaliddata() { return .needsMoreInput }
         try check(code, "avcodec_receive_frame", kind: .unreadableInput, context: "cannot decode the input")
         return .produced
     }

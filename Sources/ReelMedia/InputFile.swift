@@ -8,6 +8,8 @@ final class InputFile {
     private(set) var context: UnsafeMutablePointer<AVFormatContext>
     let path: String
     let info: MediaInfo
+    /// Kept alive as long as FFmpeg's interrupt callback may read it.
+    private let interrupt: CancellationFlag?
 
     /// Opens and probes a file. Throws `.unreadableInput` when the file is missing, not a regular file,
     /// not a permitted container, or not media FFmpeg can read; `.limitExceeded` past the policy.
@@ -25,26 +27,44 @@ final class InputFile {
             ("format_whitelist", policy.allowedDemuxers.joined(separator: ",")),
             // Do not follow QuickTime data references to other files.
             ("enable_drefs", "0"),
+            // Refuse files declaring absurd stream counts before probing them all.
+            ("max_streams", String(policy.maxStreams)),
         ])
         let opened = avformat_open_input(&context, path, nil, &options.pointer)
         // On failure avformat_open_input frees the context and sets it to NULL.
         guard opened >= 0, let context else {
+            if opened == reel_averror(ENOMEM) {
+                // What the demuxer returns when a file declares more than `max_streams` streams.
+                throw MediaError(
+                    kind: .limitExceeded, call: "avformat_open_input", code: opened,
+                    message: "\(path) declares more streams than the limit of \(policy.maxStreams)")
+            }
             throw MediaError(
                 call: "avformat_open_input", code: opened, kind: .unreadableInput,
                 context: "\(path): " + InputFile.openFailureContext(opened))
         }
-        self.context = context
-        if interrupt?.isRaised == true {
-            throw MediaError.cancelled()
+        // Until every property is set, deinit will not run: close the input on every early exit.
+        func fail(_ error: MediaError) -> MediaError {
+            var pointer: UnsafeMutablePointer<AVFormatContext>? = context
+            avformat_close_input(&pointer)
+            return error
         }
+        if interrupt?.isRaised == true { throw fail(MediaError.cancelled()) }
         let found = avformat_find_stream_info(context, nil)
         if found < 0 {
-            throw MediaError(
+            throw fail(MediaError(
                 call: "avformat_find_stream_info", code: found, kind: .unreadableInput,
-                context: "\(path): could not read the streams")
+                context: "\(path): could not read the streams"))
         }
-        info = InputFile.describe(context, path: path, fileBytes: fileBytes)
-        try InputFile.checkLimits(info, policy: policy)
+        let described = InputFile.describe(context, path: path, fileBytes: fileBytes)
+        do {
+            try InputFile.checkLimits(described, policy: policy)
+        } catch {
+            throw fail(error)
+        }
+        self.context = context
+        self.interrupt = interrupt
+        info = described
     }
 
     deinit {
@@ -62,9 +82,8 @@ final class InputFile {
         return true
     }
 
-    /// Seeks so the next packets start at or before `seconds` (on a keyframe).
-    func seek(toSeconds seconds: Double) throws(MediaError) {
-        let target = Int64(seconds * Double(AV_TIME_BASE)) + max(0, context.pointee.start_time == reel_nopts_value() ? 0 : context.pointee.start_time)
+    /// Seeks so the next packets start at or before `target` microseconds of source time (on a keyframe).
+    func seek(toMicroseconds target: Int64) throws(MediaError) {
         try check(
             avformat_seek_file(context, -1, Int64.min, target, target, 0), "avformat_seek_file",
             kind: .unreadableInput)

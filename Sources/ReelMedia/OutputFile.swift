@@ -30,13 +30,15 @@ final class OutputFile {
             avformat_free_context(allocated)
             throw error
         }
+        // From here on every stored property is set: on a throw, deinit frees the context.
         let bufferSize: Int32 = 1 << 16
-        guard let buffer = av_malloc(Int(bufferSize))?.assumingMemoryBound(to: UInt8.self),
-            let io = avio_alloc_context(
-                buffer, bufferSize, 1, Unmanaged.passUnretained(sink).toOpaque(), nil, byteSinkWrite,
-                byteSinkSeek)
+        guard let buffer = av_malloc(Int(bufferSize))?.assumingMemoryBound(to: UInt8.self) else {
+            throw MediaError(kind: .internalFailure, call: "av_malloc", message: "out of memory")
+        }
+        guard let io = avio_alloc_context(
+            buffer, bufferSize, 1, Unmanaged.passUnretained(sink).toOpaque(), nil, byteSinkWrite, byteSinkSeek)
         else {
-            avformat_free_context(allocated)
+            av_free(buffer)
             throw MediaError(kind: .internalFailure, call: "avio_alloc_context", message: "out of memory")
         }
         self.io = io

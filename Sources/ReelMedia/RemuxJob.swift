@@ -27,7 +27,7 @@ final class RemuxJob {
         self.progress = progress
         packet = try Packet()
         let info = input.info
-        let start = Int64((info.startSeconds * Double(AV_TIME_BASE)).rounded())
+        let start = saneStart(info.startSeconds)
         originMicroseconds = start + Int64(((plan.startSeconds ?? 0) * Double(AV_TIME_BASE)).rounded())
         endMicroseconds = plan.endSeconds.map { start + Int64(($0 * Double(AV_TIME_BASE)).rounded()) }
         let rangeEnd = plan.endSeconds.map { min($0, info.durationSeconds) } ?? info.durationSeconds
@@ -68,7 +68,7 @@ final class RemuxJob {
     }
 
     func run() throws(MediaError) -> TranscodeOutcome {
-        if let start = plan.startSeconds, start > 0 { try input.seek(toSeconds: start) }
+        if let start = plan.startSeconds, start > 0 { try input.seek(toMicroseconds: originMicroseconds) }
         let hasRangeStart = (plan.startSeconds ?? 0) > 0
         var originSet = !hasRangeStart
         var lastDts: [Int: Int64] = [:]
@@ -92,7 +92,15 @@ final class RemuxJob {
             let source = input.stream(index)
             let sourceTimeBase = source.pointee.time_base
             let raw = packet.pointer.pointee
-            let time = raw.pts != reel_nopts_value() ? raw.pts : raw.dts
+            // Timestamps a hostile file sets near the limits of Int64 are treated as missing.
+            packet.pointer.pointee.pts = sane(raw.pts) ?? reel_nopts_value()
+            packet.pointer.pointee.dts = sane(raw.dts) ?? reel_nopts_value()
+            let time = sane(raw.pts) ?? sane(raw.dts) ?? reel_nopts_value()
+            if time == reel_nopts_value() && !originSet {
+                // Nothing is written before the first keyframe of a cut.
+                packet.unref()
+                continue
+            }
             if time != reel_nopts_value() {
                 let micro = av_rescale_q(time, sourceTimeBase, reel_time_base_q())
                 if let endMicroseconds, micro >= endMicroseconds {
@@ -124,9 +132,9 @@ final class RemuxJob {
             if let dts = Optional(packet.pointer.pointee.dts), dts != reel_nopts_value() {
                 if let previous = lastDts[index], dts <= previous {
                     // Some containers repeat timestamps; the muxer requires them increasing.
-                    packet.pointer.pointee.dts = previous + 1
-                    if packet.pointer.pointee.pts != reel_nopts_value(), packet.pointer.pointee.pts < previous + 1 {
-                        packet.pointer.pointee.pts = previous + 1
+                    packet.pointer.pointee.dts = previous &+ 1
+                    if packet.pointer.pointee.pts != reel_nopts_value(), packet.pointer.pointee.pts < previous &+ 1 {
+                        packet.pointer.pointee.pts = previous &+ 1
                     }
                 }
                 lastDts[index] = packet.pointer.pointee.dts

@@ -7,11 +7,16 @@ final class Scaler {
     let sourceWidth: Int32
     let sourceHeight: Int32
     let sourceFormat: AVPixelFormat
+    let sourceColorSpace: AVColorSpace
+    let sourceRange: AVColorRange
 
+    /// `keepColorSpace` keeps the source's matrix (HDR kept in HEVC); otherwise the output is BT.709.
     init(
         from frame: UnsafeMutablePointer<AVFrame>, toWidth width: Int32, height: Int32, format: AVPixelFormat,
-        threads: Int = 0
+        keepColorSpace: Bool = false, threads: Int = 0
     ) throws(MediaError) {
+        sourceColorSpace = frame.pointee.colorspace
+        sourceRange = frame.pointee.color_range
         sourceWidth = frame.pointee.width
         sourceHeight = frame.pointee.height
         let rawFormat = AVPixelFormat(rawValue: frame.pointee.format)
@@ -30,15 +35,11 @@ final class Scaler {
             ("threads", Int64(threads)),
         ]
         for (name, value) in options {
-            let code = av_opt_set_int(UnsafeMutableRawPointer(allocated), name, value, 0)
-            if code < 0 {
-                sws_freeContext(allocated)
-                throw MediaError(call: "av_opt_set_int", code: code, context: name)
-            }
+            // On a throw, deinit frees the context (every stored property is set by now).
+            try check(av_opt_set_int(UnsafeMutableRawPointer(allocated), name, value, 0), "av_opt_set_int", context: name)
         }
         let code = sws_init_context(allocated, nil, nil)
         if code < 0 {
-            sws_freeContext(allocated)
             let name = av_get_pix_fmt_name(inputFormat).map { String(cString: $0) } ?? "unknown"
             throw MediaError(
                 call: "sws_init_context", code: code, kind: .unsupportedCodec,
@@ -46,7 +47,7 @@ final class Scaler {
         }
         let sourceSpace = Scaler.colorSpace(of: frame)
         let coefficientsIn = sws_getCoefficients(sourceSpace)
-        let coefficientsOut = sws_getCoefficients(SWS_CS_ITU709)
+        let coefficientsOut = sws_getCoefficients(keepColorSpace ? sourceSpace : SWS_CS_ITU709)
         // Fails (harmlessly) for RGB sources, where there is no matrix to convert.
         _ = sws_setColorspaceDetails(
             allocated, coefficientsIn, fullRange ? 1 : 0, coefficientsOut, 0, 0, 1 << 16, 1 << 16)
@@ -57,7 +58,8 @@ final class Scaler {
     /// Whether this scaler was made for frames like `frame`.
     func accepts(_ frame: UnsafeMutablePointer<AVFrame>) -> Bool {
         frame.pointee.width == sourceWidth && frame.pointee.height == sourceHeight
-            && frame.pointee.format == sourceFormat.rawValue
+            && frame.pointee.format == sourceFormat.rawValue && frame.pointee.colorspace == sourceColorSpace
+            && frame.pointee.color_range == sourceRange
     }
 
     /// Scales `source` into `destination`'s buffers.

@@ -26,7 +26,7 @@ final class TranscodeJob {
         self.progress = progress
         packet = try Packet()
         let info = input.info
-        let start = Int64((info.startSeconds * Double(AV_TIME_BASE)).rounded())
+        let start = saneStart(info.startSeconds)
         let rangeStart = Int64(((plan.startSeconds ?? 0) * Double(AV_TIME_BASE)).rounded())
         originMicroseconds = start + rangeStart
         endMicroseconds = plan.endSeconds.map { start + Int64(($0 * Double(AV_TIME_BASE)).rounded()) }
@@ -58,7 +58,7 @@ final class TranscodeJob {
     }
 
     func run() throws(MediaError) -> TranscodeOutcome {
-        if let start = plan.startSeconds, start > 0 { try input.seek(toSeconds: start) }
+        if let start = plan.startSeconds, start > 0 { try input.seek(toMicroseconds: originMicroseconds) }
         report(phase: .transcoding, fraction: 0)
         while true {
             if cancel.isRaised { throw MediaError.cancelled() }

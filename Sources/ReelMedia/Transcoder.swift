@@ -19,6 +19,7 @@ public enum Transcoder {
     ) throws(MediaError) -> TranscodeOutcome {
         let input = try InputFile(path: plan.inputPath, policy: plan.policy, interrupt: cancel)
         if cancel.isRaised { throw MediaError.cancelled() }
+        try validate(plan, against: input.info)
         if plan.copyStreams.isEmpty {
             let job = try TranscodeJob(plan: plan, input: input, cancel: cancel, progress: progress)
             return try job.run()
@@ -26,6 +27,22 @@ public enum Transcoder {
             let job = try RemuxJob(plan: plan, input: input, cancel: cancel, progress: progress)
             return try job.run()
         }
+    }
+
+    /// Every stream the plan names exists and has the kind its role needs.
+    static func validate(_ plan: TranscodePlan, against info: MediaInfo) throws(MediaError) {
+        func require(_ index: Int?, _ kind: StreamKind?, _ role: String) throws(MediaError) {
+            guard let index else { return }
+            guard index >= 0, index < info.streams.count else {
+                throw MediaError(kind: .invalidArgument, call: "plan", message: "\(role) stream \(index) does not exist")
+            }
+            if let kind, info.streams[index].kind != kind {
+                throw MediaError(kind: .invalidArgument, call: "plan", message: "stream \(index) is not \(role == "audio" ? "an" : "a") \(role) stream")
+            }
+        }
+        try require(plan.videoStream, .video, "video")
+        try require(plan.audioStream, .audio, "audio")
+        for index in plan.copyStreams { try require(index, nil, "copied") }
     }
 
     /// The muxer options every export uses.
@@ -58,6 +75,18 @@ public enum Transcoder {
         }
         progress(TranscodeProgress(phase: .finalizing, fraction: 1 - share, frames: frames, mediaSeconds: mediaSeconds))
     }
+}
+
+/// A timestamp, or nil when it is missing or so large that arithmetic on it could overflow (only a
+/// corrupt or hostile file has those).
+func sane(_ value: Int64) -> Int64? {
+    value == reel_nopts_value() || value > 1 << 62 || value < -(1 << 62) ? nil : value
+}
+
+/// The container's start time in microseconds, or 0 when it is absurd.
+func saneStart(_ seconds: Double) -> Int64 {
+    guard seconds.isFinite, abs(seconds) < 1e9 else { return 0 }
+    return Int64((seconds * Double(AV_TIME_BASE)).rounded())
 }
 
 /// Converts seconds to a stream's time base.

@@ -117,15 +117,13 @@ final class VideoLane {
     /// Decodes one packet and encodes whatever frames it yields.
     func decode(_ packet: Packet, to sink: PacketSink) throws(MediaError) {
         // A corrupt packet is skipped, as ffmpeg does; a file with no decodable frame fails later.
-        guard try decoder.send(packet) else { return }
-        try drainDecoder(to: sink)
+        try decoder.feed(packet) { () throws(MediaError) in try drainDecoder(to: sink) }
     }
 
     /// Drains the decoder and the encoder at end of input.
     func flush(to sink: PacketSink) throws(MediaError) {
         if !finished {
-            _ = try decoder.send(nil)
-            try drainDecoder(to: sink)
+            try decoder.feed(nil) { () throws(MediaError) in try drainDecoder(to: sink) }
         }
         finished = true
         try encoder.send(nil)
@@ -142,10 +140,8 @@ final class VideoLane {
     }
 
     private func process(_ frame: UnsafeMutablePointer<AVFrame>, to sink: PacketSink) throws(MediaError) {
-        var pts = frame.pointee.best_effort_timestamp
-        if pts == reel_nopts_value() {
-            pts = lastSourcePts == Int64.min ? originPts : lastSourcePts + frameDuration
-        }
+        let pts = sane(frame.pointee.best_effort_timestamp)
+            ?? (lastSourcePts == Int64.min ? originPts : lastSourcePts + frameDuration)
         lastSourcePts = pts
         if let endPts, pts >= endPts {
             finished = true
@@ -166,7 +162,9 @@ final class VideoLane {
         if scaler == nil || !scaler!.accepts(frame) {
             let (width, height) = scaled.map { ($0.pointer.pointee.width, $0.pointer.pointee.height) }
                 ?? (Int32(encoding.width), Int32(encoding.height))
-            scaler = try Scaler(from: frame, toWidth: width, height: height, format: outputFormat)
+            scaler = try Scaler(
+                from: frame, toWidth: width, height: height, format: outputFormat,
+                keepColorSpace: encoding.color == .keepSource)
         }
         try encodeFrame.makeWritable()
         if let scaled {
