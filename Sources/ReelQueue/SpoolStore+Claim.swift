@@ -9,6 +9,7 @@ extension SpoolStore {
     }
 
     public func claim(worker: String) throws -> Claim? {
+        let began = DispatchTime.now().uptimeNanoseconds
         promoteDueRetries()
         for name in SpoolStore.smallest(FileSystem.names(in: path(.waiting)).filter { !$0.hasSuffix(".tmp") }, count: 32) {
             guard let id = SpoolStore.id(fromMarker: name) else { continue }
@@ -32,7 +33,13 @@ extension SpoolStore {
             status.notBefore = nil
             status.worker = worker
             try writeStatus(status)
-            logger.info("claimed", metadata: ["job": "\(id)", "attempt": "\(status.attempts)", "worker": "\(worker)"])
+            let milliseconds = Double(DispatchTime.now().uptimeNanoseconds - began) / 1e6
+            logger.info(
+                "claimed",
+                metadata: [
+                    "job": "\(id)", "attempt": "\(status.attempts)", "worker": "\(worker)",
+                    "claimMs": "\(String(format: "%.2f", milliseconds))",
+                ])
             return Claim(id: id, spec: spec, attempt: status.attempts, token: token, lock: lock)
         }
         return nil
