@@ -114,4 +114,14 @@ public struct Asset: Sendable {
 extension Asset {
     /// The input limits and demuxer allowlist Reel uses unless told otherwise.
     public static let defaultLimits: InputLimits = .standard
+
+    /// Checks that `url` names a readable regular file the limits allow (allowed roots, size),
+    /// without probing it. Throws `unreadable-input` or `limit-exceeded`.
+    public static func checkAccess(_ url: URL, limits: InputLimits = Asset.defaultLimits) throws(ExportError) {
+        do {
+            try MediaProbe.checkAccess(path: url.path, policy: limits)
+        } catch {
+            throw ExportError(error)
+        }
+    }
 }

@@ -51,6 +51,7 @@ public final class ExportSession: Sendable {
         var timeRange: TimeRange?
         var metadataPolicy = MetadataPolicy.keep
         var overwrite = false
+        var stallTimeout: TimeInterval = 120
         var status = Status.unknown
         var progress = Progress(
             status: .unknown, phase: .transcoding, fraction: 0, frames: 0, framesPerSecond: 0, elapsedSeconds: 0)
@@ -116,6 +117,12 @@ public final class ExportSession: Sendable {
     public var progressHandler: (@Sendable (Progress) -> Void)? {
         get { state.withLock { $0.handler } }
         set { state.withLock { $0.handler = newValue } }
+    }
+    /// Seconds without any sign of life (a packet read, bytes written) before the export is stopped
+    /// and fails as `stalled`. Default 120.
+    public var stallTimeout: TimeInterval {
+        get { state.withLock { $0.stallTimeout } }
+        set { state.withLock { $0.stallTimeout = max(0.05, newValue) } }
     }
     public var status: Status { state.withLock { $0.status } }
     /// 0…1.
@@ -234,13 +241,26 @@ public final class ExportSession: Sendable {
         decision.plan.outputPath = temporary.path
         setStatus(.exporting, started: started)
         defer { unlink(temporary.path) }
-        do {
-            _ = try Transcoder.run(decision.plan, cancel: cancelFlag) { [self] update in
+        let watchdog = Watchdog(timeout: stallTimeout, cancel: cancelFlag)
+        let plan = decision.plan
+        let outcome = watchdog.run { [self, cancelFlag] heartbeat throws(MediaError) in
+            _ = try Transcoder.run(plan, cancel: cancelFlag, heartbeat: heartbeat) { [self] update in
                 publish(update, started: started)
             }
-        } catch {
+        }
+        if watchdog.stalled {
+            throw ExportError(
+                .stalled, "no progress for \(Int(stallTimeout)) s; the export was stopped"
+                    + (outcome == nil ? " (its decoder did not return and was abandoned)" : ""))
+        }
+        switch outcome {
+        case .none:
+            throw ExportError(.cancelled, "the export was cancelled (its decoder did not return and was abandoned)")
+        case .failure(let error):
             if cancelFlag.isRaised { throw ExportError(.cancelled, "the export was cancelled") }
             throw ExportError(error)
+        case .success:
+            break
         }
         if cancelFlag.isRaised { throw ExportError(.cancelled, "the export was cancelled") }
         try ExportSession.moveIntoPlace(temporary, destination, overwrite: overwrite)

@@ -153,4 +153,10 @@ public enum MediaProbe {
     public static func probe(path: String, policy: InputPolicy = .standard) throws(MediaError) -> MediaInfo {
         try InputFile(path: path, policy: policy).info
     }
+
+    /// Checks, without opening it as media, that `path` is a readable regular file inside the policy's
+    /// allowed roots and under its size limit.
+    public static func checkAccess(path: String, policy: InputPolicy = .standard) throws(MediaError) {
+        _ = try InputFile.checkRegularFile(path, policy: policy)
+    }
 }

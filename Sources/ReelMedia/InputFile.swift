@@ -8,6 +8,8 @@ final class InputFile {
     private(set) var context: UnsafeMutablePointer<AVFormatContext>
     let path: String
     let info: MediaInfo
+    /// Beats on every packet read.
+    var heartbeat: Heartbeat?
     /// Kept alive as long as FFmpeg's interrupt callback may read it.
     private let interrupt: CancellationFlag?
 
@@ -15,7 +17,7 @@ final class InputFile {
     /// not a permitted container, or not media FFmpeg can read; `.limitExceeded` past the policy.
     init(path: String, policy: InputPolicy, interrupt: CancellationFlag? = nil) throws(MediaError) {
         self.path = path
-        let fileBytes = try InputFile.checkRegularFile(path, policy: policy)
+        let (resolved, fileBytes) = try InputFile.checkRegularFile(path, policy: policy)
 
         guard let allocated = avformat_alloc_context() else {
             throw MediaError(kind: .internalFailure, call: "avformat_alloc_context", message: "out of memory")
@@ -30,7 +32,8 @@ final class InputFile {
             // Refuse files declaring absurd stream counts before probing them all.
             ("max_streams", String(policy.maxStreams)),
         ])
-        let opened = avformat_open_input(&context, path, nil, &options.pointer)
+        // Open the resolved path, so a symlink swapped after the check cannot redirect the open.
+        let opened = avformat_open_input(&context, resolved, nil, &options.pointer)
         // On failure avformat_open_input frees the context and sets it to NULL.
         guard opened >= 0, let context else {
             if opened == reel_averror(ENOMEM) {
@@ -77,6 +80,7 @@ final class InputFile {
     /// Reads the next packet. Returns `false` at end of file.
     func read(into packet: Packet) throws(MediaError) -> Bool {
         let code = av_read_frame(context, packet.pointer)
+        heartbeat?.beat()
         if code == reel_averror_eof() { return false }
         try check(code, "av_read_frame", kind: .unreadableInput, context: "could not read the input")
         return true
@@ -93,9 +97,29 @@ final class InputFile {
 
     /// Only regular files are opened: devices, FIFOs, sockets and directories are refused before
     /// FFmpeg sees them (a FIFO or `/dev/urandom` would block or never end).
-    static func checkRegularFile(_ path: String, policy: InputPolicy) throws(MediaError) -> Int64 {
+    /// Returns the path with symlinks resolved, and the file's size.
+    static func checkRegularFile(_ path: String, policy: InputPolicy) throws(MediaError) -> (String, Int64) {
+        guard let real = realpath(path, nil) else {
+            let reason = String(cString: strerror(errno))
+            throw MediaError(kind: .unreadableInput, call: "realpath", message: "cannot open \(path): \(reason)")
+        }
+        let resolved = String(cString: real)
+        free(real)
+        if !policy.allowedRoots.isEmpty {
+            let inside = policy.allowedRoots.contains { root in
+                guard let realRoot = realpath(root, nil) else { return false }
+                defer { free(realRoot) }
+                let folder = String(cString: realRoot)
+                return resolved.hasPrefix(folder == "/" ? "/" : folder + "/")
+            }
+            guard inside else {
+                throw MediaError(
+                    kind: .unreadableInput, call: "allowed roots",
+                    message: "\(path) is outside the allowed folders (\(policy.allowedRoots.joined(separator: ":")))")
+            }
+        }
         var status = stat()
-        guard stat(path, &status) == 0 else {
+        guard stat(resolved, &status) == 0 else {
             let reason = String(cString: strerror(errno))
             throw MediaError(kind: .unreadableInput, call: "stat", message: "cannot open \(path): \(reason)")
         }
@@ -114,7 +138,7 @@ final class InputFile {
         guard access(path, R_OK) == 0 else {
             throw MediaError(kind: .unreadableInput, call: "access", message: "cannot read \(path): permission denied")
         }
-        return Int64(status.st_size)
+        return (resolved, Int64(status.st_size))
     }
 
     private static func openFailureContext(_ code: Int32) -> String {

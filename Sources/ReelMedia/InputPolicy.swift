@@ -13,6 +13,8 @@ public struct InputPolicy: Sendable, Equatable {
     public var maxDimension: Int
     /// Most streams an input may declare.
     public var maxStreams: Int
+    /// When non-empty, inputs must lie under one of these folders once symlinks are resolved.
+    public var allowedRoots: [String]
 
     /// Demuxers that read only the file they are given.
     public static let safeDemuxers = [
@@ -26,13 +28,20 @@ public struct InputPolicy: Sendable, Equatable {
         maxFileBytes: Int64 = 64 << 30,
         maxDurationSeconds: Double = 24 * 3600,
         maxDimension: Int = 8192,
-        maxStreams: Int = 64
+        maxStreams: Int = 64,
+        allowedRoots: [String] = []
     ) {
         self.allowedDemuxers = allowedDemuxers
         self.maxFileBytes = maxFileBytes
         self.maxDurationSeconds = maxDurationSeconds
         self.maxDimension = maxDimension
         self.maxStreams = maxStreams
+        self.allowedRoots = allowedRoots
+    }
+
+    /// `REEL_ALLOWED_ROOTS` (colon-separated folders) as a list, empty when unset.
+    public static func roots(fromEnvironment environment: [String: String]) -> [String] {
+        (environment["REEL_ALLOWED_ROOTS"] ?? "").split(separator: ":").map(String.init).filter { !$0.isEmpty }
     }
 
     /// The policy Reel uses unless configured otherwise.

@@ -67,6 +67,12 @@ final class OutputFile {
     /// Bytes written so far (header, packets, and the trailer's rewrite).
     var bytesWritten: Int64 { sink.bytesWritten }
 
+    /// Beats on every write to the file.
+    var heartbeat: Heartbeat? {
+        get { sink.heartbeat }
+        set { sink.heartbeat = newValue }
+    }
+
     /// Called with the running byte count on every write.
     var onWrite: ((Int64) -> Void)? {
         get { sink.onWrite }
@@ -124,6 +130,7 @@ private final class ByteSink {
     let fd: Int32
     var bytesWritten: Int64 = 0
     var onWrite: ((Int64) -> Void)?
+    var heartbeat: Heartbeat?
 
     init(path: String) throws(MediaError) {
         fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
@@ -159,6 +166,7 @@ private let byteSinkWrite: @convention(c) (UnsafeMutableRawPointer?, UnsafeMutab
         offset += written
     }
     sink.bytesWritten += Int64(size)
+    sink.heartbeat?.beat()
     sink.onWrite?(sink.bytesWritten)
     return size
 }

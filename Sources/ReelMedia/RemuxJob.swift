@@ -18,7 +18,7 @@ final class RemuxJob {
     private var packets = 0
 
     init(
-        plan: TranscodePlan, input: InputFile, cancel: CancellationFlag,
+        plan: TranscodePlan, input: InputFile, cancel: CancellationFlag, heartbeat: Heartbeat,
         progress: @escaping (TranscodeProgress) -> Void
     ) throws(MediaError) {
         self.plan = plan
@@ -35,6 +35,7 @@ final class RemuxJob {
         videoIndex = plan.copyStreams.first { info.streams[$0].kind == .video }
 
         output = try OutputFile(path: plan.outputPath, muxer: plan.container.muxer)
+        output.heartbeat = heartbeat
         for index in plan.copyStreams {
             let source = input.stream(index)
             let parameters = source.pointee.codecpar!

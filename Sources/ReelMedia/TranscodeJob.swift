@@ -17,7 +17,7 @@ final class TranscodeJob {
     private var lastReported = -1.0
 
     init(
-        plan: TranscodePlan, input: InputFile, cancel: CancellationFlag,
+        plan: TranscodePlan, input: InputFile, cancel: CancellationFlag, heartbeat: Heartbeat,
         progress: @escaping (TranscodeProgress) -> Void
     ) throws(MediaError) {
         self.plan = plan
@@ -34,6 +34,7 @@ final class TranscodeJob {
         totalSeconds = max(rangeEnd - (plan.startSeconds ?? 0), 0.001)
 
         output = try OutputFile(path: plan.outputPath, muxer: plan.container.muxer)
+        output.heartbeat = heartbeat
         if let index = plan.videoStream, let encoding = plan.video {
             video = try VideoLane(
                 input: input, streamIndex: index, encoding: encoding, output: output,

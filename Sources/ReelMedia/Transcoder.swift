@@ -15,16 +15,18 @@ public enum Transcoder {
 
     /// Executes the plan. Throws `MediaError`; `.cancelled` when `cancel` was raised.
     public static func run(
-        _ plan: TranscodePlan, cancel: CancellationFlag, progress: @escaping (TranscodeProgress) -> Void
+        _ plan: TranscodePlan, cancel: CancellationFlag, heartbeat: Heartbeat = Heartbeat(),
+        progress: @escaping (TranscodeProgress) -> Void
     ) throws(MediaError) -> TranscodeOutcome {
         let input = try InputFile(path: plan.inputPath, policy: plan.policy, interrupt: cancel)
+        input.heartbeat = heartbeat
         if cancel.isRaised { throw MediaError.cancelled() }
         try validate(plan, against: input.info)
         if plan.copyStreams.isEmpty {
-            let job = try TranscodeJob(plan: plan, input: input, cancel: cancel, progress: progress)
+            let job = try TranscodeJob(plan: plan, input: input, cancel: cancel, heartbeat: heartbeat, progress: progress)
             return try job.run()
         } else {
-            let job = try RemuxJob(plan: plan, input: input, cancel: cancel, progress: progress)
+            let job = try RemuxJob(plan: plan, input: input, cancel: cancel, heartbeat: heartbeat, progress: progress)
             return try job.run()
         }
     }

@@ -9,6 +9,7 @@ struct JobRunner: Sendable {
     let store: SpoolStore
     let presets: PresetLibrary
     let limits: InputLimits
+    let stallTimeout: TimeInterval
     let logger = Logger(label: "reel.worker")
 
     /// Runs the job. `register` receives the session while it runs (so shutdown can cancel it) and
@@ -25,6 +26,7 @@ struct JobRunner: Sendable {
             session.timeRange = spec.timeRange
             session.metadataPolicy = spec.metadata
             session.shouldOptimizeForNetworkUse = spec.optimizeForNetwork
+            session.stallTimeout = stallTimeout
             register(session)
             defer { register(nil) }
             let ticket = claim.ticket

@@ -17,11 +17,14 @@ public final class WorkerPool: Sendable {
         public var limits: InputLimits
         /// How often dead workers' jobs are looked for.
         public var recoveryInterval: TimeInterval
+        /// Seconds without progress before a job fails as `stalled`.
+        public var stallTimeout: TimeInterval
 
         public init(
             jobs: Int = WorkerPool.defaultJobs, drain: Bool = false, presets: PresetLibrary = .shipped,
-            limits: InputLimits = Asset.defaultLimits, recoveryInterval: TimeInterval = 2
+            limits: InputLimits = Asset.defaultLimits, recoveryInterval: TimeInterval = 2, stallTimeout: TimeInterval = 120
         ) {
+            self.stallTimeout = stallTimeout
             self.jobs = max(1, jobs)
             self.drain = drain
             self.presets = presets
@@ -98,7 +101,9 @@ public final class WorkerPool: Sendable {
     private var isRunning: Bool { shared.withLock { $0.state == .running } }
 
     private func workerLoop(name: String) {
-        let runner = JobRunner(store: store, presets: configuration.presets, limits: configuration.limits)
+        let runner = JobRunner(
+            store: store, presets: configuration.presets, limits: configuration.limits,
+            stallTimeout: configuration.stallTimeout)
         let watcher = DirectoryWatcher(path: store.waitingFolder)
         var lastRecovery = Date()
         while isRunning {

@@ -9,6 +9,7 @@ struct ExportCommand: AsyncParsableCommand {
         abstract: "Export one asset with a preset, in this process, showing progress.")
 
     @OptionGroup var global: GlobalOptions
+    @OptionGroup var input: InputOptions
 
     @Argument(help: "The media file to export.")
     var asset: String
@@ -31,6 +32,9 @@ struct ExportCommand: AsyncParsableCommand {
     @Flag(name: .long, help: "Do not move the moov atom to the front (faster finish, no progressive playback).")
     var noNetworkOptimization = false
 
+    @Option(name: .long, help: ArgumentHelp("Stop the export as stalled after this many seconds without progress.", valueName: "seconds"))
+    var stallTimeout: Double = 120
+
     @Flag(name: .long, help: "Replace the output file if it exists.")
     var overwrite = false
 
@@ -52,8 +56,9 @@ struct ExportCommand: AsyncParsableCommand {
     func run() async throws {
         let presets = try global.prepare()
         let assetURL = URL(fileURLWithPath: asset)
-        let probed = try await Asset.load(assetURL)
-        let session = try ExportSession(asset: probed, presetName: preset, presets: presets)
+        let limits = input.limits
+        let probed = try await Asset.load(assetURL, limits: limits)
+        let session = try ExportSession(asset: probed, presetName: preset, presets: presets, limits: limits)
         // The type comes from --type, else from the output file's extension, else from the preset.
         let outputType = type.flatMap(OutputType.init(name:))
             ?? output.flatMap { OutputType(name: URL(fileURLWithPath: $0).pathExtension) }
@@ -63,6 +68,7 @@ struct ExportCommand: AsyncParsableCommand {
         session.metadataPolicy = MetadataPolicy(rawValue: metadata) ?? .keep
         session.shouldOptimizeForNetworkUse = !noNetworkOptimization
         session.overwritesExistingFile = overwrite
+        session.stallTimeout = stallTimeout
         let destination: URL
         if let output {
             destination = URL(fileURLWithPath: output)

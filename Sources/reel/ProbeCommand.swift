@@ -7,6 +7,7 @@ struct ProbeCommand: AsyncParsableCommand {
         commandName: "probe", abstract: "Show what a media file contains: duration, tracks, rotation, metadata.")
 
     @OptionGroup var global: GlobalOptions
+    @OptionGroup var input: InputOptions
 
     @Argument(help: "The media file to probe.")
     var asset: String
@@ -16,7 +17,7 @@ struct ProbeCommand: AsyncParsableCommand {
 
     func run() async throws {
         _ = try global.prepare()
-        let probed = try await Asset.load(URL(fileURLWithPath: asset))
+        let probed = try await Asset.load(URL(fileURLWithPath: asset), limits: input.limits)
         let report = ProbeReport(probed)
         if json {
             let encoder = JSONEncoder()

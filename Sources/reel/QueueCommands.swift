@@ -12,6 +12,7 @@ struct WorkCommand: AsyncParsableCommand {
 
     @OptionGroup var global: GlobalOptions
     @OptionGroup var spoolOptions: SpoolOptions
+    @OptionGroup var input: InputOptions
 
     @Option(name: .long, help: "Jobs at once (default: one per core, at most 8).")
     var jobs: Int?
@@ -19,12 +20,17 @@ struct WorkCommand: AsyncParsableCommand {
     @Flag(name: .long, help: "Exit 0 once nothing is waiting or running.")
     var drain = false
 
+    @Option(name: .long, help: ArgumentHelp("Fail a job as stalled after this many seconds without progress.", valueName: "seconds"))
+    var stallTimeout: Double = 120
+
     func run() async throws {
         let presets = try global.prepare(logLevel: .info)
         let store = try spoolOptions.open()
         let pool = WorkerPool(
             store: store,
-            configuration: WorkerPool.Configuration(jobs: jobs ?? WorkerPool.defaultJobs, drain: drain, presets: presets))
+            configuration: WorkerPool.Configuration(
+                jobs: jobs ?? WorkerPool.defaultJobs, drain: drain, presets: presets, limits: input.limits,
+                stallTimeout: stallTimeout))
         signal(SIGINT, SIG_IGN)
         signal(SIGTERM, SIG_IGN)
         let sources = [SIGINT, SIGTERM].map { number in

@@ -54,6 +54,36 @@ struct GlobalOptions: ParsableArguments {
     }
 }
 
+/// What inputs may be: allowed folders and size limits.
+struct InputOptions: ParsableArguments {
+    @Option(
+        name: .customLong("allow-root"),
+        help: ArgumentHelp("Only accept assets inside this folder, after resolving symlinks (repeatable; env REEL_ALLOWED_ROOTS, colon-separated).", valueName: "dir"))
+    var allowedRoots: [String] = []
+
+    @Option(name: .long, help: ArgumentHelp("Largest input file, in MB.", valueName: "MB"))
+    var maxFileSize: Int?
+
+    @Option(name: .long, help: ArgumentHelp("Longest input, in seconds.", valueName: "seconds"))
+    var maxDuration: Double?
+
+    @Option(name: .long, help: ArgumentHelp("Largest input width or height, in pixels.", valueName: "pixels"))
+    var maxDimension: Int?
+
+    @Option(name: .long, help: ArgumentHelp("Most streams an input may have.", valueName: "n"))
+    var maxStreams: Int?
+
+    var limits: InputLimits {
+        var limits = Asset.defaultLimits
+        limits.allowedRoots = allowedRoots + InputLimits.roots(fromEnvironment: ProcessInfo.processInfo.environment)
+        if let maxFileSize { limits.maxFileBytes = Int64(maxFileSize) << 20 }
+        if let maxDuration { limits.maxDurationSeconds = maxDuration }
+        if let maxDimension { limits.maxDimension = maxDimension }
+        if let maxStreams { limits.maxStreams = maxStreams }
+        return limits
+    }
+}
+
 /// Where the queue lives.
 struct SpoolOptions: ParsableArguments {
     @Option(

@@ -9,6 +9,7 @@ struct SubmitCommand: AsyncParsableCommand {
 
     @OptionGroup var global: GlobalOptions
     @OptionGroup var spoolOptions: SpoolOptions
+    @OptionGroup var input: InputOptions
 
     @Argument(help: "Media files to export (one job each).")
     var assets: [String] = []
@@ -60,14 +61,14 @@ struct SubmitCommand: AsyncParsableCommand {
         let store = try spoolOptions.open()
         var specs: [JobSpec] = []
         if let manifest {
-            specs += try ManifestReader(presets: presets).read(manifest)
+            specs += try ManifestReader(presets: presets, limits: input.limits).read(manifest)
         }
         for asset in assets {
             let line = ManifestReader.Line(
                 asset: asset, preset: preset ?? "", type: type, output: output, outputDir: outputDir, priority: priority,
                 key: key, timeRange: timeRange, metadata: metadata, maxAttempts: maxAttempts)
             do {
-                specs.append(try ManifestReader(presets: presets).spec(line))
+                specs.append(try ManifestReader(presets: presets, limits: input.limits).spec(line))
             } catch let error as ManifestReader.Problem {
                 throw CLIFailure(message: error.message, exitCode: 64)
             }
@@ -97,6 +98,8 @@ struct SubmitReport: Encodable {
 /// job is queued.
 struct ManifestReader {
     let presets: PresetLibrary
+    /// The worker checks again at run time; this catches a bad asset before it is queued.
+    let limits: InputLimits
 
     /// One job as a manifest line (and as the command line) states it.
     struct Line: Codable {
@@ -161,9 +164,11 @@ struct ManifestReader {
             throw Problem(message: "unknown preset '\(line.preset)'")
         }
         let assetURL = URL(fileURLWithPath: line.asset).standardizedFileURL
-        var status = stat()
-        guard stat(assetURL.path, &status) == 0 else { throw Problem(message: "\(line.asset): no such file") }
-        guard (status.st_mode & S_IFMT) == S_IFREG else { throw Problem(message: "\(line.asset) is not a regular file") }
+        do {
+            try Asset.checkAccess(assetURL, limits: limits)
+        } catch {
+            throw Problem(message: error.message)
+        }
         var outputType: OutputType
         if let name = line.type {
             guard let type = OutputType(name: name) else { throw Problem(message: "unknown output type '\(name)'") }

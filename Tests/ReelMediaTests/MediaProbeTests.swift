@@ -71,7 +71,7 @@ struct MediaProbeTests {
             _ = try MediaProbe.probe(path: "/nonexistent.mp4")
             Issue.record("probed a missing file")
         } catch {
-            #expect(error.call == "stat" && error.message.contains("/nonexistent.mp4"))
+            #expect(error.call == "realpath" && error.message.contains("/nonexistent.mp4"))
         }
     }
 
