@@ -237,7 +237,11 @@ def describe(path):
     info = json.loads(out.stdout)
     video, audio = main_streams(info)
     atoms = top_level_atoms(path)
+    hashes = subprocess.run(
+        ["ffmpeg", "-nostdin", "-v", "error", "-i", path, "-map", "0", "-c", "copy", "-f", "streamhash",
+         "-hash", "md5", "-"], capture_output=True, text=True).stdout.split()
     d = {
+        "stream_md5": hashes,
         "format": info.get("format", {}).get("format_name"),
         "brand": info.get("format", {}).get("tags", {}).get("major_brand"),
         "duration": round(float(info.get("format", {}).get("duration") or 0), 3),
@@ -267,6 +271,8 @@ def differences(reel, ff):
     for side, d in (("reel", reel), ("ffmpeg", ff)):
         if not d["moov_first"]:
             notes.append(f"{side} output is not faststart (moov after mdat)")
+    if reel["stream_md5"] and reel["stream_md5"] == ff["stream_md5"]:
+        notes.append("(same) every stream is bit-identical; only the container differs")
     if reel["streams"] != ff["streams"]:
         notes.append(f"stream count: reel {reel['streams']}, ffmpeg {ff['streams']}")
     if reel.get("brand") != ff.get("brand"):
@@ -315,6 +321,7 @@ def report(out_dir):
             "ffmpeg": env.get("BENCH_FFMPEG_VERSION"), "cpus": os.cpu_count(),
             "runs": int(env.get("BENCH_RUNS_USED", "0")), "quick": env.get("BENCH_QUICK") == "1",
             "load_average_at_start": env.get("BENCH_LOADAVG"),
+                  "ffmpeg_fsync": env.get("BENCH_FFMPEG_FSYNC") == "1",
             "notes": "wall/CPU/RSS from /usr/bin/time (%e, %U+%S, %M); medians over runs; "
                      "SSIM (ffmpeg ssim filter, All) of the last run's output against the source "
                      "scaled bicubic to the output size; batch: totals over all clips, SSIM mean.",
@@ -390,17 +397,19 @@ def print_table(results):
                   f"{fmt(m.get('peak_rss_mb'), '8.1f'):>8} {fmt(m.get('size_mb'), '9.3f'):>9} "
                   f"{fmt(ssim, '9.5f', 'n/a'):>9}")
         ra = e["ratios"]
-        diff = ra.get("ssim_diff")
-        print(f"{name:8} {'reel/ff':9} {fmt(ra.get('wall'), '7.2f') + 'x':>8} {fmt(ra.get('cpu'), '7.2f') + 'x':>8} "
-              f"{fmt(ra.get('rss'), '7.2f') + 'x':>8} {fmt(ra.get('size'), '8.3f') + 'x':>9} "
-              f"{fmt(diff, '+9.5f', 'n/a'):>9}")
+        x = lambda key, spec: "-" if ra.get(key) is None else format(ra[key], spec) + "x"
+        print(f"{name:8} {'reel/ff':9} {x('wall', '7.2f'):>8} {x('cpu', '7.2f'):>8} {x('rss', '7.2f'):>8} "
+              f"{x('size', '8.3f'):>9} {fmt(ra.get('ssim_diff'), '+9.5f', 'n/a'):>9}")
         print()
     for name, e in results["cases"].items():
         for tool, failures in e["failures"].items():
             for failure in failures:
                 print(f"note: {name}: {tool} {failure}")
         for note in e["differences"]:
-            print(f"note: {name}: outputs differ: {note}")
+            if note.startswith("(same) "):
+                print(f"note: {name}: {note[7:]}")
+            else:
+                print(f"note: {name}: outputs differ: {note}")
 
 
 def evaluate_targets(cases):
@@ -409,6 +418,14 @@ def evaluate_targets(cases):
     def add(name, ok, detail):
         targets.append({"target": name, "result": "SKIP" if ok is None else ("PASS" if ok else "FAIL"),
                         "detail": detail})
+
+    def unmeasured(case, name):
+        """A target that has no ratio: FAIL when Reel failed, SKIP when the case did not run."""
+        e = cases.get(case)
+        if e and "reel" in e["failures"]:
+            add(name, False, "reel failed: " + "; ".join(e["failures"]["reel"]))
+        else:
+            add(name, None, "case not run" if not e else "ffmpeg failed")
 
     e = cases.get("720p")
     if e and e["ratios"].get("wall") is not None:
@@ -419,21 +436,24 @@ def evaluate_targets(cases):
             "n/a" if diff is None else f"{diff:+.5f}")
         add("720p size within 5%", abs(ra["size"] - 1) <= 0.05, f"{ra['size']:.3f}")
     else:
-        add("720p (wall <= 0.95, SSIM within 0.003, size within 5%)", None, "case not run or failed")
+        unmeasured("720p", "720p (wall <= 0.95, SSIM within 0.003, size within 5%)")
     e = cases.get("remux")
     if e and e["ratios"].get("wall") is not None:
         add("remux wall ratio <= 1.0", e["ratios"]["wall"] <= 1.0, f"{e['ratios']['wall']:.3f}")
     else:
-        add("remux wall ratio <= 1.0", None, "case not run or failed")
+        unmeasured("remux", "remux wall ratio <= 1.0")
     for name, e in cases.items():
         rss = e["ratios"].get("rss")
-        add(f"{name} peak RSS ratio <= 1.5", None if rss is None else rss <= 1.5,
-            "case failed" if rss is None else f"{rss:.3f}")
+        if "reel" in e["failures"]:
+            add(f"{name} peak RSS ratio <= 1.5", False, "reel failed: " + "; ".join(e["failures"]["reel"]))
+        else:
+            add(f"{name} peak RSS ratio <= 1.5", None if rss is None else rss <= 1.5,
+                "ffmpeg failed" if rss is None else f"{rss:.3f}")
     e = cases.get("batch")
     if e and e["ratios"].get("wall") is not None:
         add("batch wall ratio <= 0.8", e["ratios"]["wall"] <= 0.8, f"{e['ratios']['wall']:.3f}")
     else:
-        add("batch wall ratio <= 0.8", None, "case not run or failed")
+        unmeasured("batch", "batch wall ratio <= 0.8")
     return targets
 
 

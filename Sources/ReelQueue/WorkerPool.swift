@@ -19,11 +19,15 @@ public final class WorkerPool: Sendable {
         public var recoveryInterval: TimeInterval
         /// Seconds without progress before a job fails as `stalled`.
         public var stallTimeout: TimeInterval
+        /// Run each export in a child process (nil: in this process).
+        public var isolation: Isolation?
 
         public init(
             jobs: Int = WorkerPool.defaultJobs, drain: Bool = false, presets: PresetLibrary = .shipped,
-            limits: InputLimits = Asset.defaultLimits, recoveryInterval: TimeInterval = 2, stallTimeout: TimeInterval = 120
+            limits: InputLimits = Asset.defaultLimits, recoveryInterval: TimeInterval = 2, stallTimeout: TimeInterval = 120,
+            isolation: Isolation? = nil
         ) {
+            self.isolation = isolation
             self.stallTimeout = stallTimeout
             self.jobs = max(1, jobs)
             self.drain = drain
@@ -41,7 +45,7 @@ public final class WorkerPool: Sendable {
 
     private struct Shared {
         var state = State.idle
-        var sessions: [String: ExportSession] = [:]
+        var sessions: [String: any JobHandle] = [:]
     }
 
     private let store: SpoolStore
@@ -83,7 +87,7 @@ public final class WorkerPool: Sendable {
     /// First call: stop claiming and let running jobs finish. Second call (or `cancelRunning`): cancel
     /// running jobs and hand them back to the queue.
     public func stop(cancelRunning: Bool = false) {
-        let sessions: [ExportSession] = shared.withLock { shared in
+        let sessions: [any JobHandle] = shared.withLock { shared in
             switch shared.state {
             case .idle, .running:
                 shared.state = cancelRunning ? .cancelling : .draining
@@ -95,7 +99,7 @@ public final class WorkerPool: Sendable {
             return shared.state == .cancelling ? Array(shared.sessions.values) : []
         }
         logger.info(sessions.isEmpty ? "stopping: finishing running jobs" : "stopping: handing running jobs back")
-        for session in sessions { session.cancelExport() }
+        for session in sessions { session.stop() }
     }
 
     private var isRunning: Bool { shared.withLock { $0.state == .running } }
@@ -104,6 +108,9 @@ public final class WorkerPool: Sendable {
         let runner = JobRunner(
             store: store, presets: configuration.presets, limits: configuration.limits,
             stallTimeout: configuration.stallTimeout)
+        let isolated = configuration.isolation.map {
+            IsolatedRunner(store: store, isolation: $0, stallTimeout: configuration.stallTimeout)
+        }
         let watcher = DirectoryWatcher(path: store.waitingFolder)
         var lastRecovery = Date()
         while isRunning {
@@ -119,13 +126,19 @@ public final class WorkerPool: Sendable {
                 claim = nil
             }
             if let claim {
-                runner.run(claim, register: { session in
-                    let cancelNow = shared.withLock { shared -> Bool in
-                        shared.sessions[claim.id] = session
+                let register: (JobHandle?) -> Void = { handle in
+                    let cancelNow = self.shared.withLock { shared -> Bool in
+                        shared.sessions[claim.id] = handle
                         return shared.state == .cancelling
                     }
-                    if cancelNow { session?.cancelExport() }
-                }, handBack: { [self] in shared.withLock { $0.state == .cancelling } })
+                    if cancelNow { handle?.stop() }
+                }
+                let handBack: @Sendable () -> Bool = { [self] in shared.withLock { $0.state == .cancelling } }
+                if let isolated {
+                    isolated.run(claim, register: register, handBack: handBack)
+                } else {
+                    runner.run(claim, register: register, handBack: handBack)
+                }
                 continue
             }
             if configuration.drain && !store.hasPendingWork() { break }

@@ -38,8 +38,12 @@ struct ExportCommand: AsyncParsableCommand {
     @Flag(name: .long, help: "Replace the output file if it exists.")
     var overwrite = false
 
-    @Flag(name: .long, help: "Print progress and the result as JSON lines on stdout.")
+    @Flag(name: .long, help: "Print progress and the result (or the error) as JSON lines on stdout.")
     var json = false
+
+    /// Set by `reel work --isolate` for its child processes: exit at once if the worker dies.
+    @Flag(name: .customLong("die-with-parent"), help: .hidden)
+    var dieWithParent = false
 
     func validate() throws {
         if let type, OutputType(name: type) == nil {
@@ -54,6 +58,16 @@ struct ExportCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        if dieWithParent { ParentWatch.start() }
+        do {
+            try await runExport()
+        } catch let error as ExportError where json {
+            CLI.printLine(CLI.jsonLine(FailureReport(error: .init(code: error.code.rawValue, message: error.message, retryable: error.isRetryable))))
+            throw error
+        }
+    }
+
+    private func runExport() async throws {
         let presets = try global.prepare()
         let assetURL = URL(fileURLWithPath: asset)
         let limits = input.limits
@@ -115,6 +129,30 @@ struct ExportCommand: AsyncParsableCommand {
             facts.append(String(format: "in %.1f s", result.elapsedSeconds))
             CLI.printLine("wrote \(destination.path) (\(facts.joined(separator: ", ")))")
         }
+    }
+}
+
+/// The final JSON line of a failed `reel export --json`.
+struct FailureReport: Encodable {
+    struct Failure: Encodable {
+        var code: String
+        var message: String
+        var retryable: Bool
+    }
+    var event = "failed"
+    var error: Failure
+}
+
+/// Ends this process when its parent (an isolating worker) dies, so an orphaned export never races
+/// the worker that takes the job over.
+enum ParentWatch {
+    static func start() {
+        let parent = getppid()
+        let thread = Thread {
+            while getppid() == parent { usleep(200_000) }
+            kill(getpid(), SIGKILL)
+        }
+        thread.start()
     }
 }
 

@@ -23,6 +23,11 @@ struct WorkCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Fail a job as stalled after this many seconds without progress.", valueName: "seconds"))
     var stallTimeout: Double = 120
 
+    @Flag(
+        name: .long, inversion: .prefixedNo,
+        help: "Run each export in a child process (the default), so a crash inside a codec fails only that job; --no-isolate runs exports in this process (about 50-80 ms less per job).")
+    var isolate = true
+
     func run() async throws {
         let presets = try global.prepare(logLevel: .info)
         let store = try spoolOptions.open()
@@ -30,7 +35,7 @@ struct WorkCommand: AsyncParsableCommand {
             store: store,
             configuration: WorkerPool.Configuration(
                 jobs: jobs ?? WorkerPool.defaultJobs, drain: drain, presets: presets, limits: input.limits,
-                stallTimeout: stallTimeout))
+                stallTimeout: stallTimeout, isolation: isolate ? try isolation() : nil))
         signal(SIGINT, SIG_IGN)
         signal(SIGTERM, SIG_IGN)
         let sources = [SIGINT, SIGTERM].map { number in
@@ -48,6 +53,23 @@ struct WorkCommand: AsyncParsableCommand {
             }
             thread.start()
         }
+    }
+}
+
+extension WorkCommand {
+    /// This executable and the arguments that give a child the same limits and presets.
+    func isolation() throws -> Isolation {
+        guard let executable = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") else {
+            throw CLIFailure(message: "cannot find this executable to run isolated exports")
+        }
+        let limits = input.limits
+        var arguments = [
+            "--max-file-size", String(max(1, limits.maxFileBytes >> 20)), "--max-duration", String(limits.maxDurationSeconds),
+            "--max-dimension", String(limits.maxDimension), "--max-streams", String(limits.maxStreams),
+        ]
+        for root in input.allowedRoots { arguments += ["--allow-root", root] }
+        if let folder = global.presetsDirectory { arguments += ["--presets-dir", folder] }
+        return Isolation(executable: executable, arguments: arguments)
     }
 }
 

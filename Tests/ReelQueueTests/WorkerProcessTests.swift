@@ -63,7 +63,10 @@ struct WorkerProcessTests {
         group.wait()
         let submitted = ids.withLock { $0 }
         #expect(submitted.count == 12)
-        let workers = try (0..<3).map { _ in try ReelBinary.start(["work", "--drain", "--jobs", "2"], environment: spool.environment) }
+        // One in-process worker among isolated ones: both kinds share a spool safely.
+        let workers = try ["--isolate", "--no-isolate", "--isolate"].map { mode in
+            try ReelBinary.start(["work", "--drain", "--jobs", "2", mode], environment: spool.environment)
+        }
         for worker in workers { worker.waitUntilExit() }
         for worker in workers { #expect(worker.terminationStatus == 0) }
         for id in submitted {
@@ -74,17 +77,18 @@ struct WorkerProcessTests {
         #expect(spool.outputFiles().allSatisfy { !$0.hasPrefix(".") })
     }
 
-    @Test func aKilledWorkersJobCompletesOnRestartWithNoPartialOutput() throws {
+    @Test(arguments: ["--isolate", "--no-isolate"])
+    func aKilledWorkersJobCompletesOnRestartWithNoPartialOutput(_ mode: String) throws {
         let spool = Spool()
         let id = try spool.submit(Fixtures.long, preset: "HighestQuality", extra: ["--time-range", "0-10"])
-        let worker = try ReelBinary.start(["work", "--jobs", "1"], environment: spool.environment)
+        let worker = try ReelBinary.start(["work", "--jobs", "1", mode], environment: spool.environment)
         let running = spool.waitFor(id) { $0.state == .exporting && $0.progress > 0.05 }
         #expect(running != nil)
         kill(worker.processIdentifier, SIGKILL)
         worker.waitUntilExit()
         let output = try #require(spool.status(id)).output
         #expect(!FileManager.default.fileExists(atPath: output), "output appeared although the worker died")
-        let restarted = try ReelBinary.start(["work", "--drain"], environment: spool.environment)
+        let restarted = try ReelBinary.start(["work", "--drain", mode], environment: spool.environment)
         restarted.waitUntilExit()
         let status = try #require(spool.status(id))
         #expect(status.state == .completed)
@@ -93,10 +97,11 @@ struct WorkerProcessTests {
         #expect((try ProbedFile.probe(URL(fileURLWithPath: output))).video?.codec_name == "h264")
     }
 
-    @Test func cancelStopsARunningJobWithinASecondAndLeavesNothing() throws {
+    @Test(arguments: ["--isolate", "--no-isolate"])
+    func cancelStopsARunningJobWithinASecondAndLeavesNothing(_ mode: String) throws {
         let spool = Spool()
         let id = try spool.submit(Fixtures.long, preset: "HighestQuality")
-        let worker = try ReelBinary.start(["work", "--jobs", "1"], environment: spool.environment)
+        let worker = try ReelBinary.start(["work", "--jobs", "1", mode], environment: spool.environment)
         defer {
             worker.terminate()
             worker.waitUntilExit()
