@@ -21,6 +21,11 @@ Subcommands (Scripts/bench calls them; nothing here times anything):
 
   targets OUT_DIR
       Prints the PASS/FAIL lines for the targets, from OUT_DIR/results.json.
+
+  tree-rss PID OUTPUT
+      Until PID exits, samples the summed resident memory of PID's descendants (every 0.1 s; PID
+      itself, /usr/bin/time, is left out) and then writes the peak, in kB, to OUTPUT. /usr/bin/time's
+      %M is the largest single process, which undercounts work spread over concurrent processes.
 """
 import json
 import math
@@ -322,7 +327,8 @@ def report(out_dir):
             "runs": int(env.get("BENCH_RUNS_USED", "0")), "quick": env.get("BENCH_QUICK") == "1",
             "load_average_at_start": env.get("BENCH_LOADAVG"),
                   "ffmpeg_fsync": env.get("BENCH_FFMPEG_FSYNC") == "1",
-            "notes": "wall/CPU/RSS from /usr/bin/time (%e, %U+%S, %M); medians over runs; "
+            "notes": "wall/CPU/RSS from /usr/bin/time (%e, %U+%S, %M); batch RSS: the larger of %M and the "
+                     "sampled total of the process tree (concurrent jobs or child processes); medians over runs; "
                      "SSIM (ffmpeg ssim filter, All) of the last run's output against the source "
                      "scaled bicubic to the output size; batch: totals over all clips, SSIM mean.",
         },
@@ -464,6 +470,37 @@ def targets(out_dir):
         print(f"{t['result']}  {t['target']}  ({t['detail']})")
 
 
+def tree_rss(root, output):
+    import time
+    root = int(root)
+    page_kb = os.sysconf("SC_PAGE_SIZE") // 1024
+    peak = 0
+    while os.path.exists(f"/proc/{root}"):
+        children = {}
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(entry))
+        total, todo = 0, list(children.get(root, []))
+        while todo:
+            pid = todo.pop()
+            todo.extend(children.get(pid, []))
+            try:
+                with open(f"/proc/{pid}/statm") as f:
+                    total += int(f.read().split()[1]) * page_kb
+            except (OSError, IndexError, ValueError):
+                pass
+        peak = max(peak, total)
+        time.sleep(0.1)
+    with open(output, "w") as f:
+        f.write(f"{peak}\n")
+
+
 def main(argv):
     if len(argv) >= 1 and argv[0] == "ffmpeg-args" and len(argv) == 5:
         for arg in ffmpeg_args(*argv[1:]):
@@ -472,6 +509,8 @@ def main(argv):
         print(find_preset(argv[1], argv[2])["name"])
     elif len(argv) == 2 and argv[0] == "report":
         report(argv[1])
+    elif len(argv) == 3 and argv[0] == "tree-rss":
+        tree_rss(argv[1], argv[2])
     elif len(argv) == 2 and argv[0] == "targets":
         targets(argv[1])
     else:

@@ -31,6 +31,7 @@ import subprocess
 import sys
 import time
 import random
+import re
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 OUT = os.path.join(ROOT, "bench-out", "fuzz")
@@ -172,7 +173,7 @@ def m_overwrite(rng, data, seeds):
 def m_truncate(rng, data, seeds):
     if not data:
         return None
-    at = rng.choice([pos(rng, data), pos(rng, data), rng.randrange(min(len(data), 1024))])
+    at = rng.choice([pos(rng, data), pos(rng, data), pos(rng, data), rng.randrange(min(len(data), 1024))])
     del data[at:]
     return f"truncate at {at}"
 
@@ -406,16 +407,19 @@ def run_one(options, iteration, item):
         if not os.path.isfile(output):
             problems.append("the output file does not exist")
         else:
-            probe = subprocess.run(["ffprobe", "-v", "error", "-show_entries", "stream=codec_type",
-                                    "-of", "json", output], stdin=subprocess.DEVNULL, capture_output=True,
-                                   text=True, timeout=60)
             try:
+                probe = subprocess.run(["ffprobe", "-v", "error", "-show_entries", "stream=codec_type",
+                                        "-of", "json", output], stdin=subprocess.DEVNULL, capture_output=True,
+                                       text=True, timeout=120)
+                probe_rc, probe_err = probe.returncode, probe.stderr.strip()
                 streams = json.loads(probe.stdout or "{}").get("streams", [])
+            except subprocess.TimeoutExpired:
+                probe_rc, probe_err, streams = "timeout", "ffprobe did not finish in 120 s", []
             except ValueError:
                 streams = []
-            if probe.returncode != 0 or not streams:
-                problems.append(f"ffprobe cannot read the output (exit {probe.returncode}, "
-                                f"{len(streams)} streams): {probe.stderr.strip()[:500]}")
+            if probe_rc != 0 or not streams:
+                problems.append(f"ffprobe cannot read the output (exit {probe_rc}, "
+                                f"{len(streams)} streams){': ' + probe_err[:500] if probe_err else ''}")
         last = stdout.strip().splitlines()[-1:] or [""]
         try:
             completed = json.loads(last[0]).get("event") == "completed"
@@ -589,7 +593,8 @@ def main():
     errors = {}
     for r in results:
         if r["class"] == "clean":
-            message = r["first_error"][len("reel: error: "):]
+            message = r["first_error"][len("reel: error: "):].replace(WORK + os.sep, "")
+            message = re.sub(r"\b(out-)?\d+\.\w+", "<file>", message)
             errors[message[:90]] = errors.get(message[:90], 0) + 1
     if errors:
         print("  clean failures, most common messages:")

@@ -57,6 +57,20 @@ public struct ExportDecision: Sendable {
     public var height: Int?
     /// Streams a Passthrough export leaves out because the container cannot hold them.
     public var skippedStreams: [Int]
+    /// How the export is done.
+    public var method: ExportMethod = .transcode
+    /// Why: for a video preset, why the source could or could not simply be copied.
+    public var reason: String = ""
+}
+
+/// How an export produces its file.
+public enum ExportMethod: String, Sendable, Codable {
+    /// Decode and re-encode.
+    case transcode
+    /// The Passthrough preset: copy streams.
+    case passthrough
+    /// The source already satisfies the preset, so its streams are copied instead of re-encoded.
+    case smartPassthrough = "smart-passthrough"
 }
 
 /// Decides how a preset applies to an asset for an output type (`determineCompatibility`).
@@ -67,7 +81,7 @@ public enum ExportPlanner {
     /// Builds the plan or throws `incompatible-preset` / `invalid-argument` with a clear reason.
     public static func decide(
         asset: Asset, preset: Preset, type: OutputType, timeRange: TimeRange?, metadata: MetadataPolicy,
-        optimizeForNetwork: Bool, limits: InputLimits
+        optimizeForNetwork: Bool, limits: InputLimits, forceTranscode: Bool = false
     ) throws(ExportError) -> ExportDecision {
         if let range = timeRange {
             if let end = range.end, end <= range.start {
@@ -116,6 +130,8 @@ public enum ExportPlanner {
                 throw ExportError(.incompatiblePreset, "Passthrough found no video or audio track to copy")
             }
             plan.copyStreams = copy
+            decision.method = .passthrough
+            decision.reason = "the Passthrough preset copies every stream"
             if let video = asset.videoTrack, let size = video.displaySize {
                 decision.width = size.width
                 decision.height = size.height
@@ -160,9 +176,72 @@ public enum ExportPlanner {
                 plan.audioStream = track.index
                 plan.audio = audioEncoding(audio, track: track)
             }
+            // Smart passthrough: a source that already is what the preset would make is copied.
+            let verdict = forceTranscode
+                ? "re-encoding was forced" : smartPassthroughObstacle(asset: asset, preset: preset, type: type, timeRange: timeRange)
+            if let verdict {
+                decision.reason = "re-encoded: \(verdict)"
+            } else {
+                plan.copyStreams = [asset.videoTrack?.index, asset.audioTrack?.index].compactMap { $0 }
+                plan.videoStream = nil
+                plan.video = nil
+                plan.audioStream = nil
+                plan.audio = nil
+                decision.method = .smartPassthrough
+                decision.reason = "copied: the source already fits \(preset.name) (codec, size, frame rate, bit rate, audio)"
+            }
         }
         decision.plan = plan
         return decision
+    }
+
+    /// Why the source cannot simply be copied under a video preset, or nil when it can: same codec
+    /// (8-bit 4:2:0 H.264, or HEVC within the preset's depth), inside the box at its own size, square
+    /// pixels, no rotation to apply, frame rate and bit rate within the caps, SDR for H.264, and audio
+    /// that is already AAC-LC with at most the preset's channels at 44.1/48 kHz.
+    static func smartPassthroughObstacle(asset: Asset, preset: Preset, type: OutputType, timeRange: TimeRange?) -> String? {
+        guard let settings = preset.video, let audioSettings = preset.audio else { return "not a video preset" }
+        guard let video = asset.videoTrack else { return "the asset has no video" }
+        if timeRange != nil { return "a time range is cut frame-accurately" }
+        let codec = settings.codec == .h264 ? "h264" : "hevc"
+        guard video.codec == codec else { return "the video is \(video.codec), not \(codec)" }
+        guard MediaCapabilities.container(type.container.muxer, canHold: codec) else { return "\(type.rawValue) cannot hold \(codec)" }
+        let depth = video.bitDepth ?? 8
+        let maxDepth = settings.codec == .hevc && (settings.keepHighBitDepth ?? false) ? 10 : 8
+        guard video.chromaSubsampling == "4:2:0", depth <= maxDepth else {
+            return "the video is \(depth)-bit \(video.chromaSubsampling ?? "unknown chroma"), not \(maxDepth == 8 ? "8-bit" : "8/10-bit") 4:2:0"
+        }
+        if settings.codec == .h264, let profile = video.profile,
+            !["Constrained Baseline", "Baseline", "Main", "High"].contains(profile)
+        {
+            return "H.264 profile \(profile) is not widely playable"
+        }
+        if (video.rotation ?? 0) != 0 { return "its \(video.rotation ?? 0)° rotation must be applied to the pixels" }
+        if let sar = video.sampleAspectRatio, sar.isValid, sar.numerator != sar.denominator { return "its pixels are not square" }
+        guard let width = video.width, let height = video.height else { return "its size is unknown" }
+        let fitted = preset.outputSize(forDisplayWidth: width, height: height)
+        guard fitted.width == width, fitted.height == height else {
+            return "\(width)x\(height) does not fit \(preset.name) (\(fitted.width)x\(fitted.height))"
+        }
+        if let cap = settings.maxFrameRate, let rate = video.frameRate?.value, rate > cap + 0.01 {
+            return "\(String(format: "%.2f", rate)) fps is above the \(Int(cap)) fps cap"
+        }
+        if settings.codec == .h264, let transfer = video.colorTransfer, ["smpte2084", "arib-std-b67"].contains(transfer) {
+            return "HDR (\(transfer)) must be converted to SDR"
+        }
+        if let cap = settings.maxBitrate {
+            guard let rate = video.bitRate ?? asset.bitRate else { return "its bit rate is unknown" }
+            if rate > cap { return "\(rate / 1000) kb/s is above the \(cap / 1000) kb/s cap" }
+        }
+        if let audio = asset.audioTrack {
+            guard audio.codec == "aac", audio.profile == "LC" else { return "the audio is \(audio.codec), not AAC-LC" }
+            guard (audio.channels ?? 99) <= audioSettings.maxChannels else { return "the audio has \(audio.channels ?? 0) channels" }
+            guard [44_100, 48_000].contains(audio.sampleRate ?? 0) else { return "the audio is at \(audio.sampleRate ?? 0) Hz" }
+            if let rate = audio.bitRate, rate > audioSettings.bitrate * 5 / 4 {
+                return "the audio's \(rate / 1000) kb/s is above the preset's \(audioSettings.bitrate / 1000) kb/s"
+            }
+        }
+        return nil
     }
 
     static func audioEncoding(_ audio: Preset.Audio, track: AssetTrack) -> AudioEncoding {

@@ -42,6 +42,10 @@ public final class ExportSession: Sendable {
         /// Whether the moov atom precedes the media data (plays while downloading).
         public var networkOptimized: Bool
         public var elapsedSeconds: Double
+        /// How the file was made: `transcode`, `passthrough` or `smart-passthrough`.
+        public var method: ExportMethod
+        /// Why that method (for video presets: why the source was or was not copied as is).
+        public var decision: String
     }
 
     private struct State {
@@ -52,6 +56,7 @@ public final class ExportSession: Sendable {
         var metadataPolicy = MetadataPolicy.keep
         var overwrite = false
         var stallTimeout: TimeInterval = 120
+        var forceTranscode = false
         var status = Status.unknown
         var progress = Progress(
             status: .unknown, phase: .transcoding, fraction: 0, frames: 0, framesPerSecond: 0, elapsedSeconds: 0)
@@ -118,6 +123,11 @@ public final class ExportSession: Sendable {
         get { state.withLock { $0.handler } }
         set { state.withLock { $0.handler = newValue } }
     }
+    /// Re-encode even when the source already satisfies the preset (no smart passthrough). Default false.
+    public var forceTranscode: Bool {
+        get { state.withLock { $0.forceTranscode } }
+        set { state.withLock { $0.forceTranscode = newValue } }
+    }
     /// Seconds without any sign of life (a packet read, bytes written) before the export is stopped
     /// and fails as `stalled`. Default 120.
     public var stallTimeout: TimeInterval {
@@ -159,13 +169,13 @@ public final class ExportSession: Sendable {
     /// output type (`determineCompatibility`). Throws the reason when it cannot.
     @discardableResult
     public func determineCompatibility() throws(ExportError) -> ExportDecision {
-        let (type, range, metadata, network) = state.withLock {
+        let (type, range, metadata, network, force) = state.withLock {
             ($0.outputFileType ?? ExportPlanner.defaultType(for: preset), $0.timeRange, $0.metadataPolicy,
-             $0.shouldOptimizeForNetworkUse)
+             $0.shouldOptimizeForNetworkUse, $0.forceTranscode)
         }
         return try ExportPlanner.decide(
             asset: asset, preset: preset, type: type, timeRange: range, metadata: metadata,
-            optimizeForNetwork: network, limits: limits)
+            optimizeForNetwork: network, limits: limits, forceTranscode: force)
     }
 
     /// Asks a running export to stop; it ends `cancelled` within a packet and leaves no file.
@@ -265,7 +275,10 @@ public final class ExportSession: Sendable {
         if cancelFlag.isRaised { throw ExportError(.cancelled, "the export was cancelled") }
         try ExportSession.moveIntoPlace(temporary, destination, overwrite: overwrite)
         do {
-            return try ExportSession.summarize(destination, started: started)
+            var result = try ExportSession.summarize(destination, started: started)
+            result.method = decision.method
+            result.decision = decision.reason
+            return result
         } catch {
             unlink(destination.path)
             throw error
@@ -308,7 +321,7 @@ public final class ExportSession: Sendable {
             bytes: info.fileBytes, durationSeconds: info.durationSeconds, width: video?.displaySize?.width,
             height: video?.displaySize?.height, videoCodec: video?.codec, audioCodec: audio?.codec,
             networkOptimized: (try? MovieAtoms.moovPrecedesMdat(url)) ?? false,
-            elapsedSeconds: Date().timeIntervalSince(started))
+            elapsedSeconds: Date().timeIntervalSince(started), method: .transcode, decision: "")
     }
 
     private func setStatus(_ status: Status, started: Date) {

@@ -5,6 +5,9 @@ public enum MediaCapabilities {
     /// Whether the named muxer (`mp4`, `mov`) can hold a stream of the named codec (`h264`, `vp9`)
     /// without re-encoding.
     public static func container(_ muxer: String, canHold codec: String) -> Bool {
+        // The muxer lists these but refuses them at header time (FFmpeg 5.1 marks them experimental).
+        let refused: [String: Set<String>] = ["mp4": ["flac"], "mov": ["flac", "opus"]]
+        if refused[muxer]?.contains(codec) == true { return false }
         guard let format = av_guess_format(muxer, nil, nil),
             let descriptor = avcodec_descriptor_get_by_name(codec)
         else { return false }

@@ -89,6 +89,10 @@ final class TranscodeJob {
             throw MediaError(
                 kind: .unreadableInput, call: "decode", message: "no video frame could be decoded from the input")
         }
+        if video == nil, let audio, audio.framesEncoded == 0 {
+            throw MediaError(
+                kind: .unreadableInput, call: "decode", message: "no audio could be decoded from the input")
+        }
         let frames = video?.framesEncoded ?? 0
         Transcoder.reportFinalizing(
             output: output, share: Transcoder.finalizingShareTranscode, frames: frames, mediaSeconds: totalSeconds,

@@ -65,6 +65,7 @@ struct IsolatedRunner: Sendable {
         ]
         if let range = spec.timeRange { arguments += ["--time-range", range.description] }
         if !spec.optimizeForNetwork { arguments.append("--no-network-optimization") }
+        if spec.forceTranscode { arguments.append("--force-transcode") }
         return arguments + isolation.arguments
     }
 

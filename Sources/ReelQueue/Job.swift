@@ -28,12 +28,15 @@ public struct JobSpec: Sendable, Codable, Equatable {
     public var optimizeForNetwork: Bool
     /// Attempts before the job is failed for good.
     public var maxAttempts: Int
+    /// Re-encode even when the source already satisfies the preset.
+    public var forceTranscode: Bool
 
     public init(
         asset: String, preset: String, outputType: OutputType, output: String, priority: Int = 0, key: String? = nil,
         timeRange: TimeRange? = nil, metadata: MetadataPolicy = .keep, optimizeForNetwork: Bool = true,
-        maxAttempts: Int = 3
+        maxAttempts: Int = 3, forceTranscode: Bool = false
     ) {
+        self.forceTranscode = forceTranscode
         self.asset = asset
         self.preset = preset
         self.outputType = outputType
@@ -82,6 +85,10 @@ public struct JobResult: Sendable, Codable, Equatable {
     public var audioCodec: String?
     public var networkOptimized: Bool
     public var elapsedSeconds: Double
+    /// `transcode`, `passthrough` or `smart-passthrough`.
+    public var method: String?
+    /// Why that method.
+    public var decision: String?
 
     public init(
         bytes: Int64, durationSeconds: Double, width: Int?, height: Int?, videoCodec: String?, audioCodec: String?,
@@ -106,6 +113,8 @@ public struct JobResult: Sendable, Codable, Equatable {
         audioCodec = result.audioCodec
         networkOptimized = result.networkOptimized
         elapsedSeconds = (result.elapsedSeconds * 1000).rounded() / 1000
+        method = result.method.rawValue
+        decision = result.decision
     }
 }
 

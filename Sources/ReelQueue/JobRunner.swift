@@ -27,6 +27,7 @@ struct JobRunner: Sendable {
             session.metadataPolicy = spec.metadata
             session.shouldOptimizeForNetworkUse = spec.optimizeForNetwork
             session.stallTimeout = stallTimeout
+            session.forceTranscode = spec.forceTranscode
             register(session)
             defer { register(nil) }
             let ticket = claim.ticket

@@ -35,6 +35,9 @@ struct ExportCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Stop the export as stalled after this many seconds without progress.", valueName: "seconds"))
     var stallTimeout: Double = 120
 
+    @Flag(name: .long, help: "Re-encode even when the source already satisfies the preset (no smart passthrough).")
+    var forceTranscode = false
+
     @Flag(name: .long, help: "Replace the output file if it exists.")
     var overwrite = false
 
@@ -83,6 +86,7 @@ struct ExportCommand: AsyncParsableCommand {
         session.shouldOptimizeForNetworkUse = !noNetworkOptimization
         session.overwritesExistingFile = overwrite
         session.stallTimeout = stallTimeout
+        session.forceTranscode = forceTranscode
         let destination: URL
         if let output {
             destination = URL(fileURLWithPath: output)
@@ -126,6 +130,7 @@ struct ExportCommand: AsyncParsableCommand {
             if let width = result.width, let height = result.height { facts.insert("\(width)x\(height)", at: 0) }
             facts.append([result.videoCodec, result.audioCodec].compactMap { $0 }.joined(separator: "+"))
             if result.networkOptimized { facts.append("moov first") }
+            if result.method != .transcode { facts.append(result.method.rawValue) }
             facts.append(String(format: "in %.1f s", result.elapsedSeconds))
             CLI.printLine("wrote \(destination.path) (\(facts.joined(separator: ", ")))")
         }

@@ -44,6 +44,9 @@ struct SubmitCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Submit the jobs of a JSON-lines file, one job per line ('-' reads stdin). The whole batch is rejected if any line is invalid.", valueName: "file"))
     var manifest: String?
 
+    @Flag(name: .long, help: "Re-encode even when the source already satisfies the preset (no smart passthrough).")
+    var forceTranscode = false
+
     @Flag(name: .long, help: "Print one JSON object per job.")
     var json = false
 
@@ -66,7 +69,8 @@ struct SubmitCommand: AsyncParsableCommand {
         for asset in assets {
             let line = ManifestReader.Line(
                 asset: asset, preset: preset ?? "", type: type, output: output, outputDir: outputDir, priority: priority,
-                key: key, timeRange: timeRange, metadata: metadata, maxAttempts: maxAttempts)
+                key: key, timeRange: timeRange, metadata: metadata, maxAttempts: maxAttempts,
+                forceTranscode: forceTranscode)
             do {
                 specs.append(try ManifestReader(presets: presets, limits: input.limits).spec(line))
             } catch let error as ManifestReader.Problem {
@@ -113,6 +117,7 @@ struct ManifestReader {
         var timeRange: String?
         var metadata: String?
         var maxAttempts: Int?
+        var forceTranscode: Bool?
     }
 
     struct Problem: Error {
@@ -202,6 +207,6 @@ struct ManifestReader {
         return JobSpec(
             asset: assetURL.path, preset: preset.name, outputType: outputType, output: outputPath,
             priority: line.priority ?? 0, key: line.key, timeRange: range, metadata: metadata,
-            maxAttempts: max(1, min(20, line.maxAttempts ?? 3)))
+            maxAttempts: max(1, min(20, line.maxAttempts ?? 3)), forceTranscode: line.forceTranscode ?? false)
     }
 }

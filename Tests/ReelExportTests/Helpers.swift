@@ -6,7 +6,7 @@ import Testing
 /// Exports `source` with a preset into a fresh folder and returns the output and the session.
 func export(
     _ recipe: Fixtures.Recipe, preset: String, type: OutputType? = nil, range: TimeRange? = nil,
-    metadata: MetadataPolicy = .keep, optimize: Bool = true
+    metadata: MetadataPolicy = .keep, optimize: Bool = true, forceTranscode: Bool = true
 ) async throws -> (url: URL, session: ExportSession) {
     let source = try Fixtures.url(recipe)
     let asset = try await Asset.load(source)
@@ -16,6 +16,8 @@ func export(
     session.timeRange = range
     session.metadataPolicy = metadata
     session.shouldOptimizeForNetworkUse = optimize
+    // The matrix tests the encoder; smart passthrough has its own tests.
+    session.forceTranscode = forceTranscode
     let folder = Fixtures.scratchFolder(preset)
     let url = folder.appendingPathComponent("out.\(chosen.fileExtension)")
     session.outputURL = url

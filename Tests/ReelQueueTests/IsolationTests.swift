@@ -25,7 +25,7 @@ struct IsolationTests {
 
     @Test func aCrashingExportFailsOnlyItsAttemptAndTheWorkerCarriesOn() throws {
         let spool = WorkerProcessTests.Spool()
-        let crashing = try spool.submit(Fixtures.long, preset: "HighestQuality", extra: ["--time-range", "0-6", "--max-attempts", "2"])
+        let crashing = try spool.submit(Fixtures.long, preset: "HighestQuality", extra: ["--time-range", "0-6", "--max-attempts", "2", "--force-transcode"])
         let worker = try ReelBinary.start(["work", "--isolate", "--jobs", "1"], environment: spool.environment)
         defer {
             worker.terminate()
@@ -51,7 +51,7 @@ struct IsolationTests {
 
     @Test func aKilledIsolatingWorkerTakesItsExportWithIt() throws {
         let spool = WorkerProcessTests.Spool()
-        let id = try spool.submit(Fixtures.long, preset: "HighestQuality", extra: ["--time-range", "0-6"])
+        let id = try spool.submit(Fixtures.long, preset: "HighestQuality", extra: ["--time-range", "0-6", "--force-transcode"])
         let worker = try ReelBinary.start(["work", "--isolate", "--jobs", "1"], environment: spool.environment)
         #expect(spool.waitFor(id) { $0.state == .exporting && $0.progress > 0.02 } != nil)
         let child = try #require(Self.waitForChild(of: worker.processIdentifier))

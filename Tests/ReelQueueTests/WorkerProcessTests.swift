@@ -80,7 +80,7 @@ struct WorkerProcessTests {
     @Test(arguments: ["--isolate", "--no-isolate"])
     func aKilledWorkersJobCompletesOnRestartWithNoPartialOutput(_ mode: String) throws {
         let spool = Spool()
-        let id = try spool.submit(Fixtures.long, preset: "HighestQuality", extra: ["--time-range", "0-10"])
+        let id = try spool.submit(Fixtures.long, preset: "HighestQuality", extra: ["--time-range", "0-10", "--force-transcode"])
         let worker = try ReelBinary.start(["work", "--jobs", "1", mode], environment: spool.environment)
         let running = spool.waitFor(id) { $0.state == .exporting && $0.progress > 0.05 }
         #expect(running != nil)
@@ -100,7 +100,7 @@ struct WorkerProcessTests {
     @Test(arguments: ["--isolate", "--no-isolate"])
     func cancelStopsARunningJobWithinASecondAndLeavesNothing(_ mode: String) throws {
         let spool = Spool()
-        let id = try spool.submit(Fixtures.long, preset: "HighestQuality")
+        let id = try spool.submit(Fixtures.long, preset: "HighestQuality", extra: ["--force-transcode"])
         let worker = try ReelBinary.start(["work", "--jobs", "1", mode], environment: spool.environment)
         defer {
             worker.terminate()

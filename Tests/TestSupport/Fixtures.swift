@@ -157,6 +157,9 @@ public enum Fixtures {
     /// Audio only (for AppleM4A and Passthrough to m4a).
     public static let audioOnly = Recipe("audio-only.m4a", audio(seconds: 2) + aac)
 
+    /// FLAC audio: listed by the MP4 muxer but refused by it in FFmpeg 5.1.
+    public static let flac = Recipe("tone.flac", audio() + ["-c:a", "flac"])
+
     /// PCM in WAV: an audio codec an MP4 cannot hold without re-encoding.
     public static let wav = Recipe("pcm.wav", audio() + ["-c:a", "pcm_s16le"])
 }
