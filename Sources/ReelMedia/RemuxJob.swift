@@ -16,10 +16,14 @@ final class RemuxJob {
     private let endMicroseconds: Int64?
     private let videoIndex: Int?
     private var packets = 0
+    /// Bytes reserved at the front for the moov (nil: faststart rewrites the file at the end).
+    private let reservedMoovBytes: Int?
+    /// The `call` of the error thrown when the reservation turns out too small.
+    static let reservationTooSmall = "moov_size"
 
     init(
         plan: TranscodePlan, input: InputFile, cancel: CancellationFlag, heartbeat: Heartbeat,
-        progress: @escaping (TranscodeProgress) -> Void
+        progress: @escaping (TranscodeProgress) -> Void, reserveMoov: Bool = true
     ) throws(MediaError) {
         self.plan = plan
         self.input = input
@@ -65,7 +69,41 @@ final class RemuxJob {
             }
             mapping[index] = stream
         }
-        try output.writeHeader(metadata: plan.metadata, options: Transcoder.muxerOptions(plan))
+        // Copying is cheap, so faststart's second pass over the file would double the work: reserve
+        // room for the moov up front instead (a generous estimate from the sample counts).
+        reservedMoovBytes = plan.faststart && reserveMoov
+            ? RemuxJob.estimateMoovBytes(input: input, streams: plan.copyStreams, metadata: plan.metadata) : nil
+        try output.writeHeader(
+            metadata: plan.metadata, options: Transcoder.muxerOptions(plan, reservedMoovBytes: reservedMoovBytes))
+    }
+
+    /// An upper bound of the moov's size: per sample at most a size, a decode delta, a composition
+    /// offset, a sync entry and a chunk entry (36 bytes), plus headers, edit lists and metadata.
+    static func estimateMoovBytes(input: InputFile, streams: [Int], metadata: [String: String]) -> Int {
+        var bytes = 16_384 + metadata.reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count + 64 }
+        for index in streams {
+            let stream = input.stream(index)
+            let parameters = stream.pointee.codecpar.pointee
+            var samples = Double(stream.pointee.nb_frames)
+            if samples <= 0 {
+                let seconds = stream.pointee.duration > 0 && stream.pointee.duration != reel_nopts_value()
+                    ? Double(stream.pointee.duration) * av_q2d(stream.pointee.time_base) : input.info.durationSeconds
+                let rate: Double
+                switch parameters.codec_type {
+                case AVMEDIA_TYPE_VIDEO:
+                    let guess = av_guess_frame_rate(input.context, stream, nil)
+                    rate = guess.num > 0 && guess.den > 0 ? min(av_q2d(guess), 240) : 60
+                case AVMEDIA_TYPE_AUDIO:
+                    let frame = parameters.frame_size > 0 ? Double(parameters.frame_size) : 1024
+                    rate = Double(max(parameters.sample_rate, 8000)) / frame
+                default:
+                    rate = 10
+                }
+                samples = max(0, seconds) * rate
+            }
+            bytes += 2_048 + Int(samples * 1.25 * 36) + Int(parameters.extradata_size)
+        }
+        return min(bytes, 256 << 20)
     }
 
     func run() throws(MediaError) -> TranscodeOutcome {
@@ -75,7 +113,7 @@ final class RemuxJob {
         var lastDts: [Int: Int64] = [:]
         var mediaSeconds = 0.0
         var lastReported = -1.0
-        let share = Transcoder.finalizingShareRemux
+        let share = reservedMoovBytes == nil ? Transcoder.finalizingShareRemux : 0.01
         while true {
             if cancel.isRaised { throw MediaError.cancelled() }
             let more: Bool
@@ -156,7 +194,13 @@ final class RemuxJob {
         }
         Transcoder.reportFinalizing(
             output: output, share: share, frames: packets, mediaSeconds: mediaSeconds, progress: progress)
-        try output.finish()
+        do {
+            try output.finish()
+        } catch where reservedMoovBytes != nil && error.code == reel_averror(EINVAL) && error.call == "av_write_trailer" {
+            throw MediaError(
+                kind: .internalFailure, call: RemuxJob.reservationTooSmall, code: error.code,
+                message: "the space reserved for the moov was too small")
+        }
         output.onWrite = nil
         progress(TranscodeProgress(phase: .finalizing, fraction: 1, frames: packets, mediaSeconds: mediaSeconds))
         return TranscodeOutcome(bytes: output.bytesWritten, videoFrames: packets, audioFrames: 0)

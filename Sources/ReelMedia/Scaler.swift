@@ -31,7 +31,7 @@ final class Scaler {
         let options: [(String, Int64)] = [
             ("srcw", Int64(sourceWidth)), ("srch", Int64(sourceHeight)), ("src_format", Int64(inputFormat.rawValue)),
             ("dstw", Int64(width)), ("dsth", Int64(height)), ("dst_format", Int64(format.rawValue)),
-            ("sws_flags", Int64(SWS_BICUBIC | SWS_ACCURATE_RND | SWS_FULL_CHR_H_INT)),
+            ("sws_flags", Int64(SWS_BICUBIC)),  // what ffmpeg's scale filter uses by default
             ("threads", Int64(threads)),
         ]
         for (name, value) in options {

@@ -1,13 +1,31 @@
 import CFFmpeg
+import Foundation
+import Synchronization
 
-/// One re-encoding export: owns every FFmpeg object it uses and runs FFmpeg's transcode loop.
+/// One re-encoding export, as a two-stage pipeline so both cores stay busy:
+///
+/// - the **reader** (the calling thread) demuxes, decodes, scales and rotates video into frames from a
+///   bounded pool, and decodes, resamples and encodes audio (cheap);
+/// - the **encoder** thread encodes video frames and muxes every packet.
+///
+/// Frames and packets move between them through bounded queues (never copied, never shared), so
+/// memory stays flat; in steady state nothing is allocated per frame. Only the encoder thread touches
+/// the muxer and the video encoder while the pipeline runs; the reader takes the muxer back after
+/// joining it, to write the trailer.
 final class TranscodeJob {
+    /// What travels from the reader to the encoder thread.
+    enum Work {
+        case frame(Frame)
+        case packet(Packet)
+    }
+
     private let plan: TranscodePlan
     private let input: InputFile
     private let output: OutputFile
     private let cancel: CancellationFlag
     private let progress: (TranscodeProgress) -> Void
     private let video: VideoLane?
+    private let videoEncoder: VideoEncoderStage?
     private let audio: AudioLane?
     private let packet: Packet
     /// Source time (in AV_TIME_BASE units) that becomes 0 in the output.
@@ -15,6 +33,10 @@ final class TranscodeJob {
     private let endMicroseconds: Int64?
     private let totalSeconds: Double
     private var lastReported = -1.0
+    private let work = BoundedQueue<Handoff<Work>>(capacity: 8)
+    /// Empty packets for audio on its way to the muxer (returned after writing).
+    private let packetPool = BoundedQueue<Handoff<Packet>>(capacity: 64)
+    private let encodedFrames = Atomic<Int>(0)
 
     init(
         plan: TranscodePlan, input: InputFile, cancel: CancellationFlag, heartbeat: Heartbeat,
@@ -36,12 +58,16 @@ final class TranscodeJob {
         output = try OutputFile(path: plan.outputPath, muxer: plan.container.muxer)
         output.heartbeat = heartbeat
         if let index = plan.videoStream, let encoding = plan.video {
-            video = try VideoLane(
-                input: input, streamIndex: index, encoding: encoding, output: output,
-                originMicroseconds: originMicroseconds, endMicroseconds: endMicroseconds,
-                hasRangeStart: (plan.startSeconds ?? 0) > 0)
+            let lane = try VideoLane(
+                input: input, streamIndex: index, encoding: encoding, originMicroseconds: originMicroseconds,
+                endMicroseconds: endMicroseconds, hasRangeStart: (plan.startSeconds ?? 0) > 0, poolSize: 6)
+            video = lane
+            videoEncoder = try VideoEncoderStage(
+                inputStream: lane.inputStream, encoding: encoding, format: lane.outputFormat, timeBase: lane.timeBase,
+                frameRate: lane.frameRate, output: output)
         } else {
             video = nil
+            videoEncoder = nil
         }
         if let index = plan.audioStream, let encoding = plan.audio {
             audio = try AudioLane(
@@ -53,14 +79,76 @@ final class TranscodeJob {
         if video == nil && audio == nil {
             throw MediaError(kind: .invalidArgument, call: "plan", message: "nothing to export: no video or audio stream")
         }
+        for _ in 0..<64 { try packetPool.push(Handoff(try Packet())) }
         try output.writeHeader(metadata: plan.metadata, options: Transcoder.muxerOptions(plan))
-        video?.outputStreamReady()
         audio?.outputStreamReady()
+        let work = work
+        video?.emit = { (frame: Frame) throws(MediaError) in try work.push(Handoff(.frame(frame))) }
     }
 
     func run() throws(MediaError) -> TranscodeOutcome {
+        let finished = DispatchSemaphore(value: 0)
+        let failure = Mutex<MediaError?>(nil)
+        let stage = Handoff(self)
+        let encoderThread = Thread {
+            do throws(MediaError) {
+                try stage.value.encodeAndMux()
+            } catch {
+                failure.withLock { $0 = error }
+                // Wake and stop the reader wherever it waits.
+                stage.value.work.abort()
+                stage.value.video?.pool.abort()
+                stage.value.packetPool.abort()
+            }
+            finished.signal()
+        }
+        encoderThread.name = "reel-encoder"
+        encoderThread.stackSize = 8 << 20
+        encoderThread.start()
+        do throws(MediaError) {
+            try read()
+            work.close()
+        } catch {
+            work.abort()
+            video?.pool.abort()
+            packetPool.abort()
+            finished.wait()
+            // A failure on the encoder thread is the cause of the reader's "pipeline stopped".
+            throw failure.withLock { $0 } ?? error
+        }
+        finished.wait()
+        if let error = failure.withLock({ $0 }) { throw error }
+        if cancel.isRaised { throw MediaError.cancelled() }
+
+        let frames = encodedFrames.load(ordering: .relaxed)
+        if video != nil, frames == 0 {
+            throw MediaError(
+                kind: .unreadableInput, call: "decode", message: "no video frame could be decoded from the input")
+        }
+        if video == nil, let audio, audio.framesEncoded == 0 {
+            throw MediaError(
+                kind: .unreadableInput, call: "decode", message: "no audio could be decoded from the input")
+        }
+        Transcoder.reportFinalizing(
+            output: output, share: Transcoder.finalizingShareTranscode, frames: frames, mediaSeconds: totalSeconds,
+            progress: progress)
+        try output.finish()
+        output.onWrite = nil
+        report(phase: .finalizing, fraction: 1)
+        return TranscodeOutcome(bytes: output.bytesWritten, videoFrames: frames, audioFrames: audio?.framesEncoded ?? 0)
+    }
+
+    /// The reader: demux, decode, scale, and audio encoding; hands work to the encoder thread.
+    private func read() throws(MediaError) {
         if let start = plan.startSeconds, start > 0 { try input.seek(toMicroseconds: originMicroseconds) }
         report(phase: .transcoding, fraction: 0)
+        let work = work
+        let packetPool = packetPool
+        let audioSink: PacketSink = { (encoded: Packet) throws(MediaError) in
+            guard let carrier = try packetPool.pop()?.value else { return }
+            av_packet_move_ref(carrier.pointer, encoded.pointer)
+            try work.push(Handoff(.packet(carrier)))
+        }
         while true {
             if cancel.isRaised { throw MediaError.cancelled() }
             let more: Bool
@@ -73,35 +161,35 @@ final class TranscodeJob {
             defer { packet.unref() }
             let index = packet.streamIndex
             if let video, index == video.inputIndex, !video.finished {
-                try video.decode(packet) { (encoded: Packet) throws(MediaError) in try output.write(encoded) }
+                try video.decode(packet)
             } else if let audio, index == audio.inputIndex, !audio.finished {
-                try audio.decode(packet) { (encoded: Packet) throws(MediaError) in try output.write(encoded) }
+                try audio.decode(packet, to: audioSink)
             } else {
                 continue
             }
             if (video?.finished ?? true) && (audio?.finished ?? true) { break }
             reportTranscoding()
         }
-        try video?.flush { (encoded: Packet) throws(MediaError) in try output.write(encoded) }
-        try audio?.flush { (encoded: Packet) throws(MediaError) in try output.write(encoded) }
+        try video?.flush()
+        try audio?.flush(to: audioSink)
         if cancel.isRaised { throw MediaError.cancelled() }
-        if let video, video.framesEncoded == 0 {
-            throw MediaError(
-                kind: .unreadableInput, call: "decode", message: "no video frame could be decoded from the input")
+    }
+
+    /// The encoder thread: encodes video frames, writes every packet, flushes the encoder at the end.
+    private func encodeAndMux() throws(MediaError) {
+        let write: PacketSink = { [output] (encoded: Packet) throws(MediaError) in try output.write(encoded) }
+        while let item = try work.pop() {
+            switch item.value {
+            case .frame(let frame):
+                try videoEncoder?.encode(frame, to: write)
+                encodedFrames.wrappingAdd(1, ordering: .relaxed)
+                try video?.pool.push(Handoff(frame))
+            case .packet(let carrier):
+                try output.write(carrier)
+                try packetPool.push(Handoff(carrier))
+            }
         }
-        if video == nil, let audio, audio.framesEncoded == 0 {
-            throw MediaError(
-                kind: .unreadableInput, call: "decode", message: "no audio could be decoded from the input")
-        }
-        let frames = video?.framesEncoded ?? 0
-        Transcoder.reportFinalizing(
-            output: output, share: Transcoder.finalizingShareTranscode, frames: frames, mediaSeconds: totalSeconds,
-            progress: progress)
-        try output.finish()
-        output.onWrite = nil
-        report(phase: .finalizing, fraction: 1)
-        return TranscodeOutcome(
-            bytes: output.bytesWritten, videoFrames: frames, audioFrames: audio?.framesEncoded ?? 0)
+        try videoEncoder?.flush(to: write)
     }
 
     private func reportTranscoding() {
@@ -114,7 +202,7 @@ final class TranscodeJob {
         lastReported = fraction
         progress(
             TranscodeProgress(
-                phase: phase, fraction: fraction, frames: video?.framesEncoded ?? 0,
+                phase: phase, fraction: fraction, frames: encodedFrames.load(ordering: .relaxed),
                 mediaSeconds: max(video?.mediaSeconds ?? 0, audio?.mediaSeconds ?? 0)))
     }
 }

@@ -1,4 +1,5 @@
 import CFFmpeg
+import Foundation
 
 /// Runs one `TranscodePlan` on the calling thread: FFmpeg's transcode loop (demux → decode →
 /// scale/rotate → encode → mux, and decode → resample → FIFO → AAC → mux), or a remux when the plan
@@ -26,8 +27,18 @@ public enum Transcoder {
             let job = try TranscodeJob(plan: plan, input: input, cancel: cancel, heartbeat: heartbeat, progress: progress)
             return try job.run()
         } else {
-            let job = try RemuxJob(plan: plan, input: input, cancel: cancel, heartbeat: heartbeat, progress: progress)
-            return try job.run()
+            do {
+                let job = try RemuxJob(plan: plan, input: input, cancel: cancel, heartbeat: heartbeat, progress: progress)
+                return try job.run()
+            } catch where error.call == RemuxJob.reservationTooSmall {
+                // The moov did not fit the space reserved for it: copy again with the classic rewrite.
+                unlink(plan.outputPath)
+                let again = try InputFile(path: plan.inputPath, policy: plan.policy, interrupt: cancel)
+                again.heartbeat = heartbeat
+                let job = try RemuxJob(
+                    plan: plan, input: again, cancel: cancel, heartbeat: heartbeat, progress: progress, reserveMoov: false)
+                return try job.run()
+            }
         }
     }
 
@@ -48,11 +59,14 @@ public enum Transcoder {
     }
 
     /// The muxer options every export uses.
-    static func muxerOptions(_ plan: TranscodePlan) -> [(String, String)] {
+    /// With `reservedMoovBytes`, the moov is written into space reserved at the front instead of
+    /// being moved there by rewriting the whole file (faststart).
+    static func muxerOptions(_ plan: TranscodePlan, reservedMoovBytes: Int? = nil) -> [(String, String)] {
         var flags = ["use_metadata_tags"]
-        if plan.faststart { flags.append("faststart") }
+        if plan.faststart && reservedMoovBytes == nil { flags.append("faststart") }
         var options = [("movflags", flags.map { "+" + $0 }.joined())]
         if let brand = plan.container.brand { options.append(("brand", brand)) }
+        if plan.faststart, let reservedMoovBytes { options.append(("moov_size", String(reservedMoovBytes))) }
         return options
     }
 

@@ -6,7 +6,7 @@ import ReelExport
 enum CLI {
     static func printError(_ message: String) {
         let line = message.replacingOccurrences(of: "\n", with: " ")
-        FileHandle.standardError.write(Data("reel: error: \(line)\n".utf8))
+        try? FileHandle.standardError.write(contentsOf: Data("reel: error: \(line)\n".utf8))
     }
 
     static func exitCode(for error: ExportError) -> Int32 {
@@ -43,7 +43,7 @@ enum CLI {
     }
 
     static func printLine(_ text: String) {
-        FileHandle.standardOutput.write(Data((text + "\n").utf8))
+        try? FileHandle.standardOutput.write(contentsOf: Data((text + "\n").utf8))
     }
 
     static func formatBytes(_ bytes: Int64) -> String {

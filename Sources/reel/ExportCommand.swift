@@ -208,10 +208,10 @@ final class ProgressPrinter: Sendable {
         let fps = String(format: "%.0f fps", update.framesPerSecond)
         let eta = update.secondsRemaining.map { "ETA " + CLI.formatDuration($0) } ?? "ETA --:--"
         let phase = update.phase == .finalizing ? "finalizing" : "exporting"
-        FileHandle.standardError.write(Data("\r\u{1B}[K\(phase) \(bar) \(percent)  \(fps)  \(eta)".utf8))
+        try? FileHandle.standardError.write(contentsOf: Data("\r\u{1B}[K\(phase) \(bar) \(percent)  \(fps)  \(eta)".utf8))
     }
 
     func finishLine() {
-        if terminal && !json { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
+        if terminal && !json { try? FileHandle.standardError.write(contentsOf: Data("\r\u{1B}[K".utf8)) }
     }
 }

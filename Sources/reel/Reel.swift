@@ -17,6 +17,9 @@ struct Reel: AsyncParsableCommand {
 
     /// Runs the command, printing failures as one `reel: error: …` line and exiting non-zero.
     static func main() async {
+        // A closed stdout (`reel export --json | head`) must not kill an export half-way through and
+        // leave its temporary file behind: writes then fail quietly instead.
+        signal(SIGPIPE, SIG_IGN)
         do {
             var command = try parseAsRoot()
             if var asyncCommand = command as? AsyncParsableCommand {

@@ -104,4 +104,24 @@ struct CLITests {
         #expect(seen.contains("\"code\":\"cancelled\""))
         #expect((try? FileManager.default.contentsOfDirectory(atPath: folder.path))?.isEmpty == true)
     }
+
+    @Test func aClosedStdoutDoesNotLeaveATemporaryFile() throws {
+        // As `reel export --json | head -1` does: the reader goes away after one line.
+        let folder = Fixtures.scratchFolder("cli-pipe")
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: ReelBinary.path)
+        process.arguments = [
+            "export", try Fixtures.url(Fixtures.landscape).path, "--preset", "MediumQuality", "-o",
+            folder.appendingPathComponent("out.mp4").path, "--json", "--force-transcode",
+        ]
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        _ = out.fileHandleForReading.availableData
+        try out.fileHandleForReading.close()
+        process.waitUntilExit()
+        #expect(process.terminationReason == .exit)
+        #expect((try? FileManager.default.contentsOfDirectory(atPath: folder.path)) == ["out.mp4"])
+    }
 }

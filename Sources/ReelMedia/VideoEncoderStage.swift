@@ -1,0 +1,88 @@
+import CFFmpeg
+
+/// The encoding half of the video path, run on the pipeline's encoder thread: takes scaled frames,
+/// encodes them (libx264 or libx265) and hands packets to the muxer.
+final class VideoEncoderStage {
+    private let encoder: Encoder
+    private let outputStream: UnsafeMutablePointer<AVStream>
+    private let packet: Packet
+    private(set) var framesEncoded = 0
+
+    /// Opens the encoder for `encoding` and adds its stream to `output` (before the header is written).
+    init(
+        inputStream: UnsafeMutablePointer<AVStream>, encoding: VideoEncoding, format: AVPixelFormat,
+        timeBase: AVRational, frameRate: AVRational, output: OutputFile
+    ) throws(MediaError) {
+        packet = try Packet()
+        encoder = try Encoder(name: encoding.codec.encoderName)
+        let context = encoder.context
+        context.pointee.width = Int32(encoding.width)
+        context.pointee.height = Int32(encoding.height)
+        context.pointee.pix_fmt = format
+        context.pointee.sample_aspect_ratio = AVRational(num: 1, den: 1)
+        // The source's time base, so variable frame rates keep their exact timestamps.
+        context.pointee.time_base = timeBase
+        context.pointee.framerate = frameRate
+        context.pointee.thread_count = 0
+        if let maxBitrate = encoding.maxBitrate, let bufferSize = encoding.bufferSize {
+            context.pointee.rc_max_rate = Int64(maxBitrate)
+            context.pointee.rc_buffer_size = Int32(clamping: bufferSize)
+        }
+        let parameters = inputStream.pointee.codecpar.pointee
+        switch encoding.color {
+        case .bt709:
+            context.pointee.color_primaries = AVCOL_PRI_BT709
+            context.pointee.color_trc = AVCOL_TRC_BT709
+            context.pointee.colorspace = AVCOL_SPC_BT709
+            context.pointee.color_range = AVCOL_RANGE_MPEG
+        case .keepSource:
+            context.pointee.color_primaries = parameters.color_primaries
+            context.pointee.color_trc = parameters.color_trc
+            context.pointee.colorspace = parameters.color_space
+            context.pointee.color_range = AVCOL_RANGE_MPEG
+        }
+        if output.wantsGlobalHeader { context.pointee.flags |= AV_CODEC_FLAG_GLOBAL_HEADER }
+        var options: [(String, String)] = [("preset", encoding.encoderPreset), ("crf", String(encoding.crf))]
+        if let profile = encoding.profile { options.append(("profile", profile)) }
+        if encoding.codec == .hevc { options.append(("x265-params", "log-level=error")) }
+        try encoder.open(options: options)
+
+        outputStream = try output.addStream()
+        try check(
+            avcodec_parameters_from_context(outputStream.pointee.codecpar, context), "avcodec_parameters_from_context")
+        outputStream.pointee.time_base = context.pointee.time_base
+        outputStream.pointee.avg_frame_rate = frameRate
+        outputStream.pointee.sample_aspect_ratio = AVRational(num: 1, den: 1)
+        if encoding.codec == .hevc {
+            // Apple players accept HEVC in MP4/QuickTime only with the 'hvc1' sample entry.
+            outputStream.pointee.codecpar.pointee.codec_tag = reel_mktag(0x68, 0x76, 0x63, 0x31)
+        }
+        if let language = readDictionary(inputStream.pointee.metadata)["language"] {
+            av_dict_set(&outputStream.pointee.metadata, "language", language, 0)
+        }
+    }
+
+    /// Encodes one frame (whose pts is in the encoder's time base) and writes what comes out.
+    func encode(_ frame: Frame, to sink: PacketSink) throws(MediaError) {
+        try encoder.send(frame.pointer)
+        framesEncoded += 1
+        try drain(to: sink)
+    }
+
+    /// Flushes the encoder at the end of the input.
+    func flush(to sink: PacketSink) throws(MediaError) {
+        try encoder.send(nil)
+        try drain(to: sink)
+    }
+
+    private func drain(to sink: PacketSink) throws(MediaError) {
+        while true {
+            let result = try encoder.receive(packet)
+            guard result == .produced else { return }
+            packet.pointer.pointee.stream_index = outputStream.pointee.index
+            av_packet_rescale_ts(packet.pointer, encoder.context.pointee.time_base, outputStream.pointee.time_base)
+            // The muxer takes the packet's data and leaves it blank.
+            try sink(packet)
+        }
+    }
+}
