@@ -34,8 +34,8 @@ import statistics
 import subprocess
 import sys
 
-# Reel's swscale flags (Sources/ReelMedia/Scaler.swift: SWS_BICUBIC | SWS_ACCURATE_RND | SWS_FULL_CHR_H_INT).
-REEL_SCALER_FLAGS = "bicubic+accurate_rnd+full_chroma_int"
+# Reel's swscale flags (Sources/ReelMedia/Scaler.swift: SWS_BICUBIC, as ffmpeg's scale filter).
+REEL_SCALER_FLAGS = "bicubic"
 # Reel's muxer flags (Transcoder.muxerOptions): metadata as mdta keys, and moov first.
 MOVFLAGS = "+faststart+use_metadata_tags"
 

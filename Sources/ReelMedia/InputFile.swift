@@ -86,6 +86,17 @@ final class InputFile {
         return true
     }
 
+    /// Reads the next packet unless `cancel` is raised; any read failure after a cancel is reported as
+    /// the cancel it is (the interrupt callback makes reads fail).
+    func read(into packet: Packet, unless cancel: CancellationFlag) throws(MediaError) -> Bool {
+        if cancel.isRaised { throw MediaError.cancelled() }
+        do {
+            return try read(into: packet)
+        } catch where error.kind == .cancelled || cancel.isRaised {
+            throw MediaError.cancelled()
+        }
+    }
+
     /// Seeks so the next packets start at or before `target` microseconds of source time (on a keyframe).
     func seek(toMicroseconds target: Int64) throws(MediaError) {
         try check(

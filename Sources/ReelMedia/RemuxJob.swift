@@ -11,9 +11,9 @@ final class RemuxJob {
     private let packet: Packet
     /// Input stream index → output stream.
     private var mapping: [Int: UnsafeMutablePointer<AVStream>] = [:]
-    private var totalSeconds: Double
+    private let window: TimeWindow
+    /// Source time that becomes 0: the window's origin, moved back to the keyframe a cut starts on.
     private var originMicroseconds: Int64
-    private let endMicroseconds: Int64?
     private let videoIndex: Int?
     private var packets = 0
     /// Bytes reserved at the front for the moov (nil: faststart rewrites the file at the end).
@@ -31,11 +31,8 @@ final class RemuxJob {
         self.progress = progress
         packet = try Packet()
         let info = input.info
-        let start = saneStart(info.startSeconds)
-        originMicroseconds = start + Int64(((plan.startSeconds ?? 0) * Double(AV_TIME_BASE)).rounded())
-        endMicroseconds = plan.endSeconds.map { start + Int64(($0 * Double(AV_TIME_BASE)).rounded()) }
-        let rangeEnd = plan.endSeconds.map { min($0, info.durationSeconds) } ?? info.durationSeconds
-        totalSeconds = max(rangeEnd - (plan.startSeconds ?? 0), 0.001)
+        window = TimeWindow(plan: plan, info: info)
+        originMicroseconds = window.originMicroseconds
         videoIndex = plan.copyStreams.first { info.streams[$0].kind == .video }
 
         output = try OutputFile(path: plan.outputPath, muxer: plan.container.muxer)
@@ -107,22 +104,15 @@ final class RemuxJob {
     }
 
     func run() throws(MediaError) -> TranscodeOutcome {
-        if let start = plan.startSeconds, start > 0 { try input.seek(toMicroseconds: originMicroseconds) }
-        let hasRangeStart = (plan.startSeconds ?? 0) > 0
+        if window.hasRangeStart { try input.seek(toMicroseconds: originMicroseconds) }
+        let hasRangeStart = window.hasRangeStart
         var originSet = !hasRangeStart
         var lastDts: [Int: Int64] = [:]
         var mediaSeconds = 0.0
         var lastReported = -1.0
         let share = reservedMoovBytes == nil ? Transcoder.finalizingShareRemux : 0.01
         while true {
-            if cancel.isRaised { throw MediaError.cancelled() }
-            let more: Bool
-            do {
-                more = try input.read(into: packet)
-            } catch where error.kind == .cancelled || cancel.isRaised {
-                throw MediaError.cancelled()
-            }
-            if !more { break }
+            guard try input.read(into: packet, unless: cancel) else { break }
             let index = packet.streamIndex
             guard let stream = mapping[index] else {
                 packet.unref()
@@ -142,7 +132,7 @@ final class RemuxJob {
             }
             if time != reel_nopts_value() {
                 let micro = av_rescale_q(time, sourceTimeBase, reel_time_base_q())
-                if let endMicroseconds, micro >= endMicroseconds {
+                if let end = window.endMicroseconds, micro >= end {
                     packet.unref()
                     if index == videoIndex || videoIndex == nil { break }
                     continue
@@ -183,7 +173,7 @@ final class RemuxJob {
             packet.pointer.pointee.pos = -1
             try output.write(packet)
             packets += 1
-            let fraction = min(1, mediaSeconds / totalSeconds) * (1 - share)
+            let fraction = min(1, mediaSeconds / window.totalSeconds) * (1 - share)
             if fraction - lastReported >= 0.002 {
                 lastReported = fraction
                 progress(TranscodeProgress(phase: .transcoding, fraction: fraction, frames: packets, mediaSeconds: mediaSeconds))

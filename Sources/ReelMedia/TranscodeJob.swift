@@ -28,10 +28,7 @@ final class TranscodeJob {
     private let videoEncoder: VideoEncoderStage?
     private let audio: AudioLane?
     private let packet: Packet
-    /// Source time (in AV_TIME_BASE units) that becomes 0 in the output.
-    private let originMicroseconds: Int64
-    private let endMicroseconds: Int64?
-    private let totalSeconds: Double
+    private let window: TimeWindow
     private var lastReported = -1.0
     private let work = BoundedQueue<Handoff<Work>>(capacity: 8)
     /// Empty packets for audio on its way to the muxer (returned after writing).
@@ -47,20 +44,15 @@ final class TranscodeJob {
         self.cancel = cancel
         self.progress = progress
         packet = try Packet()
-        let info = input.info
-        let start = saneStart(info.startSeconds)
-        let rangeStart = Int64(((plan.startSeconds ?? 0) * Double(AV_TIME_BASE)).rounded())
-        originMicroseconds = start + rangeStart
-        endMicroseconds = plan.endSeconds.map { start + Int64(($0 * Double(AV_TIME_BASE)).rounded()) }
-        let rangeEnd = plan.endSeconds.map { min($0, info.durationSeconds) } ?? info.durationSeconds
-        totalSeconds = max(rangeEnd - (plan.startSeconds ?? 0), 0.001)
+        let window = TimeWindow(plan: plan, info: input.info)
+        self.window = window
 
         output = try OutputFile(path: plan.outputPath, muxer: plan.container.muxer)
         output.heartbeat = heartbeat
         if let index = plan.videoStream, let encoding = plan.video {
             let lane = try VideoLane(
-                input: input, streamIndex: index, encoding: encoding, originMicroseconds: originMicroseconds,
-                endMicroseconds: endMicroseconds, hasRangeStart: (plan.startSeconds ?? 0) > 0, poolSize: 6)
+                input: input, streamIndex: index, encoding: encoding, originMicroseconds: window.originMicroseconds,
+                endMicroseconds: window.endMicroseconds, hasRangeStart: window.hasRangeStart, poolSize: 6)
             video = lane
             videoEncoder = try VideoEncoderStage(
                 inputStream: lane.inputStream, encoding: encoding, format: lane.outputFormat, timeBase: lane.timeBase,
@@ -72,7 +64,7 @@ final class TranscodeJob {
         if let index = plan.audioStream, let encoding = plan.audio {
             audio = try AudioLane(
                 input: input, streamIndex: index, encoding: encoding, output: output,
-                originMicroseconds: originMicroseconds, endMicroseconds: endMicroseconds)
+                originMicroseconds: window.originMicroseconds, endMicroseconds: window.endMicroseconds)
         } else {
             audio = nil
         }
@@ -130,7 +122,7 @@ final class TranscodeJob {
                 kind: .unreadableInput, call: "decode", message: "no audio could be decoded from the input")
         }
         Transcoder.reportFinalizing(
-            output: output, share: Transcoder.finalizingShareTranscode, frames: frames, mediaSeconds: totalSeconds,
+            output: output, share: Transcoder.finalizingShareTranscode, frames: frames, mediaSeconds: window.totalSeconds,
             progress: progress)
         try output.finish()
         output.onWrite = nil
@@ -140,7 +132,7 @@ final class TranscodeJob {
 
     /// The reader: demux, decode, scale, and audio encoding; hands work to the encoder thread.
     private func read() throws(MediaError) {
-        if let start = plan.startSeconds, start > 0 { try input.seek(toMicroseconds: originMicroseconds) }
+        if window.hasRangeStart { try input.seek(toMicroseconds: window.originMicroseconds) }
         report(phase: .transcoding, fraction: 0)
         let work = work
         let packetPool = packetPool
@@ -150,14 +142,7 @@ final class TranscodeJob {
             try work.push(Handoff(.packet(carrier)))
         }
         while true {
-            if cancel.isRaised { throw MediaError.cancelled() }
-            let more: Bool
-            do {
-                more = try input.read(into: packet)
-            } catch where error.kind == .cancelled || cancel.isRaised {
-                throw MediaError.cancelled()
-            }
-            if !more { break }
+            guard try input.read(into: packet, unless: cancel) else { break }
             defer { packet.unref() }
             let index = packet.streamIndex
             if let video, index == video.inputIndex, !video.finished {
@@ -194,7 +179,7 @@ final class TranscodeJob {
 
     private func reportTranscoding() {
         let done = max(video?.mediaSeconds ?? 0, audio?.mediaSeconds ?? 0)
-        let fraction = min(1, done / totalSeconds) * (1 - Transcoder.finalizingShareTranscode)
+        let fraction = min(1, done / window.totalSeconds) * (1 - Transcoder.finalizingShareTranscode)
         if fraction - lastReported >= 0.002 { report(phase: .transcoding, fraction: fraction) }
     }
 

@@ -93,6 +93,28 @@ public enum Transcoder {
     }
 }
 
+/// The part of the source an export covers, on the source's own clock.
+struct TimeWindow {
+    /// Source time (microseconds) that becomes 0 in the output.
+    let originMicroseconds: Int64
+    /// Source time (microseconds) where the output ends, when a range end was asked for.
+    let endMicroseconds: Int64?
+    /// Seconds of media the export covers (the progress bar's length).
+    let totalSeconds: Double
+    /// Whether the export starts after the source's start: a seek and a cut.
+    let hasRangeStart: Bool
+
+    init(plan: TranscodePlan, info: MediaInfo) {
+        let start = saneStart(info.startSeconds)
+        let rangeStart = plan.startSeconds ?? 0
+        originMicroseconds = start + Int64((rangeStart * Double(AV_TIME_BASE)).rounded())
+        endMicroseconds = plan.endSeconds.map { start + Int64(($0 * Double(AV_TIME_BASE)).rounded()) }
+        let rangeEnd = plan.endSeconds.map { min($0, info.durationSeconds) } ?? info.durationSeconds
+        totalSeconds = max(rangeEnd - rangeStart, 0.001)
+        hasRangeStart = rangeStart > 0
+    }
+}
+
 /// A timestamp, or nil when it is missing or so large that arithmetic on it could overflow (only a
 /// corrupt or hostile file has those).
 func sane(_ value: Int64) -> Int64? {
