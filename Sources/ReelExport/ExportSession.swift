@@ -311,7 +311,7 @@ public final class ExportSession: Sendable {
     static func summarize(_ url: URL, started: Date) throws(ExportError) -> Result {
         let info: MediaInfo
         do {
-            info = try MediaProbe.probe(path: url.path)
+            info = try MediaProbe.probeHeader(path: url.path)
         } catch {
             throw ExportError(.internal, "the output could not be read back: \(error.message)")
         }

@@ -154,6 +154,12 @@ public enum MediaProbe {
         try InputFile(path: path, policy: policy).info
     }
 
+    /// Reads only the header of an MP4/QuickTime or Matroska file (no frames decoded): enough for
+    /// sizes, codecs and duration of a file Reel just wrote.
+    public static func probeHeader(path: String) throws(MediaError) -> MediaInfo {
+        try InputFile(path: path, policy: .standard, analysis: .headerSuffices).info
+    }
+
     /// Checks, without opening it as media, that `path` is a readable regular file inside the policy's
     /// allowed roots and under its size limit.
     public static func checkAccess(path: String, policy: InputPolicy = .standard) throws(MediaError) {

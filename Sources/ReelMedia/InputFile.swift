@@ -15,7 +15,14 @@ final class InputFile {
 
     /// Opens and probes a file. Throws `.unreadableInput` when the file is missing, not a regular file,
     /// not a permitted container, or not media FFmpeg can read; `.limitExceeded` past the policy.
-    init(path: String, policy: InputPolicy, interrupt: CancellationFlag? = nil) throws(MediaError) {
+    /// `analyze: .headerSuffices` skips `avformat_find_stream_info` (which decodes the first frames of
+    /// every stream) for containers whose header fully describes their streams (MP4/QuickTime,
+    /// Matroska): for copying packets, and for reading back a file Reel just wrote.
+    enum Analysis { case full, headerSuffices }
+
+    init(
+        path: String, policy: InputPolicy, interrupt: CancellationFlag? = nil, analysis: Analysis = .full
+    ) throws(MediaError) {
         self.path = path
         let (resolved, fileBytes) = try InputFile.checkRegularFile(path, policy: policy)
 
@@ -53,7 +60,11 @@ final class InputFile {
             return error
         }
         if interrupt?.isRaised == true { throw fail(MediaError.cancelled()) }
-        let found = avformat_find_stream_info(context, nil)
+        let selfDescribing = ["mov", "matroska"].contains {
+            String(cString: context.pointee.iformat.pointee.name).split(separator: ",").contains(Substring($0))
+        }
+        let found = analysis == .headerSuffices && selfDescribing && context.pointee.nb_streams > 0
+            ? 0 : avformat_find_stream_info(context, nil)
         if found < 0 {
             throw fail(MediaError(
                 call: "avformat_find_stream_info", code: found, kind: .unreadableInput,

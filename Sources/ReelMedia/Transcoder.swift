@@ -19,7 +19,9 @@ public enum Transcoder {
         _ plan: TranscodePlan, cancel: CancellationFlag, heartbeat: Heartbeat = Heartbeat(),
         progress: @escaping (TranscodeProgress) -> Void
     ) throws(MediaError) -> TranscodeOutcome {
-        let input = try InputFile(path: plan.inputPath, policy: plan.policy, interrupt: cancel)
+        // Copying packets needs no decoded frames: the header suffices where it describes the streams.
+        let analysis: InputFile.Analysis = plan.copyStreams.isEmpty ? .full : .headerSuffices
+        let input = try InputFile(path: plan.inputPath, policy: plan.policy, interrupt: cancel, analysis: analysis)
         input.heartbeat = heartbeat
         if cancel.isRaised { throw MediaError.cancelled() }
         try validate(plan, against: input.info)
@@ -33,7 +35,7 @@ public enum Transcoder {
             } catch where error.call == RemuxJob.reservationTooSmall {
                 // The moov did not fit the space reserved for it: copy again with the classic rewrite.
                 unlink(plan.outputPath)
-                let again = try InputFile(path: plan.inputPath, policy: plan.policy, interrupt: cancel)
+                let again = try InputFile(path: plan.inputPath, policy: plan.policy, interrupt: cancel, analysis: analysis)
                 again.heartbeat = heartbeat
                 let job = try RemuxJob(
                     plan: plan, input: again, cancel: cancel, heartbeat: heartbeat, progress: progress, reserveMoov: false)
