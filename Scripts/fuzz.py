@@ -392,7 +392,9 @@ def run_one(options, iteration, item):
     kinds, status, note = [], f"exit {rc}", ""
     # timeout(1) with -s KILL kills its own process group, so a timed-out run ends with SIGKILL; a
     # signalled child makes timeout(1) die of the same signal (or exit 128+n when it cannot).
-    signalled = -rc if rc < 0 else (rc - 128 if rc > 128 and rc != 255 else 0)
+    # reel itself exits 130 for a cancelled export, with its `reel: error:` line: not a signal.
+    reel_exited = any(line.startswith("reel: error: ") for line in err_lines)
+    signalled = -rc if rc < 0 else (rc - 128 if rc > 128 and rc != 255 and not reel_exited else 0)
     if signalled == signal.SIGKILL and elapsed >= options.timeout - 0.5:
         primary, status = "hang", f"killed after the {options.timeout} s timeout"
     elif signalled:

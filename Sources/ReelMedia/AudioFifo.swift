@@ -4,31 +4,36 @@ import CFFmpeg
 /// samples per frame, the resampler produces whatever it produces.
 final class AudioFifo {
     private let fifo: OpaquePointer
+    /// Plane pointers for one write, allocated once (no allocation per audio frame).
+    private let shifted: UnsafeMutablePointer<UnsafeMutableRawPointer?>
+    private let planeCapacity: Int
 
     init(format: AVSampleFormat, channels: Int32) throws(MediaError) {
         guard let fifo = av_audio_fifo_alloc(format, channels, 4096) else {
             throw MediaError(kind: .internalFailure, call: "av_audio_fifo_alloc", message: "out of memory")
         }
         self.fifo = fifo
+        planeCapacity = max(1, Int(channels))
+        shifted = .allocate(capacity: planeCapacity)
     }
 
-    deinit { av_audio_fifo_free(fifo) }
+    deinit {
+        av_audio_fifo_free(fifo)
+        shifted.deallocate()
+    }
 
     var count: Int32 { av_audio_fifo_size(fifo) }
 
     /// Appends `samples` samples from `planes`, skipping the first `skip` of them.
     func write(_ planes: UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>, samples: Int32, bytesPerSample: Int32, planar: Bool, channels: Int32, skip: Int32 = 0) throws(MediaError) {
         guard samples > skip else { return }
-        var shifted: [UnsafeMutableRawPointer?] = []
-        let planeCount = planar ? Int(channels) : 1
+        let planeCount = min(planar ? Int(channels) : 1, planeCapacity)
         let stride = planar ? bytesPerSample : bytesPerSample * channels
         for index in 0..<planeCount {
-            shifted.append(planes[index].map { UnsafeMutableRawPointer($0 + Int(skip * stride)) })
+            shifted[index] = planes[index].map { UnsafeMutableRawPointer($0 + Int(skip * stride)) }
         }
         let count = samples - skip
-        let written = shifted.withUnsafeMutableBufferPointer {
-            av_audio_fifo_write(fifo, $0.baseAddress, count)
-        }
+        let written = av_audio_fifo_write(fifo, shifted, count)
         if written < count {
             throw MediaError(call: "av_audio_fifo_write", code: written < 0 ? written : reel_averror(ENOMEM))
         }

@@ -75,7 +75,7 @@ final class AudioLane {
             avcodec_parameters_from_context(outputStream.pointee.codecpar, context), "avcodec_parameters_from_context")
         outputStream.pointee.time_base = context.pointee.time_base
         if let language = readDictionary(inputStream.pointee.metadata)["language"] {
-            av_dict_set(&outputStream.pointee.metadata, "language", language, 0)
+            try check(av_dict_set(&outputStream.pointee.metadata, "language", language, 0), "av_dict_set")
         }
 
         encodeFrame = try Frame()
@@ -175,7 +175,7 @@ final class AudioLane {
         if silence == nil {
             let buffer = SampleBuffer(channels: channels, format: AV_SAMPLE_FMT_FLTP)
             try buffer.reserve(4096)
-            av_samples_set_silence(buffer.planes, 0, buffer.capacity, channels, AV_SAMPLE_FMT_FLTP)
+            try check(av_samples_set_silence(buffer.planes, 0, buffer.capacity, channels, AV_SAMPLE_FMT_FLTP), "av_samples_set_silence")
             silence = buffer
         }
         guard let silence, let planes = silence.planes else { return }

@@ -52,12 +52,25 @@ final class Decoder {
         case skipped
     }
 
+    /// Packets refused in a row; past `maxRefusedInARow` the stream is taken as undecodable.
+    private var refusedInARow = 0
+    private let maxRefusedInARow = 200
+
     /// Sends a packet (or `nil` to start draining).
     func send(_ packet: Packet?) throws(MediaError) -> SendResult {
         let code = avcodec_send_packet(context, packet?.pointer)
         if code == reel_averror(EAGAIN) { return .full }
         if code == reel_averror_eof() { return .accepted }
-        if code == reel_averror_invaliddata() { return .skipped }
+        if code >= 0 {
+            refusedInARow = 0
+            return .accepted
+        }
+        // Like ffmpeg, a damaged packet costs a frame, not the export; running out of memory, an
+        // interrupt, or a stream that refuses everything is a failure.
+        if code != reel_averror(ENOMEM), code != reel_averror_exit(), packet != nil, refusedInARow < maxRefusedInARow {
+            refusedInARow += 1
+            return .skipped
+        }
         try check(code, "avcodec_send_packet", kind: .unreadableInput, context: "cannot decode the input")
         return .accepted
     }

@@ -4,7 +4,8 @@ import Foundation
 /// pipeline thread to another. Ownership travels with it: whoever hands a value over does not touch it
 /// again until it is handed back. That discipline, not a lock, is what makes this safe, which is why
 /// this is the one `@unchecked Sendable` wrapper in the pipeline.
-final class Handoff<Value>: @unchecked Sendable {
+/// A struct, so handing a frame over allocates nothing.
+struct Handoff<Value>: @unchecked Sendable {
     let value: Value
     init(_ value: Value) { self.value = value }
 }
@@ -18,6 +19,8 @@ final class BoundedQueue<Element>: @unchecked Sendable {
     private var closed = false
     private var aborted = false
     let capacity: Int
+    /// The `call` of the error every waiting side gets once the queue is aborted.
+    static var abortCall: String { "pipeline" }
 
     init(capacity: Int) { self.capacity = max(1, capacity) }
 

@@ -55,7 +55,7 @@ final class RemuxJob {
             stream.pointee.avg_frame_rate = source.pointee.avg_frame_rate
             stream.pointee.sample_aspect_ratio = source.pointee.sample_aspect_ratio
             stream.pointee.disposition = source.pointee.disposition
-            av_dict_copy(&stream.pointee.metadata, source.pointee.metadata, 0)
+            try check(av_dict_copy(&stream.pointee.metadata, source.pointee.metadata, 0), "av_dict_copy")
             // Rotation (display matrix) and other stream side data travel with the stream.
             for sideIndex in 0..<Int(source.pointee.nb_side_data) {
                 let side = source.pointee.side_data[sideIndex]

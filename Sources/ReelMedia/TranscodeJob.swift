@@ -105,8 +105,11 @@ final class TranscodeJob {
             video?.pool.abort()
             packetPool.abort()
             finished.wait()
-            // A failure on the encoder thread is the cause of the reader's "pipeline stopped".
-            throw failure.withLock { $0 } ?? error
+            // Whichever side failed first is the cause; the other side's "pipeline stopped" is only
+            // the consequence of the abort.
+            let encoderError = failure.withLock { $0 }
+            if let encoderError, encoderError.call != BoundedQueue<Int>.abortCall { throw encoderError }
+            throw error
         }
         finished.wait()
         if let error = failure.withLock({ $0 }) { throw error }

@@ -58,7 +58,7 @@ final class VideoEncoderStage {
             outputStream.pointee.codecpar.pointee.codec_tag = reel_mktag(0x68, 0x76, 0x63, 0x31)
         }
         if let language = readDictionary(inputStream.pointee.metadata)["language"] {
-            av_dict_set(&outputStream.pointee.metadata, "language", language, 0)
+            try check(av_dict_set(&outputStream.pointee.metadata, "language", language, 0), "av_dict_set")
         }
     }
 
