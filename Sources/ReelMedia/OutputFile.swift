@@ -142,7 +142,7 @@ private final class ByteSink {
         }
     }
 
-    deinit { close(fd) }
+    deinit { if fd >= 0 { close(fd) } }
 
     func sync() throws(MediaError) {
         if fsync(fd) != 0 {

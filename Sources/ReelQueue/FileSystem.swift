@@ -93,10 +93,13 @@ final class FileLock {
 
     /// Takes the lock without waiting; nil if someone else holds it.
     init?(path: String) {
+        // A failable class initializer that returns nil after setting every property still runs
+        // deinit: failure paths go through `release()`, which closes the descriptor exactly once (a
+        // second close could close another thread's newly opened file).
         fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
         guard fd >= 0 else { return nil }
         if flock(fd, LOCK_EX | LOCK_NB) != 0 {
-            close(fd)
+            release()
             return nil
         }
         // The file may have been unlinked (a finished job) between open and flock: a lock on a file
@@ -104,7 +107,7 @@ final class FileLock {
         var held = stat()
         var named = stat()
         if fstat(fd, &held) != 0 || stat(path, &named) != 0 || held.st_ino != named.st_ino || held.st_dev != named.st_dev {
-            close(fd)
+            release()
             return nil
         }
     }

@@ -17,7 +17,7 @@ struct FailureTests {
 
     enum BadInput: String, CaseIterable, Sendable {
         case missing, empty, text, random, directory, truncatedHeader, zeroedHeader, hlsPlaylist, concatList, fifo
-        case undecodableAudio
+        case undecodableAudio, playlistOfANeighbour, hugeDeclaredSize
 
         func file() throws -> URL {
             switch self {
@@ -51,6 +51,18 @@ struct FailureTests {
                 return try make("list.mp4") { url in
                     try Data("ffconcat version 1.0\nfile '/etc/passwd'\n".utf8).write(to: url)
                 }
+            case .playlistOfANeighbour:
+                // A playlist that would pull in a real video sitting beside it.
+                return try make("neighbour.mp4") { url in
+                    let beside = url.deletingLastPathComponent().appendingPathComponent("beside.mp4")
+                    try FileManager.default.copyItem(at: try Fixtures.url(Fixtures.landscape), to: beside)
+                    try Data("#EXTM3U\n#EXT-X-TARGETDURATION:1\n#EXTINF:1,\nbeside.mp4\n#EXT-X-ENDLIST\n".utf8).write(to: url)
+                }
+            case .hugeDeclaredSize:
+                // A raw video header declaring a 60000x60000 picture (5 GB per frame).
+                return try make("huge.y4m") { url in
+                    try (Data("YUV4MPEG2 W60000 H60000 F30:1 C420jpeg\nFRAME\n".utf8) + Data(count: 65536)).write(to: url)
+                }
             case .undecodableAudio:
                 // A FLAC header that promises audio, followed by nothing decodable.
                 return try make("silent.flac") { url in
@@ -76,7 +88,8 @@ struct FailureTests {
             try await session.export()
             Issue.record("\(kind) was exported")
         } catch {
-            #expect([.unreadableInput, .unsupportedCodec].contains(error.code), "\(kind): \(error.code) \(error.message)")
+            #expect(
+                [.unreadableInput, .unsupportedCodec, .limitExceeded].contains(error.code), "\(kind): \(error.code) \(error.message)")
             #expect(!error.message.isEmpty && !error.message.contains("\n"))
         }
         #expect(contents(of: folder).isEmpty)

@@ -232,3 +232,37 @@ struct WorkerProcessTests {
         #expect(spool.store.all().count == 2)
     }
 }
+
+/// SIGTERM/SIGINT: the first stops claiming and lets the running job finish; a second hands it back.
+@Suite("Worker shutdown", .serialized)
+struct WorkerShutdownTests {
+    @Test(arguments: ["--isolate", "--no-isolate"])
+    func oneSignalFinishesTheRunningJobAndClaimsNoMore(_ mode: String) throws {
+        let spool = WorkerProcessTests.Spool()
+        let first = try spool.submit(Fixtures.long, preset: "MediumQuality", extra: ["--time-range", "0-8", "--force-transcode", "--priority", "1"])
+        let second = try spool.submit(Fixtures.long, preset: "MediumQuality", extra: ["--time-range", "0-8", "--force-transcode"])
+        let worker = try ReelBinary.start(["work", "--jobs", "1", mode], environment: spool.environment)
+        #expect(spool.waitFor(first) { $0.state == .exporting && $0.progress > 0.02 } != nil)
+        kill(worker.processIdentifier, SIGTERM)
+        worker.waitUntilExit()
+        #expect(worker.terminationReason == .exit && worker.terminationStatus == 0)
+        #expect(spool.status(first)?.state == .completed)
+        #expect(spool.status(second)?.state == .waiting && spool.status(second)?.attempts == 0)
+    }
+
+    @Test(arguments: ["--isolate", "--no-isolate"])
+    func aSecondSignalHandsTheRunningJobBack(_ mode: String) throws {
+        let spool = WorkerProcessTests.Spool()
+        let id = try spool.submit(Fixtures.long, preset: "HighestQuality", extra: ["--force-transcode"])
+        let worker = try ReelBinary.start(["work", "--jobs", "1", mode], environment: spool.environment)
+        #expect(spool.waitFor(id) { $0.state == .exporting && $0.progress > 0.02 } != nil)
+        kill(worker.processIdentifier, SIGTERM)
+        usleep(300_000)
+        kill(worker.processIdentifier, SIGINT)
+        worker.waitUntilExit()
+        #expect(worker.terminationReason == .exit && worker.terminationStatus == 0)
+        let status = try #require(spool.status(id))
+        #expect(status.state == .waiting && status.attempts == 0, "\(status.state) after \(status.attempts)")
+        #expect(spool.outputFiles().isEmpty, "left: \(spool.outputFiles())")
+    }
+}
