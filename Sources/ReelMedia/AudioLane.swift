@@ -88,8 +88,6 @@ final class AudioLane {
         try check(av_frame_get_buffer(encodeFrame.pointer, 0), "av_frame_get_buffer")
     }
 
-    func outputStreamReady() {}
-
     func decode(_ packet: Packet, to sink: PacketSink) throws(MediaError) {
         try decoder.feed(packet) { () throws(MediaError) in try drainDecoder(to: sink) }
     }
@@ -105,7 +103,7 @@ final class AudioLane {
         finished = true
         try encodeFromFifo(final: true, to: sink)
         try encoder.send(nil)
-        try drainEncoder(to: sink)
+        try encoder.drain(into: encodedPacket, for: outputStream, to: sink)
     }
 
     private func drainDecoder(to sink: PacketSink) throws(MediaError) {
@@ -199,17 +197,7 @@ final class AudioLane {
             try encoder.send(encodeFrame.pointer)
             framesEncoded += 1
             mediaSeconds = Double(encodedPosition) / Double(sampleRate)
-            try drainEncoder(to: sink)
-        }
-    }
-
-    private func drainEncoder(to sink: PacketSink) throws(MediaError) {
-        while true {
-            let result = try encoder.receive(encodedPacket)
-            guard result == .produced else { return }
-            encodedPacket.pointer.pointee.stream_index = outputStream.pointee.index
-            av_packet_rescale_ts(encodedPacket.pointer, encoder.context.pointee.time_base, outputStream.pointee.time_base)
-            try sink(encodedPacket)
+            try encoder.drain(into: encodedPacket, for: outputStream, to: sink)
         }
     }
 }

@@ -47,6 +47,16 @@ final class Encoder {
         try check(code, "avcodec_send_frame", kind: .internalFailure, context: "the encoder refused a frame")
     }
 
+    /// Receives every packet the encoder has ready into `packet`, stamps it for `stream` (index and
+    /// time base) and hands it to `sink` (the muxer takes its data and leaves it blank).
+    func drain(into packet: Packet, for stream: UnsafeMutablePointer<AVStream>, to sink: PacketSink) throws(MediaError) {
+        while try receive(packet) == .produced {
+            packet.pointer.pointee.stream_index = stream.pointee.index
+            av_packet_rescale_ts(packet.pointer, context.pointee.time_base, stream.pointee.time_base)
+            try sink(packet)
+        }
+    }
+
     /// Receives one encoded packet.
     func receive(_ packet: Packet) throws(MediaError) -> ReceiveResult {
         let code = avcodec_receive_packet(context, packet.pointer)

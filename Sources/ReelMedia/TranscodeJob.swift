@@ -73,7 +73,6 @@ final class TranscodeJob {
         }
         for _ in 0..<64 { try packetPool.push(Handoff(try Packet())) }
         try output.writeHeader(metadata: plan.metadata, options: Transcoder.muxerOptions(plan))
-        audio?.outputStreamReady()
         let work = work
         video?.emit = { (frame: Frame) throws(MediaError) in try work.push(Handoff(.frame(frame))) }
     }

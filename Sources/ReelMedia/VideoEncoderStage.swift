@@ -66,23 +66,12 @@ final class VideoEncoderStage {
     func encode(_ frame: Frame, to sink: PacketSink) throws(MediaError) {
         try encoder.send(frame.pointer)
         framesEncoded += 1
-        try drain(to: sink)
+        try encoder.drain(into: packet, for: outputStream, to: sink)
     }
 
     /// Flushes the encoder at the end of the input.
     func flush(to sink: PacketSink) throws(MediaError) {
         try encoder.send(nil)
-        try drain(to: sink)
-    }
-
-    private func drain(to sink: PacketSink) throws(MediaError) {
-        while true {
-            let result = try encoder.receive(packet)
-            guard result == .produced else { return }
-            packet.pointer.pointee.stream_index = outputStream.pointee.index
-            av_packet_rescale_ts(packet.pointer, encoder.context.pointee.time_base, outputStream.pointee.time_base)
-            // The muxer takes the packet's data and leaves it blank.
-            try sink(packet)
-        }
+        try encoder.drain(into: packet, for: outputStream, to: sink)
     }
 }
