@@ -113,11 +113,10 @@ final class RemuxJob {
         let share = reservedMoovBytes == nil ? Transcoder.finalizingShareRemux : 0.01
         while true {
             guard try input.read(into: packet, unless: cancel) else { break }
+            // Every path drops what it did not hand to the muxer (which leaves the packet blank).
+            defer { packet.unref() }
             let index = packet.streamIndex
-            guard let stream = mapping[index] else {
-                packet.unref()
-                continue
-            }
+            guard let stream = mapping[index] else { continue }
             let source = input.stream(index)
             let sourceTimeBase = source.pointee.time_base
             let raw = packet.pointer.pointee
@@ -127,13 +126,11 @@ final class RemuxJob {
             let time = sane(raw.pts) ?? sane(raw.dts) ?? reel_nopts_value()
             if time == reel_nopts_value() && !originSet {
                 // Nothing is written before the first keyframe of a cut.
-                packet.unref()
                 continue
             }
             if time != reel_nopts_value() {
                 let micro = av_rescale_q(time, sourceTimeBase, reel_time_base_q())
                 if let end = window.endMicroseconds, micro >= end {
-                    packet.unref()
                     if index == videoIndex || videoIndex == nil { break }
                     continue
                 }
@@ -143,14 +140,12 @@ final class RemuxJob {
                         originMicroseconds = min(originMicroseconds, micro)
                         originSet = true
                     } else {
-                        packet.unref()
                         continue
                     }
                 }
                 // Within a time range, other streams start with the first video keyframe; without
                 // one, nothing is dropped (an AAC priming packet sits before zero on purpose).
                 if hasRangeStart, micro < originMicroseconds, index != videoIndex {
-                    packet.unref()
                     continue
                 }
             }
@@ -158,7 +153,8 @@ final class RemuxJob {
             if packet.pointer.pointee.pts != reel_nopts_value() { packet.pointer.pointee.pts -= offset }
             if packet.pointer.pointee.dts != reel_nopts_value() { packet.pointer.pointee.dts -= offset }
             av_packet_rescale_ts(packet.pointer, sourceTimeBase, stream.pointee.time_base)
-            if let dts = Optional(packet.pointer.pointee.dts), dts != reel_nopts_value() {
+            let dts = packet.pointer.pointee.dts
+            if dts != reel_nopts_value() {
                 if let previous = lastDts[index], dts <= previous {
                     // Some containers repeat timestamps; the muxer requires them increasing.
                     packet.pointer.pointee.dts = previous &+ 1

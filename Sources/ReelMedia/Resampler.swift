@@ -45,11 +45,6 @@ final class Resampler {
             && (layout.order == AV_CHANNEL_ORDER_UNSPEC || av_channel_layout_compare(&layout, &sourceLayout) == 0)
     }
 
-    /// Upper bound of output samples for `inputSamples` more input (including buffered delay).
-    func outputCapacity(forInput inputSamples: Int32) -> Int32 {
-        swr_get_out_samples(context, inputSamples)
-    }
-
     /// Converts `frame` (or flushes with `nil`) into `buffer`; returns the number of samples produced.
     func convert(_ frame: UnsafeMutablePointer<AVFrame>?, into buffer: SampleBuffer) throws(MediaError) -> Int32 {
         let inputCount = frame?.pointee.nb_samples ?? 0

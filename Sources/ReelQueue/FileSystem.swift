@@ -14,27 +14,33 @@ enum FileSystem {
     /// Replaces `path` atomically: writes a temporary file beside it, fsyncs it, renames it over.
     /// A reader sees the old content or the new, never a mix.
     static func writeAtomically(_ data: Data, to path: String) throws(Failure) {
-        let temporary = "\(path).\(getpid()).\(UInt32.random(in: 0...UInt32.max)).tmp"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw .errno("cannot create", temporary) }
-        var ok = writeAll(fd, data) && fsync(fd) == 0
-        ok = close(fd) == 0 && ok
-        guard ok, rename(temporary, path) == 0 else {
+        let temporary = try writeTemporary(data, beside: path)
+        guard rename(temporary, path) == 0 else {
             let failure = Failure.errno("cannot write", path)
             unlink(temporary)
             throw failure
         }
     }
 
-    /// Creates `path` with `data` only if it does not exist; returns false if it does.
-    static func createExclusively(_ data: Data, at path: String) throws(Failure) -> Bool {
+    /// Writes `data` to a new temporary file beside `path`, fsynced and closed; returns its path.
+    private static func writeTemporary(_ data: Data, beside path: String) throws(Failure) -> String {
         let temporary = "\(path).\(getpid()).\(UInt32.random(in: 0...UInt32.max)).tmp"
         let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw .errno("cannot create", temporary) }
-        let ok = writeAll(fd, data) && fsync(fd) == 0
-        close(fd)
+        var ok = writeAll(fd, data) && fsync(fd) == 0
+        ok = close(fd) == 0 && ok
+        guard ok else {
+            let failure = Failure.errno("cannot write", temporary)
+            unlink(temporary)
+            throw failure
+        }
+        return temporary
+    }
+
+    /// Creates `path` with `data` only if it does not exist; returns false if it does.
+    static func createExclusively(_ data: Data, at path: String) throws(Failure) -> Bool {
+        let temporary = try writeTemporary(data, beside: path)
         defer { unlink(temporary) }
-        guard ok else { throw .errno("cannot write", temporary) }
         // link() fails with EEXIST when the name is taken: an atomic "create if absent".
         if link(temporary, path) == 0 { return true }
         if errno == EEXIST { return false }

@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import Logging
 import ReelExport
@@ -29,6 +30,18 @@ enum CLI {
             return handler
         }
         MediaLog.configure(verbose: verbose)
+    }
+
+    /// Runs `handler` on every SIGINT and SIGTERM (instead of dying) until the returned sources are
+    /// cancelled.
+    static func onTerminationSignals(_ handler: @escaping @Sendable () -> Void) -> [any DispatchSourceSignal] {
+        [SIGINT, SIGTERM].map { number in
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler(handler: handler)
+            source.resume()
+            return source
+        }
     }
 
     static var stderrIsTerminal: Bool { isatty(STDERR_FILENO) == 1 }

@@ -99,14 +99,7 @@ struct ExportCommand: AsyncParsableCommand {
         try session.determineCompatibility()
 
         // Ctrl-C and SIGTERM cancel the export; the temporary file is removed and nothing is left.
-        signal(SIGINT, SIG_IGN)
-        signal(SIGTERM, SIG_IGN)
-        let interrupts = [SIGINT, SIGTERM].map { number in
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler { session.cancelExport() }
-            source.resume()
-            return source
-        }
+        let interrupts = CLI.onTerminationSignals { session.cancelExport() }
         defer { interrupts.forEach { $0.cancel() } }
 
         let bar = ProgressPrinter(json: json, terminal: CLI.stderrIsTerminal)

@@ -36,14 +36,7 @@ struct WorkCommand: AsyncParsableCommand {
             configuration: WorkerPool.Configuration(
                 jobs: jobs ?? WorkerPool.defaultJobs, drain: drain, presets: presets, limits: input.limits,
                 stallTimeout: stallTimeout, isolation: isolate ? try isolation() : nil))
-        signal(SIGINT, SIG_IGN)
-        signal(SIGTERM, SIG_IGN)
-        let sources = [SIGINT, SIGTERM].map { number in
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler { pool.stop() }
-            source.resume()
-            return source
-        }
+        let sources = CLI.onTerminationSignals { pool.stop() }
         defer { sources.forEach { $0.cancel() } }
         // The pool blocks; run it on its own thread so no cooperative thread waits on it.
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
