@@ -399,7 +399,7 @@ def print_table(results):
         for tool in ("reel", "ffmpeg"):
             m = e["median"][tool]
             ssim = e["ssim"][tool]
-            print(f"{name:8} {tool:9} {fmt(m.get('wall_s'), '8.2f'):>8} {fmt(m.get('cpu_s'), '8.2f'):>8} "
+            print(f"{name:8} {tool:9} {fmt(m.get('wall_s'), '8.3f'):>8} {fmt(m.get('cpu_s'), '8.2f'):>8} "
                   f"{fmt(m.get('peak_rss_mb'), '8.1f'):>8} {fmt(m.get('size_mb'), '9.3f'):>9} "
                   f"{fmt(ssim, '9.5f', 'n/a'):>9}")
         ra = e["ratios"]

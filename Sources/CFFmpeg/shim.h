@@ -18,6 +18,8 @@
 #include <libswresample/swresample.h>
 #include <libswscale/swscale.h>
 #include <stdio.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 // AVERROR(e) is a macro: negates a POSIX errno into FFmpeg's error space.
 static inline int reel_averror(int e) { return AVERROR(e); }
@@ -77,3 +79,16 @@ static inline int reel_atomic_load_int(const int *flag) {
 }
 
 #endif
+
+// Starts writeback of a file range without waiting for it (sync_file_range with
+// SYNC_FILE_RANGE_WRITE): the final fsync then has little left to do. Through syscall(2) because
+// glibc declares sync_file_range only under _GNU_SOURCE. Returns 0 or -1 with errno set; a
+// failure costs nothing but the overlap, so callers may ignore it.
+static inline int reel_start_writeback(int fd, int64_t offset, int64_t length) {
+#if defined(__linux__) && defined(SYS_sync_file_range)
+    return (int)syscall(SYS_sync_file_range, fd, (long long)offset, (long long)length, 2u /* SYNC_FILE_RANGE_WRITE */);
+#else
+    (void)fd; (void)offset; (void)length;
+    return 0;
+#endif
+}

@@ -31,7 +31,8 @@ final class OutputFile {
             throw error
         }
         // From here on every stored property is set: on a throw, deinit frees the context.
-        let bufferSize: Int32 = 1 << 16
+        // 256 KiB writes: a remux moves its whole input through here.
+        let bufferSize: Int32 = 1 << 18
         guard let buffer = av_malloc(Int(bufferSize))?.assumingMemoryBound(to: UInt8.self) else {
             throw MediaError(kind: .internalFailure, call: "av_malloc", message: "out of memory")
         }
@@ -44,6 +45,10 @@ final class OutputFile {
         self.io = io
         context.pointee.pb = io
         context.pointee.flags |= AVFMT_FLAG_CUSTOM_IO
+        // The default (-1) flushes the AVIO buffer after every packet when its minimum packet size is
+        // 0, as it is for a custom AVIO: one write(2) per packet. Nothing reads the file while it is
+        // written (it is a hidden temporary until the rename), so whole buffers are written instead.
+        context.pointee.flush_packets = 0
     }
 
     deinit {
@@ -129,6 +134,9 @@ final class OutputFile {
 private final class ByteSink {
     let fd: Int32
     var bytesWritten: Int64 = 0
+    /// The file offset after the last write, and the offset up to which writeback has been started.
+    var position: Int64 = 0
+    var writebackStarted: Int64 = 0
     var onWrite: ((Int64) -> Void)?
     var heartbeat: Heartbeat?
 
@@ -143,6 +151,19 @@ private final class ByteSink {
     }
 
     deinit { if fd >= 0 { close(fd) } }
+
+    /// Writeback is started every this many bytes of sequential writing, so the disk works while
+    /// the export does and the closing fsync waits only for the tail (on a 130 MB remux: 64 → ~10 ms).
+    static let writebackChunk: Int64 = 8 << 20
+
+    func wrote(_ count: Int) {
+        position += Int64(count)
+        bytesWritten += Int64(count)
+        if position - writebackStarted >= Self.writebackChunk {
+            _ = reel_start_writeback(fd, writebackStarted, position - writebackStarted)
+            writebackStarted = position
+        }
+    }
 
     func sync() throws(MediaError) {
         if fsync(fd) != 0 {
@@ -165,7 +186,7 @@ private let byteSinkWrite: @convention(c) (UnsafeMutableRawPointer?, UnsafeMutab
         }
         offset += written
     }
-    sink.bytesWritten += Int64(size)
+    sink.wrote(Int(size))
     sink.heartbeat?.beat()
     sink.onWrite?(sink.bytesWritten)
     return size
@@ -180,5 +201,9 @@ private let byteSinkSeek: @convention(c) (UnsafeMutableRawPointer?, Int64, Int32
         return fstat(sink.fd, &status) == 0 ? Int64(status.st_size) : Int64(reel_averror(errno))
     }
     let position = lseek(sink.fd, off_t(offset), whence & ~AVSEEK_FORCE)
-    return position < 0 ? Int64(reel_averror(errno)) : Int64(position)
+    if position < 0 { return Int64(reel_averror(errno)) }
+    sink.position = Int64(position)
+    // A seek back (the moov rewrite) restarts the writeback window there.
+    sink.writebackStarted = min(sink.writebackStarted, sink.position)
+    return Int64(position)
 }
