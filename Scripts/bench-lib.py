@@ -327,8 +327,8 @@ def report(out_dir):
             "runs": int(env.get("BENCH_RUNS_USED", "0")), "quick": env.get("BENCH_QUICK") == "1",
             "load_average_at_start": env.get("BENCH_LOADAVG"),
                   "ffmpeg_fsync": env.get("BENCH_FFMPEG_FSYNC") == "1",
-            "notes": "wall/CPU/RSS from /usr/bin/time (%e, %U+%S, %M); batch RSS: the larger of %M and the "
-                     "sampled total of the process tree (concurrent jobs or child processes); medians over runs; "
+            "notes": "wall in ns (date +%s%N); CPU/RSS from /usr/bin/time (%U+%S, %M); batch memory, both tools: "
+                     "peak summed PSS of the process tree, sampled every 50 ms; medians over runs; "
                      "SSIM (ffmpeg ssim filter, All) of the last run's output against the source "
                      "scaled bicubic to the output size; batch: totals over all clips, SSIM mean.",
         },
@@ -471,10 +471,14 @@ def targets(out_dir):
 
 
 def tree_rss(root, output):
+    """Samples the process tree under ROOT every 50 ms until ROOT exits and writes the peaks of its
+    summed RSS and of its summed PSS (kB). PSS divides each shared page among the processes mapping
+    it, so a worker and its export children sharing the same libav libraries are not charged for
+    them once per process, as a sum of RSS would."""
     import time
     root = int(root)
     page_kb = os.sysconf("SC_PAGE_SIZE") // 1024
-    peak = 0
+    peak_rss = peak_pss = 0
     while os.path.exists(f"/proc/{root}"):
         children = {}
         for entry in os.listdir("/proc"):
@@ -486,19 +490,25 @@ def tree_rss(root, output):
             except (OSError, IndexError, ValueError):
                 continue
             children.setdefault(ppid, []).append(int(entry))
-        total, todo = 0, list(children.get(root, []))
+        rss = pss = 0
+        todo = list(children.get(root, []))
         while todo:
             pid = todo.pop()
             todo.extend(children.get(pid, []))
             try:
                 with open(f"/proc/{pid}/statm") as f:
-                    total += int(f.read().split()[1]) * page_kb
+                    rss += int(f.read().split()[1]) * page_kb
+                with open(f"/proc/{pid}/smaps_rollup") as f:
+                    for line in f:
+                        if line.startswith("Pss:"):
+                            pss += int(line.split()[1])
+                            break
             except (OSError, IndexError, ValueError):
                 pass
-        peak = max(peak, total)
-        time.sleep(0.1)
+        peak_rss, peak_pss = max(peak_rss, rss), max(peak_pss, pss)
+        time.sleep(0.05)
     with open(output, "w") as f:
-        f.write(f"{peak}\n")
+        f.write(f"{peak_rss} {peak_pss}\n")
 
 
 def main(argv):

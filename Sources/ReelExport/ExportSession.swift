@@ -57,6 +57,7 @@ public final class ExportSession: Sendable {
         var overwrite = false
         var stallTimeout: TimeInterval = 120
         var forceTranscode = false
+        var codecThreads = 0
         var status = Status.unknown
         var progress = Progress(
             status: .unknown, phase: .transcoding, fraction: 0, frames: 0, framesPerSecond: 0, elapsedSeconds: 0)
@@ -127,6 +128,13 @@ public final class ExportSession: Sendable {
     public var forceTranscode: Bool {
         get { state.withLock { $0.forceTranscode } }
         set { state.withLock { $0.forceTranscode = newValue } }
+    }
+    /// Threads each video codec (decoder, scaler, encoder) may use; 0 (the default) lets them use
+    /// every core. A worker running one job per core sets 1: single-threaded codecs side by side
+    /// spend less CPU and memory than frame-threaded ones taking turns.
+    public var codecThreads: Int {
+        get { state.withLock { $0.codecThreads } }
+        set { state.withLock { $0.codecThreads = max(0, newValue) } }
     }
     /// Seconds without any sign of life (a packet read, bytes written) before the export is stopped
     /// and fails as `stalled`. Default 120.
@@ -249,6 +257,7 @@ public final class ExportSession: Sendable {
         let temporary = folder.appendingPathComponent(
             ".\(destination.lastPathComponent).reel-\(UUID().uuidString.prefix(8)).partial")
         decision.plan.outputPath = temporary.path
+        decision.plan.threads = codecThreads
         setStatus(.exporting, started: started)
         defer { unlink(temporary.path) }
         let watchdog = Watchdog(timeout: stallTimeout, cancel: cancelFlag)

@@ -52,11 +52,12 @@ final class TranscodeJob {
         if let index = plan.videoStream, let encoding = plan.video {
             let lane = try VideoLane(
                 input: input, streamIndex: index, encoding: encoding, originMicroseconds: window.originMicroseconds,
-                endMicroseconds: window.endMicroseconds, hasRangeStart: window.hasRangeStart, poolSize: 6)
+                endMicroseconds: window.endMicroseconds, hasRangeStart: window.hasRangeStart, poolSize: 6,
+                threads: plan.threads)
             video = lane
             videoEncoder = try VideoEncoderStage(
                 inputStream: lane.inputStream, encoding: encoding, format: lane.outputFormat, timeBase: lane.timeBase,
-                frameRate: lane.frameRate, output: output)
+                frameRate: lane.frameRate, threads: plan.threads, output: output)
         } else {
             video = nil
             videoEncoder = nil

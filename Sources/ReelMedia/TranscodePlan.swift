@@ -97,13 +97,18 @@ public struct TranscodePlan: Sendable {
     /// Streams to copy unchanged (Passthrough). When non-empty, video and audio must be nil.
     public var copyStreams: [Int]
     public var policy: InputPolicy
+    /// Threads each codec (video decoder, scaler, video encoder) may use: 0 lets them choose (all
+    /// cores; x264 takes 1.5 per core); 1 keeps each single-threaded, for a worker that runs one job
+    /// per core, where frame threads would only add synchronisation and memory.
+    public var threads: Int
 
     public init(
         inputPath: String, outputPath: String, container: Container, faststart: Bool = true,
         metadata: [String: String] = [:], startSeconds: Double? = nil, endSeconds: Double? = nil,
         videoStream: Int? = nil, video: VideoEncoding? = nil, audioStream: Int? = nil, audio: AudioEncoding? = nil,
-        copyStreams: [Int] = [], policy: InputPolicy = .standard
+        copyStreams: [Int] = [], policy: InputPolicy = .standard, threads: Int = 0
     ) {
+        self.threads = max(0, threads)
         self.inputPath = inputPath
         self.outputPath = outputPath
         self.container = container

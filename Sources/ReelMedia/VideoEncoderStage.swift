@@ -11,7 +11,7 @@ final class VideoEncoderStage {
     /// Opens the encoder for `encoding` and adds its stream to `output` (before the header is written).
     init(
         inputStream: UnsafeMutablePointer<AVStream>, encoding: VideoEncoding, format: AVPixelFormat,
-        timeBase: AVRational, frameRate: AVRational, output: OutputFile
+        timeBase: AVRational, frameRate: AVRational, threads: Int, output: OutputFile
     ) throws(MediaError) {
         packet = try Packet()
         encoder = try Encoder(name: encoding.codec.encoderName)
@@ -23,7 +23,9 @@ final class VideoEncoderStage {
         // The source's time base, so variable frame rates keep their exact timestamps.
         context.pointee.time_base = timeBase
         context.pointee.framerate = frameRate
-        context.pointee.thread_count = 0
+        // libx264 takes thread_count as its frame threads; libx265 (5.1) ignores it, so its pool is
+        // sized through x265-params below.
+        context.pointee.thread_count = Int32(threads)
         if let maxBitrate = encoding.maxBitrate, let bufferSize = encoding.bufferSize {
             context.pointee.rc_max_rate = Int64(maxBitrate)
             context.pointee.rc_buffer_size = Int32(clamping: bufferSize)
@@ -44,7 +46,11 @@ final class VideoEncoderStage {
         if output.wantsGlobalHeader { context.pointee.flags |= AV_CODEC_FLAG_GLOBAL_HEADER }
         var options: [(String, String)] = [("preset", encoding.encoderPreset), ("crf", String(encoding.crf))]
         if let profile = encoding.profile { options.append(("profile", profile)) }
-        if encoding.codec == .hevc { options.append(("x265-params", "log-level=error")) }
+        if encoding.codec == .hevc {
+            var parameters = "log-level=error"
+            if threads > 0 { parameters += ":pools=\(threads)" + (threads == 1 ? ":frame-threads=1" : "") }
+            options.append(("x265-params", parameters))
+        }
         try encoder.open(options: options)
 
         outputStream = try output.addStream()

@@ -31,18 +31,21 @@ final class VideoLane {
     let pool: BoundedQueue<Handoff<Frame>>
     /// Receives each ready frame (its pts in `timeBase`).
     var emit: ((Frame) throws(MediaError) -> Void)?
+    /// Decoder and scaler threads (0: automatic).
+    private let threads: Int
     private(set) var framesProduced = 0
     private(set) var mediaSeconds = 0.0
     private(set) var finished = false
 
     init(
         input: InputFile, streamIndex: Int, encoding: VideoEncoding, originMicroseconds: Int64,
-        endMicroseconds: Int64?, hasRangeStart: Bool, poolSize: Int
+        endMicroseconds: Int64?, hasRangeStart: Bool, poolSize: Int, threads: Int
     ) throws(MediaError) {
+        self.threads = threads
         inputIndex = streamIndex
         inputStream = input.stream(streamIndex)
         self.encoding = encoding
-        decoder = try Decoder(stream: inputStream, index: streamIndex)
+        decoder = try Decoder(stream: inputStream, index: streamIndex, threads: threads)
         let timeBase = inputStream.pointee.time_base
         self.timeBase = timeBase
         let microseconds = reel_time_base_q()
@@ -119,7 +122,7 @@ final class VideoLane {
                 ?? (Int32(encoding.width), Int32(encoding.height))
             scaler = try Scaler(
                 from: frame, toWidth: width, height: height, format: outputFormat,
-                keepColorSpace: encoding.color == .keepSource)
+                keepColorSpace: encoding.color == .keepSource, threads: threads)
         }
         // A free frame from the pool; waits while the encoder holds them all (back-pressure).
         guard let target = try pool.pop()?.value else {

@@ -68,16 +68,34 @@ enum FileSystem {
 
     /// Names in a folder, unsorted, without `.` and `..` (readdir; fast on large folders).
     static func names(in folder: String) -> [String] {
-        guard let directory = opendir(folder) else { return [] }
-        defer { closedir(directory) }
         var names: [String] = []
+        forEachName(in: folder) { name in
+            names.append(name)
+            return true
+        }
+        return names
+    }
+
+    /// Whether the folder has an entry `matching` accepts; stops reading at the first one.
+    static func containsName(in folder: String, matching: (String) -> Bool) -> Bool {
+        var found = false
+        forEachName(in: folder) { name in
+            found = matching(name)
+            return !found
+        }
+        return found
+    }
+
+    /// Calls `body` with each entry's name (not `.` and `..`) until it returns false.
+    private static func forEachName(in folder: String, _ body: (String) -> Bool) {
+        guard let directory = opendir(folder) else { return }
+        defer { closedir(directory) }
         while let entry = readdir(directory) {
             let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
                 String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
             }
-            if name != "." && name != ".." { names.append(name) }
+            if name != "." && name != "..", !body(name) { return }
         }
-        return names
     }
 
     static func makeFolder(_ path: String) throws(Failure) {

@@ -58,7 +58,7 @@ struct IsolatedRunner: Sendable {
         }
     }
 
-    func arguments(for spec: JobSpec) -> [String] {
+    func arguments(for spec: JobSpec, threads: Int = 0) -> [String] {
         var arguments = [
             "export", spec.asset, "--preset", spec.preset, "--type", spec.outputType.rawValue, "-o", spec.output,
             "--json", "--die-with-parent", "--stall-timeout", String(stallTimeout), "--metadata", spec.metadata.rawValue,
@@ -66,11 +66,14 @@ struct IsolatedRunner: Sendable {
         if let range = spec.timeRange { arguments += ["--time-range", range.description] }
         if !spec.optimizeForNetwork { arguments.append("--no-network-optimization") }
         if spec.forceTranscode { arguments.append("--force-transcode") }
+        if threads > 0 { arguments += ["--threads", String(threads)] }
         return arguments + isolation.arguments
     }
 
-    func run(_ claim: Claim, register: (JobHandle?) -> Void, handBack: @escaping @Sendable () -> Bool) {
-        let outcome = execute(claim, register: register, handBack: handBack)
+    func run(
+        _ claim: Claim, threads: Int = 0, register: (JobHandle?) -> Void, handBack: @escaping @Sendable () -> Bool
+    ) {
+        let outcome = execute(claim, threads: threads, register: register, handBack: handBack)
         do {
             try store.finish(claim, outcome)
         } catch {
@@ -78,11 +81,13 @@ struct IsolatedRunner: Sendable {
         }
     }
 
-    private func execute(_ claim: Claim, register: (JobHandle?) -> Void, handBack: @escaping @Sendable () -> Bool) -> JobOutcome {
+    private func execute(
+        _ claim: Claim, threads: Int, register: (JobHandle?) -> Void, handBack: @escaping @Sendable () -> Bool
+    ) -> JobOutcome {
         if store.cancelRequested(claim.id) { return .cancelled }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: isolation.executable)
-        process.arguments = arguments(for: claim.spec)
+        process.arguments = arguments(for: claim.spec, threads: threads)
         // Swift's crash backtracer would keep a crashed child alive while it symbolicates (seconds to
         // minutes); the worker records the signal instead.
         var environment = ProcessInfo.processInfo.environment

@@ -14,7 +14,9 @@ struct JobRunner: Sendable {
 
     /// Runs the job. `register` receives the session while it runs (so shutdown can cancel it) and
     /// `handBack` says whether a cancellation was a shutdown (hand the job back) or a user's cancel.
-    func run(_ claim: Claim, register: (JobHandle?) -> Void, handBack: @escaping @Sendable () -> Bool) {
+    func run(
+        _ claim: Claim, threads: Int = 0, register: (JobHandle?) -> Void, handBack: @escaping @Sendable () -> Bool
+    ) {
         let spec = claim.spec
         let outcome: JobOutcome
         do throws(ExportError) {
@@ -28,6 +30,7 @@ struct JobRunner: Sendable {
             session.shouldOptimizeForNetworkUse = spec.optimizeForNetwork
             session.stallTimeout = stallTimeout
             session.forceTranscode = spec.forceTranscode
+            session.codecThreads = threads
             register(session)
             defer { register(nil) }
             let ticket = claim.ticket

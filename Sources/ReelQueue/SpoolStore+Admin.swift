@@ -70,9 +70,14 @@ extension SpoolStore {
 
     /// Whether any job is waiting (now or after a backoff) or running.
     public func hasPendingWork() -> Bool {
-        !FileSystem.names(in: path(.waiting)).filter { !$0.hasSuffix(".tmp") }.isEmpty
-            || !FileSystem.names(in: path(.delayed)).filter { !$0.hasSuffix(".tmp") }.isEmpty
-            || !FileSystem.names(in: path(.running)).isEmpty
+        hasWaitingJobs()
+            || FileSystem.containsName(in: path(.delayed)) { !$0.hasSuffix(".tmp") }
+            || FileSystem.containsName(in: path(.running)) { _ in true }
+    }
+
+    /// Whether a job is waiting to be claimed (read up to the first marker, however long the queue).
+    public func hasWaitingJobs() -> Bool {
+        FileSystem.containsName(in: path(.waiting)) { !$0.hasSuffix(".tmp") }
     }
 
     /// The folder workers watch for new jobs.

@@ -37,8 +37,8 @@ public final class WorkerPool: Sendable {
         }
     }
 
-    /// One worker per core, at most 8: x264/x265 use every core for one job, but decoding, scaling
-    /// and the faststart rewrite are largely serial, so a second job fills the gaps.
+    /// One worker per core, at most 8. How many threads each job's codecs get is decided per job
+    /// (see `CoreBudget`): one each when jobs are waiting, every core for a video job on its own.
     public static var defaultJobs: Int { max(1, min(8, ProcessInfo.processInfo.activeProcessorCount)) }
 
     enum State: Equatable { case idle, running, draining, cancelling, stopped }
@@ -51,11 +51,14 @@ public final class WorkerPool: Sendable {
     private let store: SpoolStore
     private let configuration: Configuration
     private let shared = Mutex(Shared())
+    private let cores: CoreBudget
     private let logger = Logger(label: "reel.worker")
 
     public init(store: SpoolStore, configuration: Configuration) {
         self.store = store
         self.configuration = configuration
+        // More workers than cores is the user's call: each then gets a unit of its own.
+        cores = CoreBudget(total: max(ProcessInfo.processInfo.activeProcessorCount, configuration.jobs))
     }
 
     /// Runs the workers on the calling thread's behalf and returns when they have all stopped.
@@ -104,6 +107,14 @@ public final class WorkerPool: Sendable {
 
     private var isRunning: Bool { shared.withLock { $0.state == .running } }
 
+    /// Whether more codec threads would speed the job up: a video preset (it may still turn out to be
+    /// a smart passthrough, which leaves the extra units idle for that short while). Audio encoders and
+    /// copies are single-threaded.
+    private func scalesWithCores(_ spec: JobSpec) -> Bool {
+        guard let preset = try? configuration.presets.preset(named: spec.preset) else { return false }
+        return preset.kind == .video && !spec.outputType.isAudioOnly
+    }
+
     private func workerLoop(name: String) {
         let runner = JobRunner(
             store: store, presets: configuration.presets, limits: configuration.limits,
@@ -118,14 +129,21 @@ public final class WorkerPool: Sendable {
                 store.recover()
                 lastRecovery = Date()
             }
-            let claim: Claim?
-            do {
-                claim = try store.claim(worker: name)
-            } catch {
-                logger.error("cannot claim", metadata: ["error": "\(error)"])
-                claim = nil
+            // Claims go through the core budget: none while a lone job uses every core.
+            let admission = cores.admit(timeout: 0.5) { () -> Claim? in
+                do {
+                    return try store.claim(worker: name)
+                } catch {
+                    logger.error("cannot claim", metadata: ["error": "\(error)"])
+                    return nil
+                }
+            } scales: { claim in
+                scalesWithCores(claim.spec) && !store.hasWaitingJobs()
             }
-            if let claim {
+            if case .busy = admission { continue }
+            if case .admitted(let claim, let units) = admission {
+                defer { cores.release(units) }
+                let threads = cores.threads(holding: units)
                 let register: (JobHandle?) -> Void = { handle in
                     let cancelNow = self.shared.withLock { shared -> Bool in
                         shared.sessions[claim.id] = handle
@@ -135,9 +153,9 @@ public final class WorkerPool: Sendable {
                 }
                 let handBack: @Sendable () -> Bool = { [self] in shared.withLock { $0.state == .cancelling } }
                 if let isolated {
-                    isolated.run(claim, register: register, handBack: handBack)
+                    isolated.run(claim, threads: threads, register: register, handBack: handBack)
                 } else {
-                    runner.run(claim, register: register, handBack: handBack)
+                    runner.run(claim, threads: threads, register: register, handBack: handBack)
                 }
                 continue
             }

@@ -38,6 +38,10 @@ struct ExportCommand: AsyncParsableCommand {
     @Flag(name: .long, help: "Re-encode even when the source already satisfies the preset (no smart passthrough).")
     var forceTranscode = false
 
+    @Option(name: .long, help: ArgumentHelp(
+        "Threads per video codec (decoder, scaler, encoder); 0 lets them use every core.", valueName: "n"))
+    var threads = 0
+
     @Flag(name: .long, help: "Replace the output file if it exists.")
     var overwrite = false
 
@@ -57,6 +61,9 @@ struct ExportCommand: AsyncParsableCommand {
         }
         if MetadataPolicy(rawValue: metadata) == nil {
             throw ValidationError("unknown metadata policy '\(metadata)'; use keep, sharing or strip")
+        }
+        if !(0...64).contains(threads) {
+            throw ValidationError("--threads must be between 0 (automatic) and 64, not \(threads)")
         }
     }
 
@@ -87,6 +94,7 @@ struct ExportCommand: AsyncParsableCommand {
         session.overwritesExistingFile = overwrite
         session.stallTimeout = stallTimeout
         session.forceTranscode = forceTranscode
+        session.codecThreads = threads
         let destination: URL
         if let output {
             destination = URL(fileURLWithPath: output)

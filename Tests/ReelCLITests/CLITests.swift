@@ -77,6 +77,28 @@ struct CLITests {
         #expect((try? FileManager.default.contentsOfDirectory(atPath: folder.path))?.isEmpty == true)
     }
 
+    /// x264 writes its settings into the stream; mediainfo reads them back.
+    @Test func threadsOptionReachesTheEncoder() throws {
+        let folder = Fixtures.scratchFolder("cli-threads")
+        let source = try Fixtures.url(Fixtures.landscape).path
+        let single = folder.appendingPathComponent("single.mp4")
+        let result = try ReelBinary.run([
+            "export", source, "--preset", "LowQuality", "-o", single.path, "--force-transcode", "--threads", "1",
+        ])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(try MediaInfoTool.x264Threads(single) == 1)
+        if ProcessInfo.processInfo.activeProcessorCount > 1 {
+            let automatic = folder.appendingPathComponent("automatic.mp4")
+            let result = try ReelBinary.run([
+                "export", source, "--preset", "LowQuality", "-o", automatic.path, "--force-transcode",
+            ])
+            #expect(result.status == 0, "\(result.stderr)")
+            #expect(try MediaInfoTool.x264Threads(automatic).map { $0 > 1 } == true)
+        }
+        let refused = try ReelBinary.run(["export", source, "--preset", "LowQuality", "--threads", "-2"])
+        #expect(refused.status == 64 && refused.stderr.contains("--threads"), "\(refused.stderr)")
+    }
+
     @Test func interruptCancelsAndLeavesNothing() throws {
         let folder = Fixtures.scratchFolder("cli-interrupt")
         let process = Process()

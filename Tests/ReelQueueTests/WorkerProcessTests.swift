@@ -77,6 +77,33 @@ struct WorkerProcessTests {
         #expect(spool.outputFiles().allSatisfy { !$0.hasPrefix(".") })
     }
 
+    /// A backlog runs one single-threaded job per core; a job alone gets every core. Checked in the
+    /// x264 settings each output carries (mediainfo).
+    @Test(arguments: ["--isolate", "--no-isolate"])
+    func codecThreadsFollowTheQueue(_ mode: String) throws {
+        let backlog = Spool()
+        let ids = try (0..<3).map { _ in try backlog.submit(Fixtures.landscape, preset: "LowQuality", extra: ["--force-transcode"]) }
+        let worker = try ReelBinary.start(["work", "--drain", "--jobs", "2", mode], environment: backlog.environment)
+        worker.waitUntilExit()
+        #expect(worker.terminationStatus == 0)
+        // The first two were claimed with a third still waiting.
+        for id in ids.prefix(2) {
+            let status = try #require(backlog.status(id))
+            #expect(status.state == .completed)
+            let output = URL(fileURLWithPath: status.output)
+            #expect(try MediaInfoTool.x264Threads(output) == 1, "\(id)")
+        }
+        guard ProcessInfo.processInfo.activeProcessorCount > 1 else { return }
+        let alone = Spool()
+        let id = try alone.submit(Fixtures.landscape, preset: "LowQuality", extra: ["--force-transcode"])
+        let single = try ReelBinary.start(["work", "--drain", "--jobs", "2", mode], environment: alone.environment)
+        single.waitUntilExit()
+        let status = try #require(alone.status(id))
+        #expect(status.state == .completed)
+        let output = URL(fileURLWithPath: status.output)
+        #expect(try MediaInfoTool.x264Threads(output).map { $0 > 1 } == true)
+    }
+
     @Test(arguments: ["--isolate", "--no-isolate"])
     func aKilledWorkersJobCompletesOnRestartWithNoPartialOutput(_ mode: String) throws {
         let spool = Spool()

@@ -81,6 +81,11 @@ public struct ProbedFile: Decodable, Sendable {
 public enum MediaInfoTool {
     /// The General track's fields (e.g. `IsStreamable`, `Format`, `CodecID`).
     public static func general(_ url: URL) throws -> [String: String] {
+        try track("General", of: url)
+    }
+
+    /// The first track of a type (`General`, `Video`, `Audio`), string fields only.
+    public static func track(_ type: String, of url: URL) throws -> [String: String] {
         let result = try Tools.run("mediainfo", ["--Output=JSON", url.path])
         guard result.status == 0 else { throw ToolFailure(message: result.stderr) }
         struct Root: Decodable {
@@ -88,8 +93,16 @@ public enum MediaInfoTool {
             var media: Media
         }
         let root = try JSONDecoder().decode(Root.self, from: Data(result.stdout.utf8))
-        let general = root.media.track.first { $0["@type"]?.string == "General" } ?? [:]
-        return general.compactMapValues(\.string)
+        let track = root.media.track.first { $0["@type"]?.string == type } ?? [:]
+        return track.compactMapValues(\.string)
+    }
+
+    /// The frame threads x264 ran with, from the settings it writes into the stream (nil when the
+    /// video was not made by x264).
+    public static func x264Threads(_ url: URL) throws -> Int? {
+        let settings = try track("Video", of: url)["Encoded_Library_Settings"] ?? ""
+        let field = settings.components(separatedBy: " / ").first { $0.hasPrefix("threads=") }
+        return field.flatMap { Int($0.dropFirst("threads=".count)) }
     }
 }
 
