@@ -31,7 +31,7 @@ final class VideoLane {
     let pool: BoundedQueue<Handoff<Frame>>
     /// Receives each ready frame (its pts in `timeBase`).
     var emit: ((Frame) throws(MediaError) -> Void)?
-    /// Decoder and scaler threads (0: automatic).
+    /// Decoder threads (0: automatic).
     private let threads: Int
     private(set) var framesProduced = 0
     private(set) var mediaSeconds = 0.0
@@ -120,9 +120,12 @@ final class VideoLane {
         if scaler == nil || !scaler!.accepts(frame) {
             let (width, height) = scaled.map { ($0.pointer.pointee.width, $0.pointer.pointee.height) }
                 ?? (Int32(encoding.width), Int32(encoding.height))
+            // One slice thread: the reader thread scales while x264's frame threads and the decoder's
+            // use the other cores, so slice threads only add hand-offs (1080p→720p on 2 cores: 6% less
+            // wall time than sws's automatic count).
             scaler = try Scaler(
                 from: frame, toWidth: width, height: height, format: outputFormat,
-                keepColorSpace: encoding.color == .keepSource, threads: threads)
+                keepColorSpace: encoding.color == .keepSource, threads: 1)
         }
         // A free frame from the pool; waits while the encoder holds them all (back-pressure).
         guard let target = try pool.pop()?.value else {
