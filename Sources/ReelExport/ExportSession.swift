@@ -129,9 +129,9 @@ public final class ExportSession: Sendable {
         get { state.withLock { $0.forceTranscode } }
         set { state.withLock { $0.forceTranscode = newValue } }
     }
-    /// Threads each video codec (decoder, scaler, encoder) may use; 0 (the default) lets them use
-    /// every core. A worker running one job per core sets 1: single-threaded codecs side by side
-    /// spend less CPU and memory than frame-threaded ones taking turns.
+    /// Threads the video decoder and encoder may each use; 0 (the default) lets them use every core.
+    /// A worker running one job per core sets 1: two single-threaded jobs side by side waste less
+    /// than two frame-threaded ones contending for the same cores.
     public var codecThreads: Int {
         get { state.withLock { $0.codecThreads } }
         set { state.withLock { $0.codecThreads = max(0, newValue) } }

@@ -97,9 +97,9 @@ public struct TranscodePlan: Sendable {
     /// Streams to copy unchanged (Passthrough). When non-empty, video and audio must be nil.
     public var copyStreams: [Int]
     public var policy: InputPolicy
-    /// Threads each codec (video decoder, scaler, video encoder) may use: 0 lets them choose (all
-    /// cores; x264 takes 1.5 per core); 1 keeps each single-threaded, for a worker that runs one job
-    /// per core, where frame threads would only add synchronisation and memory.
+    /// Threads the video decoder and encoder may each use (the scaler always uses one): 0 lets them
+    /// choose (every core; x264 takes 1.5 per core); 1 keeps them single-threaded, for a worker that
+    /// runs one job per core, where frame threads would only add synchronisation and memory.
     public var threads: Int
 
     public init(

@@ -39,7 +39,7 @@ struct ExportCommand: AsyncParsableCommand {
     var forceTranscode = false
 
     @Option(name: .long, help: ArgumentHelp(
-        "Threads per video codec (decoder, scaler, encoder); 0 lets them use every core.", valueName: "n"))
+        "Threads for the video decoder and for the encoder; 0 lets them use every core.", valueName: "n"))
     var threads = 0
 
     @Flag(name: .long, help: "Replace the output file if it exists.")
