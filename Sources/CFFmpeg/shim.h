@@ -17,6 +17,7 @@
 #include <libavutil/timestamp.h>
 #include <libswresample/swresample.h>
 #include <libswscale/swscale.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -92,3 +93,7 @@ static inline int reel_start_writeback(int fd, int64_t offset, int64_t length) {
     return 0;
 #endif
 }
+
+// Returns the heap's free pages to the system (glibc). A process that runs export after export
+// (an in-process worker) otherwise keeps each thread arena's high-water mark.
+static inline void reel_trim_heap(void) { (void)malloc_trim(0); }

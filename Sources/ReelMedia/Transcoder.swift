@@ -19,6 +19,9 @@ public enum Transcoder {
         _ plan: TranscodePlan, cancel: CancellationFlag, heartbeat: Heartbeat = Heartbeat(),
         progress: @escaping (TranscodeProgress) -> Void
     ) throws(MediaError) -> TranscodeOutcome {
+        // The codecs' frames are freed by now; give their pages back, so a worker running exports
+        // one after another in one process does not keep the largest one's footprint forever.
+        defer { reel_trim_heap() }
         // Copying packets needs no decoded frames: the header suffices where it describes the streams.
         let analysis: InputFile.Analysis = plan.copyStreams.isEmpty ? .full : .headerSuffices
         let input = try InputFile(path: plan.inputPath, policy: plan.policy, interrupt: cancel, analysis: analysis)
