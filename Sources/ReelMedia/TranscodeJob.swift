@@ -79,6 +79,18 @@ final class TranscodeJob {
     }
 
     func run() throws(MediaError) -> TranscodeOutcome {
+        if video == nil {
+            // Audio alone is one cheap stage: handing each packet to a second thread would cost more
+            // (two futex wake-ups a packet) than the muxing it moves off this one.
+            try read(muxingDirectly: true)
+        } else {
+            try runPipeline()
+        }
+        return try finish()
+    }
+
+    /// The reader on this thread, the encoder and muxer on another.
+    private func runPipeline() throws(MediaError) {
         let finished = DispatchSemaphore(value: 0)
         let failure = Mutex<MediaError?>(nil)
         let stage = Handoff(self)
@@ -113,6 +125,9 @@ final class TranscodeJob {
         }
         finished.wait()
         if let error = failure.withLock({ $0 }) { throw error }
+    }
+
+    private func finish() throws(MediaError) -> TranscodeOutcome {
         if cancel.isRaised { throw MediaError.cancelled() }
 
         let frames = encodedFrames.load(ordering: .relaxed)
@@ -133,17 +148,21 @@ final class TranscodeJob {
         return TranscodeOutcome(bytes: output.bytesWritten, videoFrames: frames, audioFrames: audio?.framesEncoded ?? 0)
     }
 
-    /// The reader: demux, decode, scale, and audio encoding; hands work to the encoder thread.
-    private func read() throws(MediaError) {
+    /// The reader: demux, decode, scale, and audio encoding; hands work to the encoder thread, or
+    /// with `muxingDirectly` (no video) writes the audio packets itself.
+    private func read(muxingDirectly: Bool = false) throws(MediaError) {
         if window.hasRangeStart { try input.seek(toMicroseconds: window.originMicroseconds) }
         report(phase: .transcoding, fraction: 0)
         let work = work
         let packetPool = packetPool
-        let audioSink: PacketSink = { (encoded: Packet) throws(MediaError) in
-            guard let carrier = try packetPool.pop()?.value else { return }
-            av_packet_move_ref(carrier.pointer, encoded.pointer)
-            try work.push(Handoff(.packet(carrier)))
-        }
+        let output = output
+        let audioSink: PacketSink = muxingDirectly
+            ? { (encoded: Packet) throws(MediaError) in try output.write(encoded) }
+            : { (encoded: Packet) throws(MediaError) in
+                guard let carrier = try packetPool.pop()?.value else { return }
+                av_packet_move_ref(carrier.pointer, encoded.pointer)
+                try work.push(Handoff(.packet(carrier)))
+            }
         while true {
             guard try input.read(into: packet, unless: cancel) else { break }
             defer { packet.unref() }
