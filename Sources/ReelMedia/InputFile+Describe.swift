@@ -151,7 +151,10 @@ public enum MediaProbe {
     /// Opens `path` under `policy` and returns what it contains. Throws `MediaError` with
     /// `.unreadableInput` (missing, not a regular file, not permitted or corrupt) or `.limitExceeded`.
     public static func probe(path: String, policy: InputPolicy = .standard) throws(MediaError) -> MediaInfo {
-        try InputFile(path: path, policy: policy).info
+        // Probing decodes a few frames on the caller's thread; the export that follows runs on other
+        // threads (other malloc arenas), which would never reuse what the probe freed.
+        defer { reel_trim_heap() }
+        return try InputFile(path: path, policy: policy).info
     }
 
     /// Reads only the header of an MP4/QuickTime or Matroska file (no frames decoded): enough for

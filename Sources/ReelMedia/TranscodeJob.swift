@@ -50,9 +50,11 @@ final class TranscodeJob {
         output = try OutputFile(path: plan.outputPath, muxer: plan.container.muxer)
         output.heartbeat = heartbeat
         if let index = plan.videoStream, let encoding = plan.video {
+            // Single-threaded codecs (one job per core) need less slack between the stages: three
+            // frames keep both busy and hold half the memory.
             let lane = try VideoLane(
                 input: input, streamIndex: index, encoding: encoding, originMicroseconds: window.originMicroseconds,
-                endMicroseconds: window.endMicroseconds, hasRangeStart: window.hasRangeStart, poolSize: 6,
+                endMicroseconds: window.endMicroseconds, hasRangeStart: window.hasRangeStart, poolSize: plan.threads == 1 ? 3 : 6,
                 threads: plan.threads)
             video = lane
             videoEncoder = try VideoEncoderStage(
