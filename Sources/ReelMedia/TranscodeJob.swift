@@ -55,7 +55,7 @@ final class TranscodeJob {
             let lane = try VideoLane(
                 input: input, streamIndex: index, encoding: encoding, originMicroseconds: window.originMicroseconds,
                 endMicroseconds: window.endMicroseconds, hasRangeStart: window.hasRangeStart, poolSize: plan.threads == 1 ? 3 : 6,
-                threads: plan.threads)
+                decoderThreads: plan.threads)
             video = lane
             videoEncoder = try VideoEncoderStage(
                 inputStream: lane.inputStream, encoding: encoding, format: lane.outputFormat, timeBase: lane.timeBase,
@@ -74,7 +74,8 @@ final class TranscodeJob {
         if video == nil && audio == nil {
             throw MediaError(kind: .invalidArgument, call: "plan", message: "nothing to export: no video or audio stream")
         }
-        for _ in 0..<64 { try packetPool.push(Handoff(try Packet())) }
+        // Carriers for audio packets on their way to the encoder thread; audio alone needs none (`run`).
+        if video != nil { for _ in 0..<64 { try packetPool.push(Handoff(try Packet())) } }
         try output.writeHeader(metadata: plan.metadata, options: Transcoder.muxerOptions(plan))
         let work = work
         video?.emit = { (frame: Frame) throws(MediaError) in try work.push(Handoff(.frame(frame))) }

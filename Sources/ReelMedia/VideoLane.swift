@@ -31,21 +31,18 @@ final class VideoLane {
     let pool: BoundedQueue<Handoff<Frame>>
     /// Receives each ready frame (its pts in `timeBase`).
     var emit: ((Frame) throws(MediaError) -> Void)?
-    /// Decoder threads (0: automatic).
-    private let threads: Int
     private(set) var framesProduced = 0
     private(set) var mediaSeconds = 0.0
     private(set) var finished = false
 
     init(
         input: InputFile, streamIndex: Int, encoding: VideoEncoding, originMicroseconds: Int64,
-        endMicroseconds: Int64?, hasRangeStart: Bool, poolSize: Int, threads: Int
+        endMicroseconds: Int64?, hasRangeStart: Bool, poolSize: Int, decoderThreads: Int
     ) throws(MediaError) {
-        self.threads = threads
         inputIndex = streamIndex
         inputStream = input.stream(streamIndex)
         self.encoding = encoding
-        decoder = try Decoder(stream: inputStream, index: streamIndex, threads: threads)
+        decoder = try Decoder(stream: inputStream, index: streamIndex, threads: decoderThreads)
         let timeBase = inputStream.pointee.time_base
         self.timeBase = timeBase
         let microseconds = reel_time_base_q()

@@ -58,7 +58,7 @@ struct IsolatedRunner: Sendable {
         }
     }
 
-    func arguments(for spec: JobSpec, threads: Int = 0) -> [String] {
+    func arguments(for spec: JobSpec, threads: Int) -> [String] {
         var arguments = [
             "export", spec.asset, "--preset", spec.preset, "--type", spec.outputType.rawValue, "-o", spec.output,
             "--json", "--die-with-parent", "--stall-timeout", String(stallTimeout), "--metadata", spec.metadata.rawValue,
@@ -71,7 +71,7 @@ struct IsolatedRunner: Sendable {
     }
 
     func run(
-        _ claim: Claim, threads: Int = 0, register: (JobHandle?) -> Void, handBack: @escaping @Sendable () -> Bool
+        _ claim: Claim, threads: Int, register: (JobHandle?) -> Void, handBack: @escaping @Sendable () -> Bool
     ) {
         let outcome = execute(claim, threads: threads, register: register, handBack: handBack)
         do {

@@ -15,7 +15,7 @@ struct JobRunner: Sendable {
     /// Runs the job. `register` receives the session while it runs (so shutdown can cancel it) and
     /// `handBack` says whether a cancellation was a shutdown (hand the job back) or a user's cancel.
     func run(
-        _ claim: Claim, threads: Int = 0, register: (JobHandle?) -> Void, handBack: @escaping @Sendable () -> Bool
+        _ claim: Claim, threads: Int, register: (JobHandle?) -> Void, handBack: @escaping @Sendable () -> Bool
     ) {
         let spec = claim.spec
         let outcome: JobOutcome
