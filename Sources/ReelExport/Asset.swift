@@ -87,8 +87,12 @@ public struct Asset: Sendable {
     }
 
     /// Device make and model (QuickTime keys, or Android's).
-    public var make: String? { metadata["com.apple.quicktime.make"] ?? metadata["make"] ?? metadata["com.android.manufacturer"] }
-    public var model: String? { metadata["com.apple.quicktime.model"] ?? metadata["model"] ?? metadata["com.android.model"] }
+    public var make: String? {
+        metadata["com.apple.quicktime.make"] ?? metadata["make"] ?? metadata["com.android.manufacturer"]
+    }
+    public var model: String? {
+        metadata["com.apple.quicktime.model"] ?? metadata["model"] ?? metadata["com.android.model"]
+    }
 
     /// The QuickTime content identifier that pairs a Live Photo's still and movie.
     public var contentIdentifier: String? { metadata["com.apple.quicktime.content.identifier"] }

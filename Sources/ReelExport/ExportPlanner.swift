@@ -85,12 +85,14 @@ public enum ExportPlanner {
     ) throws(ExportError) -> ExportDecision {
         if let range = timeRange {
             if let end = range.end, end <= range.start {
-                throw ExportError(.invalidArgument, "the time range ends (\(end) s) before it starts (\(range.start) s)")
+                throw ExportError(
+                    .invalidArgument, "the time range ends (\(end) s) before it starts (\(range.start) s)")
             }
             if asset.duration > 0, range.start >= asset.duration {
                 throw ExportError(
                     .invalidArgument,
-                    "the time range starts at \(range.start) s, after the end of the asset (\(String(format: "%.3f", asset.duration)) s)")
+                    "the time range starts at \(range.start) s, after the end of the asset (\(String(format: "%.3f", asset.duration)) s)"
+                )
             }
         }
         var plan = TranscodePlan(
@@ -104,7 +106,8 @@ public enum ExportPlanner {
             if type.isAudioOnly, asset.videoTrack != nil {
                 throw ExportError(
                     .incompatiblePreset,
-                    "Passthrough cannot write the video of \(asset.url.lastPathComponent) into an m4a file; use --type mp4 or the AppleM4A preset")
+                    "Passthrough cannot write the video of \(asset.url.lastPathComponent) into an m4a file; use --type mp4 or the AppleM4A preset"
+                )
             }
             var copy: [Int] = []
             for track in asset.tracks {
@@ -121,7 +124,8 @@ public enum ExportPlanner {
                 } else if track.index == asset.videoTrack?.index || track.index == asset.audioTrack?.index {
                     throw ExportError(
                         .incompatiblePreset,
-                        "Passthrough cannot put \(track.codec) (\(track.kind.rawValue) track \(track.index)) in a \(type.rawValue) file; choose another output type or a re-encoding preset")
+                        "Passthrough cannot put \(track.codec) (\(track.kind.rawValue) track \(track.index)) in a \(type.rawValue) file; choose another output type or a re-encoding preset"
+                    )
                 } else {
                     decision.skippedStreams.append(track.index)
                 }
@@ -142,14 +146,16 @@ public enum ExportPlanner {
             }
             guard let track = asset.audioTrack, let audio = preset.audio else {
                 throw ExportError(
-                    .incompatiblePreset, "\(preset.name) needs an audio track and \(asset.url.lastPathComponent) has none")
+                    .incompatiblePreset,
+                    "\(preset.name) needs an audio track and \(asset.url.lastPathComponent) has none")
             }
             plan.audioStream = track.index
             plan.audio = audioEncoding(audio, track: track)
         case .video:
             if type.isAudioOnly {
                 throw ExportError(
-                    .incompatiblePreset, "\(preset.name) writes video, which an m4a file cannot hold; use AppleM4A for m4a")
+                    .incompatiblePreset,
+                    "\(preset.name) writes video, which an m4a file cannot hold; use AppleM4A for m4a")
             }
             guard let settings = preset.video, let audio = preset.audio else {
                 throw ExportError(.invalidPreset, "\(preset.name) has no video settings")
@@ -162,7 +168,8 @@ public enum ExportPlanner {
                     throw ExportError(.unreadableInput, "the video track of \(asset.url.lastPathComponent) has no size")
                 }
                 let size = preset.outputSize(forDisplayWidth: display.width, height: display.height)
-                let highBit = settings.codec == .hevc && (settings.keepHighBitDepth ?? false) && (track.bitDepth ?? 8) > 8
+                let highBit =
+                    settings.codec == .hevc && (settings.keepHighBitDepth ?? false) && (track.bitDepth ?? 8) > 8
                 plan.videoStream = track.index
                 plan.video = VideoEncoding(
                     codec: settings.codec, width: size.width, height: size.height, rotation: track.rotation ?? 0,
@@ -177,8 +184,10 @@ public enum ExportPlanner {
                 plan.audio = audioEncoding(audio, track: track)
             }
             // Smart passthrough: a source that already is what the preset would make is copied.
-            let verdict = forceTranscode
-                ? "re-encoding was forced" : smartPassthroughObstacle(asset: asset, preset: preset, type: type, timeRange: timeRange)
+            let verdict =
+                forceTranscode
+                ? "re-encoding was forced"
+                : smartPassthroughObstacle(asset: asset, preset: preset, type: type, timeRange: timeRange)
             if let verdict {
                 decision.reason = "re-encoded: \(verdict)"
             } else {
@@ -188,7 +197,8 @@ public enum ExportPlanner {
                 plan.audioStream = nil
                 plan.audio = nil
                 decision.method = .smartPassthrough
-                decision.reason = "copied: the source already fits \(preset.name) (codec, size, frame rate, bit rate, audio)"
+                decision.reason =
+                    "copied: the source already fits \(preset.name) (codec, size, frame rate, bit rate, audio)"
             }
         }
         decision.plan = plan
@@ -199,17 +209,22 @@ public enum ExportPlanner {
     /// (8-bit 4:2:0 H.264, or HEVC within the preset's depth), inside the box at its own size, square
     /// pixels, no rotation to apply, frame rate and bit rate within the caps, SDR for H.264, and audio
     /// that is already AAC-LC with at most the preset's channels at 44.1/48 kHz.
-    static func smartPassthroughObstacle(asset: Asset, preset: Preset, type: OutputType, timeRange: TimeRange?) -> String? {
+    static func smartPassthroughObstacle(asset: Asset, preset: Preset, type: OutputType, timeRange: TimeRange?)
+        -> String?
+    {
         guard let settings = preset.video, let audioSettings = preset.audio else { return "not a video preset" }
         guard let video = asset.videoTrack else { return "the asset has no video" }
         if timeRange != nil { return "a time range is cut frame-accurately" }
         let codec = settings.codec == .h264 ? "h264" : "hevc"
         guard video.codec == codec else { return "the video is \(video.codec), not \(codec)" }
-        guard MediaCapabilities.container(type.container.muxer, canHold: codec) else { return "\(type.rawValue) cannot hold \(codec)" }
+        guard MediaCapabilities.container(type.container.muxer, canHold: codec) else {
+            return "\(type.rawValue) cannot hold \(codec)"
+        }
         let depth = video.bitDepth ?? 8
         let maxDepth = settings.codec == .hevc && (settings.keepHighBitDepth ?? false) ? 10 : 8
         guard video.chromaSubsampling == "4:2:0", depth <= maxDepth else {
-            return "the video is \(depth)-bit \(video.chromaSubsampling ?? "unknown chroma"), not \(maxDepth == 8 ? "8-bit" : "8/10-bit") 4:2:0"
+            return
+                "the video is \(depth)-bit \(video.chromaSubsampling ?? "unknown chroma"), not \(maxDepth == 8 ? "8-bit" : "8/10-bit") 4:2:0"
         }
         if settings.codec == .h264, let profile = video.profile,
             !["Constrained Baseline", "Baseline", "Main", "High"].contains(profile)
@@ -217,7 +232,9 @@ public enum ExportPlanner {
             return "H.264 profile \(profile) is not widely playable"
         }
         if (video.rotation ?? 0) != 0 { return "its \(video.rotation ?? 0)° rotation must be applied to the pixels" }
-        if let sar = video.sampleAspectRatio, sar.isValid, sar.numerator != sar.denominator { return "its pixels are not square" }
+        if let sar = video.sampleAspectRatio, sar.isValid, sar.numerator != sar.denominator {
+            return "its pixels are not square"
+        }
         guard let width = video.width, let height = video.height else { return "its size is unknown" }
         let fitted = preset.outputSize(forDisplayWidth: width, height: height)
         guard fitted.width == width, fitted.height == height else {
@@ -226,7 +243,9 @@ public enum ExportPlanner {
         if let cap = settings.maxFrameRate, let rate = video.frameRate?.value, rate > cap + 0.01 {
             return "\(String(format: "%.2f", rate)) fps is above the \(Int(cap)) fps cap"
         }
-        if settings.codec == .h264, let transfer = video.colorTransfer, ["smpte2084", "arib-std-b67"].contains(transfer) {
+        if settings.codec == .h264, let transfer = video.colorTransfer,
+            ["smpte2084", "arib-std-b67"].contains(transfer)
+        {
             return "HDR (\(transfer)) must be converted to SDR"
         }
         if let cap = settings.maxBitrate {
@@ -235,8 +254,12 @@ public enum ExportPlanner {
         }
         if let audio = asset.audioTrack {
             guard audio.codec == "aac", audio.profile == "LC" else { return "the audio is \(audio.codec), not AAC-LC" }
-            guard (audio.channels ?? 99) <= audioSettings.maxChannels else { return "the audio has \(audio.channels ?? 0) channels" }
-            guard [44_100, 48_000].contains(audio.sampleRate ?? 0) else { return "the audio is at \(audio.sampleRate ?? 0) Hz" }
+            guard (audio.channels ?? 99) <= audioSettings.maxChannels else {
+                return "the audio has \(audio.channels ?? 0) channels"
+            }
+            guard [44_100, 48_000].contains(audio.sampleRate ?? 0) else {
+                return "the audio is at \(audio.sampleRate ?? 0) Hz"
+            }
             if let rate = audio.bitRate, rate > audioSettings.bitrate * 5 / 4 {
                 return "the audio's \(rate / 1000) kb/s is above the preset's \(audioSettings.bitrate / 1000) kb/s"
             }
@@ -254,7 +277,9 @@ public enum ExportPlanner {
     }
 
     /// Keys the muxer writes itself or that describe the old file rather than the recording.
-    static let containerKeys: Set<String> = ["major_brand", "minor_version", "compatible_brands", "encoder", "location-eng"]
+    static let containerKeys: Set<String> = [
+        "major_brand", "minor_version", "compatible_brands", "encoder", "location-eng",
+    ]
 
     static func metadataToWrite(_ source: [String: String], policy: MetadataPolicy) -> [String: String] {
         switch policy {

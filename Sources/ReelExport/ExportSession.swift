@@ -178,8 +178,10 @@ public final class ExportSession: Sendable {
     @discardableResult
     public func determineCompatibility() throws(ExportError) -> ExportDecision {
         let (type, range, metadata, network, force) = state.withLock {
-            ($0.outputFileType ?? ExportPlanner.defaultType(for: preset), $0.timeRange, $0.metadataPolicy,
-             $0.shouldOptimizeForNetworkUse, $0.forceTranscode)
+            (
+                $0.outputFileType ?? ExportPlanner.defaultType(for: preset), $0.timeRange, $0.metadataPolicy,
+                $0.shouldOptimizeForNetworkUse, $0.forceTranscode
+            )
         }
         return try ExportPlanner.decide(
             asset: asset, preset: preset, type: type, timeRange: range, metadata: metadata,
@@ -243,7 +245,8 @@ public final class ExportSession: Sendable {
         let overwrite = overwritesExistingFile
         let folder = destination.deletingLastPathComponent()
         var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: folder.path, isDirectory: &isDirectory), isDirectory.boolValue else {
+        guard FileManager.default.fileExists(atPath: folder.path, isDirectory: &isDirectory), isDirectory.boolValue
+        else {
             throw ExportError(.outputFailed, "the output folder \(folder.path) does not exist")
         }
         if !overwrite, FileManager.default.fileExists(atPath: destination.path) {
@@ -269,7 +272,8 @@ public final class ExportSession: Sendable {
         }
         if watchdog.stalled {
             throw ExportError(
-                .stalled, "no progress for \(Int(stallTimeout)) s; the export was stopped"
+                .stalled,
+                "no progress for \(Int(stallTimeout)) s; the export was stopped"
                     + (outcome == nil ? " (its decoder did not return and was abandoned)" : ""))
         }
         switch outcome {
@@ -299,7 +303,8 @@ public final class ExportSession: Sendable {
     static func moveIntoPlace(_ temporary: URL, _ destination: URL, overwrite: Bool) throws(ExportError) {
         if overwrite {
             if rename(temporary.path, destination.path) != 0 {
-                throw ExportError(.outputFailed, "cannot move the output into place: \(String(cString: strerror(errno)))")
+                throw ExportError(
+                    .outputFailed, "cannot move the output into place: \(String(cString: strerror(errno)))")
             }
             return
         }
@@ -311,7 +316,8 @@ public final class ExportSession: Sendable {
                 throw ExportError(.outputExists, "\(destination.path) already exists")
             }
             if rename(temporary.path, destination.path) != 0 {
-                throw ExportError(.outputFailed, "cannot move the output into place: \(String(cString: strerror(errno)))")
+                throw ExportError(
+                    .outputFailed, "cannot move the output into place: \(String(cString: strerror(errno)))")
             }
         }
     }
@@ -346,17 +352,21 @@ public final class ExportSession: Sendable {
     private func publish(_ update: TranscodeProgress, started: Date) {
         let now = Date()
         let elapsed = now.timeIntervalSince(started)
-        let (snapshot, observers, handler): (Progress, [AsyncStream<Progress>.Continuation], (@Sendable (Progress) -> Void)?) = state.withLock { state in
-            let fps = elapsed > 0 ? Double(update.frames) / elapsed : 0
-            let remaining = update.fraction > 0.02 ? elapsed * (1 - update.fraction) / update.fraction : nil
-            let phaseChanged = state.progress.phase != update.phase
-            state.progress = Progress(
-                status: state.status, phase: update.phase, fraction: update.fraction, frames: update.frames,
-                framesPerSecond: fps, secondsRemaining: remaining, elapsedSeconds: elapsed)
-            guard phaseChanged || now.timeIntervalSince(state.lastPublished) >= 0.1 else { return (state.progress, [], nil) }
-            state.lastPublished = now
-            return (state.progress, Array(state.observers.values), state.handler)
-        }
+        let (snapshot, observers, handler):
+            (Progress, [AsyncStream<Progress>.Continuation], (@Sendable (Progress) -> Void)?) = state.withLock {
+                state in
+                let fps = elapsed > 0 ? Double(update.frames) / elapsed : 0
+                let remaining = update.fraction > 0.02 ? elapsed * (1 - update.fraction) / update.fraction : nil
+                let phaseChanged = state.progress.phase != update.phase
+                state.progress = Progress(
+                    status: state.status, phase: update.phase, fraction: update.fraction, frames: update.frames,
+                    framesPerSecond: fps, secondsRemaining: remaining, elapsedSeconds: elapsed)
+                guard phaseChanged || now.timeIntervalSince(state.lastPublished) >= 0.1 else {
+                    return (state.progress, [], nil)
+                }
+                state.lastPublished = now
+                return (state.progress, Array(state.observers.values), state.handler)
+            }
         for observer in observers { observer.yield(snapshot) }
         handler?(snapshot)
     }

@@ -1,3 +1,4 @@
+import Foundation
 import ReelMedia
 
 /// The file type an export writes, like `AVFileType`.
@@ -42,5 +43,3 @@ public enum OutputType: String, Sendable, CaseIterable, Codable {
         }
     }
 }
-
-import Foundation

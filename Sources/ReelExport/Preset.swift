@@ -70,7 +70,8 @@ extension Preset {
             guard let video else { throw PresetFieldError(field: "video", problem: "is required for a video preset") }
             if let box = video.box {
                 guard box.count == 2, box.allSatisfy({ $0 >= 2 }) else {
-                    throw PresetFieldError(field: "video.box", problem: "must be [long side, short side], each at least 2")
+                    throw PresetFieldError(
+                        field: "video.box", problem: "must be [long side, short side], each at least 2")
                 }
                 guard box[0] >= box[1] else {
                     throw PresetFieldError(field: "video.box", problem: "must list the long side first")

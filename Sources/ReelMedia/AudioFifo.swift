@@ -25,7 +25,10 @@ final class AudioFifo {
     var count: Int32 { av_audio_fifo_size(fifo) }
 
     /// Appends `samples` samples from `planes`, skipping the first `skip` of them.
-    func write(_ planes: UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>, samples: Int32, bytesPerSample: Int32, planar: Bool, channels: Int32, skip: Int32 = 0) throws(MediaError) {
+    func write(
+        _ planes: UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>, samples: Int32, bytesPerSample: Int32,
+        planar: Bool, channels: Int32, skip: Int32 = 0
+    ) throws(MediaError) {
         guard samples > skip else { return }
         let planeCount = min(planar ? Int(channels) : 1, planeCapacity)
         let stride = planar ? bytesPerSample : bytesPerSample * channels

@@ -50,7 +50,8 @@ final class AudioLane {
         encodedPacket = try Packet()
         sampleRate = Int32(encoding.sampleRate)
         endPosition = endMicroseconds.map {
-            av_rescale_q($0 - originMicroseconds, reel_time_base_q(), AVRational(num: 1, den: Int32(encoding.sampleRate)))
+            av_rescale_q(
+                $0 - originMicroseconds, reel_time_base_q(), AVRational(num: 1, den: Int32(encoding.sampleRate)))
         }
 
         encoder = try Encoder(name: "aac")
@@ -173,7 +174,9 @@ final class AudioLane {
         if silence == nil {
             let buffer = SampleBuffer(channels: channels, format: AV_SAMPLE_FMT_FLTP)
             try buffer.reserve(4096)
-            try check(av_samples_set_silence(buffer.planes, 0, buffer.capacity, channels, AV_SAMPLE_FMT_FLTP), "av_samples_set_silence")
+            try check(
+                av_samples_set_silence(buffer.planes, 0, buffer.capacity, channels, AV_SAMPLE_FMT_FLTP),
+                "av_samples_set_silence")
             silence = buffer
         }
         guard let silence, let planes = silence.planes else { return }

@@ -80,7 +80,9 @@ final class Decoder {
     func feed(_ packet: Packet?, drain: () throws(MediaError) -> Void) throws(MediaError) {
         for _ in 0..<64 {
             switch try send(packet) {
-            case .accepted: try drain(); return
+            case .accepted:
+                try drain()
+                return
             case .skipped: return
             case .full: try drain()
             }

@@ -49,7 +49,8 @@ final class Encoder {
 
     /// Receives every packet the encoder has ready into `packet`, stamps it for `stream` (index and
     /// time base) and hands it to `sink` (the muxer takes its data and leaves it blank).
-    func drain(into packet: Packet, for stream: UnsafeMutablePointer<AVStream>, to sink: PacketSink) throws(MediaError) {
+    func drain(into packet: Packet, for stream: UnsafeMutablePointer<AVStream>, to sink: PacketSink) throws(MediaError)
+    {
         while try receive(packet) == .produced {
             packet.pointer.pointee.stream_index = stream.pointee.index
             av_packet_rescale_ts(packet.pointer, context.pointee.time_base, stream.pointee.time_base)

@@ -68,7 +68,8 @@ extension InputFile {
         case .video:
             info.width = Int(parameters.width)
             info.height = Int(parameters.height)
-            let sar = parameters.sample_aspect_ratio.num > 0
+            let sar =
+                parameters.sample_aspect_ratio.num > 0
                 ? parameters.sample_aspect_ratio : stream.pointee.sample_aspect_ratio
             info.sampleAspectRatio = sar.num > 0 && sar.den > 0 ? Rational(Int(sar.num), Int(sar.den)) : Rational(1, 1)
             info.rotation = rotation(of: stream)
@@ -87,7 +88,8 @@ extension InputFile {
             if let name = av_get_pix_fmt_name(pixelFormat) { info.pixelFormat = String(cString: name) }
             if let descriptor = av_pix_fmt_desc_get(pixelFormat) {
                 info.bitDepth = Int(descriptor.pointee.comp.0.depth)
-                if descriptor.pointee.nb_components >= 3, (descriptor.pointee.flags & UInt64(AV_PIX_FMT_FLAG_RGB)) == 0 {
+                if descriptor.pointee.nb_components >= 3, (descriptor.pointee.flags & UInt64(AV_PIX_FMT_FLAG_RGB)) == 0
+                {
                     switch (descriptor.pointee.log2_chroma_w, descriptor.pointee.log2_chroma_h) {
                     case (1, 1): info.chromaSubsampling = "4:2:0"
                     case (1, 0): info.chromaSubsampling = "4:2:2"
@@ -97,17 +99,26 @@ extension InputFile {
                     }
                 }
             }
-            info.colorTransfer = nameOrNil(av_color_transfer_name(parameters.color_trc), unspecified: parameters.color_trc == AVCOL_TRC_UNSPECIFIED)
-            info.colorPrimaries = nameOrNil(av_color_primaries_name(parameters.color_primaries), unspecified: parameters.color_primaries == AVCOL_PRI_UNSPECIFIED)
-            info.colorSpace = nameOrNil(av_color_space_name(parameters.color_space), unspecified: parameters.color_space == AVCOL_SPC_UNSPECIFIED)
-            info.colorRange = nameOrNil(av_color_range_name(parameters.color_range), unspecified: parameters.color_range == AVCOL_RANGE_UNSPECIFIED)
+            info.colorTransfer = nameOrNil(
+                av_color_transfer_name(parameters.color_trc), unspecified: parameters.color_trc == AVCOL_TRC_UNSPECIFIED
+            )
+            info.colorPrimaries = nameOrNil(
+                av_color_primaries_name(parameters.color_primaries),
+                unspecified: parameters.color_primaries == AVCOL_PRI_UNSPECIFIED)
+            info.colorSpace = nameOrNil(
+                av_color_space_name(parameters.color_space),
+                unspecified: parameters.color_space == AVCOL_SPC_UNSPECIFIED)
+            info.colorRange = nameOrNil(
+                av_color_range_name(parameters.color_range),
+                unspecified: parameters.color_range == AVCOL_RANGE_UNSPECIFIED)
         case .audio:
             info.sampleRate = Int(parameters.sample_rate)
             var layout = parameters.ch_layout
             info.channels = Int(layout.nb_channels)
             var buffer = [CChar](repeating: 0, count: 128)
             if av_channel_layout_describe(&layout, &buffer, buffer.count) > 0 {
-                info.channelLayout = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+                info.channelLayout = String(
+                    decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
             }
             if let name = av_get_sample_fmt_name(AVSampleFormat(rawValue: parameters.format)) {
                 info.sampleFormat = String(cString: name)

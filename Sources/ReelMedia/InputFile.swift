@@ -63,12 +63,14 @@ final class InputFile {
         let selfDescribing = ["mov", "matroska"].contains {
             String(cString: context.pointee.iformat.pointee.name).split(separator: ",").contains(Substring($0))
         }
-        let found = analysis == .headerSuffices && selfDescribing && context.pointee.nb_streams > 0
+        let found =
+            analysis == .headerSuffices && selfDescribing && context.pointee.nb_streams > 0
             ? 0 : avformat_find_stream_info(context, nil)
         if found < 0 {
-            throw fail(MediaError(
-                call: "avformat_find_stream_info", code: found, kind: .unreadableInput,
-                context: "\(path): could not read the streams"))
+            throw fail(
+                MediaError(
+                    call: "avformat_find_stream_info", code: found, kind: .unreadableInput,
+                    context: "\(path): could not read the streams"))
         }
         let described = InputFile.describe(context, path: path, fileBytes: fileBytes)
         do {
@@ -103,7 +105,7 @@ final class InputFile {
         if cancel.isRaised { throw MediaError.cancelled() }
         do {
             return try read(into: packet)
-        } catch where error.kind == .cancelled || cancel.isRaised {
+        } catch  where error.kind == .cancelled || cancel.isRaised {
             throw MediaError.cancelled()
         }
     }

@@ -36,8 +36,9 @@ final class OutputFile {
         guard let buffer = av_malloc(Int(bufferSize))?.assumingMemoryBound(to: UInt8.self) else {
             throw MediaError(kind: .internalFailure, call: "av_malloc", message: "out of memory")
         }
-        guard let io = avio_alloc_context(
-            buffer, bufferSize, 1, Unmanaged.passUnretained(sink).toOpaque(), nil, byteSinkWrite, byteSinkSeek)
+        guard
+            let io = avio_alloc_context(
+                buffer, bufferSize, 1, Unmanaged.passUnretained(sink).toOpaque(), nil, byteSinkWrite, byteSinkSeek)
         else {
             av_free(buffer)
             throw MediaError(kind: .internalFailure, call: "avio_alloc_context", message: "out of memory")
@@ -119,11 +120,13 @@ final class OutputFile {
 
     /// Writes the trailer (the faststart rewrite happens here), flushes and fsyncs the file.
     func finish() throws(MediaError) {
-        try check(av_write_trailer(context), "av_write_trailer", kind: .outputFailed, context: "cannot finish the output")
+        try check(
+            av_write_trailer(context), "av_write_trailer", kind: .outputFailed, context: "cannot finish the output")
         if let io {
             avio_flush(io)
             if io.pointee.error < 0 {
-                throw MediaError(call: "avio_flush", code: io.pointee.error, kind: .outputFailed, context: "cannot write the output")
+                throw MediaError(
+                    call: "avio_flush", code: io.pointee.error, kind: .outputFailed, context: "cannot write the output")
             }
         }
         try sink.sync()
@@ -168,7 +171,8 @@ private final class ByteSink {
     func sync() throws(MediaError) {
         if fsync(fd) != 0 {
             let code = errno
-            throw MediaError(call: "fsync", code: reel_averror(code), kind: .outputFailed, context: "cannot write the output")
+            throw MediaError(
+                call: "fsync", code: reel_averror(code), kind: .outputFailed, context: "cannot write the output")
         }
     }
 }

@@ -68,7 +68,8 @@ final class RemuxJob {
         }
         // Copying is cheap, so faststart's second pass over the file would double the work: reserve
         // room for the moov up front instead (a generous estimate from the sample counts).
-        reservedMoovBytes = plan.faststart && reserveMoov
+        reservedMoovBytes =
+            plan.faststart && reserveMoov
             ? RemuxJob.estimateMoovBytes(input: input, streams: plan.copyStreams, metadata: plan.metadata) : nil
         try output.writeHeader(
             metadata: plan.metadata, options: Transcoder.muxerOptions(plan, reservedMoovBytes: reservedMoovBytes))
@@ -83,7 +84,8 @@ final class RemuxJob {
             let parameters = stream.pointee.codecpar.pointee
             var samples = Double(stream.pointee.nb_frames)
             if samples <= 0 {
-                let seconds = stream.pointee.duration > 0 && stream.pointee.duration != reel_nopts_value()
+                let seconds =
+                    stream.pointee.duration > 0 && stream.pointee.duration != reel_nopts_value()
                     ? Double(stream.pointee.duration) * av_q2d(stream.pointee.time_base) : input.info.durationSeconds
                 let rate: Double
                 switch parameters.codec_type {
@@ -172,7 +174,9 @@ final class RemuxJob {
             let fraction = min(1, mediaSeconds / window.totalSeconds) * (1 - share)
             if fraction - lastReported >= 0.002 {
                 lastReported = fraction
-                progress(TranscodeProgress(phase: .transcoding, fraction: fraction, frames: packets, mediaSeconds: mediaSeconds))
+                progress(
+                    TranscodeProgress(
+                        phase: .transcoding, fraction: fraction, frames: packets, mediaSeconds: mediaSeconds))
             }
         }
         if packets == 0 {
@@ -182,7 +186,9 @@ final class RemuxJob {
             output: output, share: share, frames: packets, mediaSeconds: mediaSeconds, progress: progress)
         do {
             try output.finish()
-        } catch where reservedMoovBytes != nil && error.code == reel_averror(EINVAL) && error.call == "av_write_trailer" {
+        } catch
+            where reservedMoovBytes != nil && error.code == reel_averror(EINVAL) && error.call == "av_write_trailer"
+        {
             throw MediaError(
                 kind: .internalFailure, call: RemuxJob.reservationTooSmall, code: error.code,
                 message: "the space reserved for the moov was too small")

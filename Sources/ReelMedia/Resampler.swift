@@ -11,7 +11,8 @@ final class Resampler {
     let outputFormat: AVSampleFormat
     let outputChannels: Int32
 
-    init(from frame: UnsafeMutablePointer<AVFrame>, to encoder: UnsafeMutablePointer<AVCodecContext>) throws(MediaError) {
+    init(from frame: UnsafeMutablePointer<AVFrame>, to encoder: UnsafeMutablePointer<AVCodecContext>) throws(MediaError)
+    {
         sourceRate = frame.pointee.sample_rate
         sourceFormat = frame.pointee.format
         sourceLayout = AVChannelLayout()

@@ -69,7 +69,8 @@ enum Rotator {
 
 /// The data pointer of plane `index` of a frame.
 func planePointer(_ frame: UnsafeMutablePointer<AVFrame>, _ index: Int) -> UnsafeMutablePointer<UInt8> {
-    let offset = MemoryLayout<AVFrame>.offset(of: \AVFrame.data)! + index * MemoryLayout<UnsafeMutablePointer<UInt8>?>.stride
+    let offset =
+        MemoryLayout<AVFrame>.offset(of: \AVFrame.data)! + index * MemoryLayout<UnsafeMutablePointer<UInt8>?>.stride
     return UnsafeMutableRawPointer(frame).load(fromByteOffset: offset, as: UnsafeMutablePointer<UInt8>.self)
 }
 

@@ -36,7 +36,8 @@ final class Scaler {
         ]
         for (name, value) in options {
             // On a throw, deinit frees the context (every stored property is set by now).
-            try check(av_opt_set_int(UnsafeMutableRawPointer(allocated), name, value, 0), "av_opt_set_int", context: name)
+            try check(
+                av_opt_set_int(UnsafeMutableRawPointer(allocated), name, value, 0), "av_opt_set_int", context: name)
         }
         let code = sws_init_context(allocated, nil, nil)
         if code < 0 {
@@ -63,7 +64,9 @@ final class Scaler {
     }
 
     /// Scales `source` into `destination`'s buffers.
-    func scale(_ source: UnsafeMutablePointer<AVFrame>, into destination: UnsafeMutablePointer<AVFrame>) throws(MediaError) {
+    func scale(_ source: UnsafeMutablePointer<AVFrame>, into destination: UnsafeMutablePointer<AVFrame>)
+        throws(MediaError)
+    {
         let rows = sws_scale_frame(context, destination, source)
         if rows < 0 {
             throw MediaError(call: "sws_scale_frame", code: rows, kind: .internalFailure, context: "scaling failed")

@@ -54,7 +54,8 @@ final class TranscodeJob {
             // frames keep both busy and hold half the memory.
             let lane = try VideoLane(
                 input: input, streamIndex: index, encoding: encoding, originMicroseconds: window.originMicroseconds,
-                endMicroseconds: window.endMicroseconds, hasRangeStart: window.hasRangeStart, poolSize: plan.threads == 1 ? 3 : 6,
+                endMicroseconds: window.endMicroseconds, hasRangeStart: window.hasRangeStart,
+                poolSize: plan.threads == 1 ? 3 : 6,
                 decoderThreads: plan.threads)
             video = lane
             videoEncoder = try VideoEncoderStage(
@@ -72,7 +73,8 @@ final class TranscodeJob {
             audio = nil
         }
         if video == nil && audio == nil {
-            throw MediaError(kind: .invalidArgument, call: "plan", message: "nothing to export: no video or audio stream")
+            throw MediaError(
+                kind: .invalidArgument, call: "plan", message: "nothing to export: no video or audio stream")
         }
         // Carriers for audio packets on their way to the encoder thread; audio alone needs none (`run`).
         if video != nil { for _ in 0..<64 { try packetPool.push(Handoff(try Packet())) } }
@@ -143,7 +145,8 @@ final class TranscodeJob {
                 kind: .unreadableInput, call: "decode", message: "no audio could be decoded from the input")
         }
         Transcoder.reportFinalizing(
-            output: output, share: Transcoder.finalizingShareTranscode, frames: frames, mediaSeconds: window.totalSeconds,
+            output: output, share: Transcoder.finalizingShareTranscode, frames: frames,
+            mediaSeconds: window.totalSeconds,
             progress: progress)
         try output.finish()
         output.onWrite = nil
@@ -159,7 +162,8 @@ final class TranscodeJob {
         let work = work
         let packetPool = packetPool
         let output = output
-        let audioSink: PacketSink = muxingDirectly
+        let audioSink: PacketSink =
+            muxingDirectly
             ? { (encoded: Packet) throws(MediaError) in try output.write(encoded) }
             : { (encoded: Packet) throws(MediaError) in
                 guard let carrier = try packetPool.pop()?.value else { return }

@@ -29,19 +29,23 @@ public enum Transcoder {
         if cancel.isRaised { throw MediaError.cancelled() }
         try validate(plan, against: input.info)
         if plan.copyStreams.isEmpty {
-            let job = try TranscodeJob(plan: plan, input: input, cancel: cancel, heartbeat: heartbeat, progress: progress)
+            let job = try TranscodeJob(
+                plan: plan, input: input, cancel: cancel, heartbeat: heartbeat, progress: progress)
             return try job.run()
         } else {
             do {
-                let job = try RemuxJob(plan: plan, input: input, cancel: cancel, heartbeat: heartbeat, progress: progress)
+                let job = try RemuxJob(
+                    plan: plan, input: input, cancel: cancel, heartbeat: heartbeat, progress: progress)
                 return try job.run()
-            } catch where error.call == RemuxJob.reservationTooSmall {
+            } catch  where error.call == RemuxJob.reservationTooSmall {
                 // The moov did not fit the space reserved for it: copy again with the classic rewrite.
                 unlink(plan.outputPath)
-                let again = try InputFile(path: plan.inputPath, policy: plan.policy, interrupt: cancel, analysis: analysis)
+                let again = try InputFile(
+                    path: plan.inputPath, policy: plan.policy, interrupt: cancel, analysis: analysis)
                 again.heartbeat = heartbeat
                 let job = try RemuxJob(
-                    plan: plan, input: again, cancel: cancel, heartbeat: heartbeat, progress: progress, reserveMoov: false)
+                    plan: plan, input: again, cancel: cancel, heartbeat: heartbeat, progress: progress,
+                    reserveMoov: false)
                 return try job.run()
             }
         }
@@ -52,10 +56,13 @@ public enum Transcoder {
         func require(_ index: Int?, _ kind: StreamKind?, _ role: String) throws(MediaError) {
             guard let index else { return }
             guard index >= 0, index < info.streams.count else {
-                throw MediaError(kind: .invalidArgument, call: "plan", message: "\(role) stream \(index) does not exist")
+                throw MediaError(
+                    kind: .invalidArgument, call: "plan", message: "\(role) stream \(index) does not exist")
             }
             if let kind, info.streams[index].kind != kind {
-                throw MediaError(kind: .invalidArgument, call: "plan", message: "stream \(index) is not \(role == "audio" ? "an" : "a") \(role) stream")
+                throw MediaError(
+                    kind: .invalidArgument, call: "plan",
+                    message: "stream \(index) is not \(role == "audio" ? "an" : "a") \(role) stream")
             }
         }
         try require(plan.videoStream, .video, "video")

@@ -62,7 +62,8 @@ final class VideoLane {
         frameDuration = max(1, av_rescale_q(1, av_inv_q(rate), timeBase))
         pool = BoundedQueue(capacity: poolSize)
         for _ in 0..<poolSize {
-            try pool.push(Handoff(try Frame(width: Int32(encoding.width), height: Int32(encoding.height), format: format)))
+            try pool.push(
+                Handoff(try Frame(width: Int32(encoding.width), height: Int32(encoding.height), format: format)))
         }
         if encoding.rotation == 90 || encoding.rotation == 270 {
             scaled = try Frame(width: Int32(encoding.height), height: Int32(encoding.width), format: format)
@@ -95,7 +96,8 @@ final class VideoLane {
     }
 
     private func process(_ frame: UnsafeMutablePointer<AVFrame>) throws(MediaError) {
-        let pts = sane(frame.pointee.best_effort_timestamp)
+        let pts =
+            sane(frame.pointee.best_effort_timestamp)
             ?? (lastSourcePts == Int64.min ? originPts : lastSourcePts + frameDuration)
         lastSourcePts = pts
         if let endPts, pts >= endPts {
@@ -115,7 +117,8 @@ final class VideoLane {
         lastPts = outputPts
 
         if scaler == nil || !scaler!.accepts(frame) {
-            let (width, height) = scaled.map { ($0.pointer.pointee.width, $0.pointer.pointee.height) }
+            let (width, height) =
+                scaled.map { ($0.pointer.pointee.width, $0.pointer.pointee.height) }
                 ?? (Int32(encoding.width), Int32(encoding.height))
             // One slice thread: the reader thread scales while x264's frame threads and the decoder's
             // use the other cores, so slice threads only add hand-offs (1080p→720p on 2 cores: 6% less

@@ -130,7 +130,9 @@ final class FileLock {
         // that no longer has this name protects nothing.
         var held = stat()
         var named = stat()
-        if fstat(fd, &held) != 0 || stat(path, &named) != 0 || held.st_ino != named.st_ino || held.st_dev != named.st_dev {
+        if fstat(fd, &held) != 0 || stat(path, &named) != 0 || held.st_ino != named.st_ino
+            || held.st_dev != named.st_dev
+        {
             release()
             return nil
         }

@@ -61,7 +61,8 @@ struct IsolatedRunner: Sendable {
     func arguments(for spec: JobSpec, threads: Int) -> [String] {
         var arguments = [
             "export", spec.asset, "--preset", spec.preset, "--type", spec.outputType.rawValue, "-o", spec.output,
-            "--json", "--die-with-parent", "--stall-timeout", String(stallTimeout), "--metadata", spec.metadata.rawValue,
+            "--json", "--die-with-parent", "--stall-timeout", String(stallTimeout), "--metadata",
+            spec.metadata.rawValue,
         ]
         if let range = spec.timeRange { arguments += ["--time-range", range.description] }
         if !spec.optimizeForNetwork { arguments.append("--no-network-optimization") }
@@ -101,7 +102,8 @@ struct IsolatedRunner: Sendable {
         do {
             try process.run()
         } catch {
-            return .failed(JobError(code: "internal", message: "cannot start \(isolation.executable): \(error)", retryable: true))
+            return .failed(
+                JobError(code: "internal", message: "cannot start \(isolation.executable): \(error)", retryable: true))
         }
         let child = Child(process: process)
         register(child)
@@ -151,9 +153,11 @@ struct IsolatedRunner: Sendable {
                 case "progress":
                     guard Date().timeIntervalSince(lastWrite) >= 0.25 else { continue }
                     lastWrite = Date()
-                    let owned = (try? store.update(
-                        ticket, progress: object["progress"] as? Double ?? 0, phase: object["phase"] as? String ?? "transcoding",
-                        fps: object["fps"] as? Double, eta: object["etaSeconds"] as? Double)) ?? true
+                    let owned =
+                        (try? store.update(
+                            ticket, progress: object["progress"] as? Double ?? 0,
+                            phase: object["phase"] as? String ?? "transcoding",
+                            fps: object["fps"] as? Double, eta: object["etaSeconds"] as? Double)) ?? true
                     if !owned { child.terminate(.cancelled) }
                 case "completed":
                     if let summary = object["result"], let data = try? JSONSerialization.data(withJSONObject: summary) {
@@ -162,7 +166,8 @@ struct IsolatedRunner: Sendable {
                 case "failed":
                     if let error = object["error"] as? [String: Any] {
                         failure = JobError(
-                            code: error["code"] as? String ?? "internal", message: error["message"] as? String ?? "export failed",
+                            code: error["code"] as? String ?? "internal",
+                            message: error["message"] as? String ?? "export failed",
                             retryable: error["retryable"] as? Bool ?? false)
                     }
                 default:
@@ -179,20 +184,29 @@ struct IsolatedRunner: Sendable {
         case .handedBack: return .handBack
         case .cancelled: return .cancelled
         case .stalled:
-            return .failed(JobError(code: "stalled", message: "the export process went silent for \(Int(stallTimeout)) s and was killed", retryable: true))
+            return .failed(
+                JobError(
+                    code: "stalled",
+                    message: "the export process went silent for \(Int(stallTimeout)) s and was killed", retryable: true
+                ))
         case .none: break
         }
         if process.terminationReason == .uncaughtSignal {
             let signal = process.terminationStatus
             let name = String(cString: strsignal(signal))
             logger.error("export process crashed", metadata: ["job": "\(claim.id)", "signal": "\(signal)"])
-            return .failed(JobError(
-                code: "worker-crashed", message: "the export process died from signal \(signal) (\(name))", retryable: true))
+            return .failed(
+                JobError(
+                    code: "worker-crashed", message: "the export process died from signal \(signal) (\(name))",
+                    retryable: true))
         }
         if process.terminationStatus == 0, let result { return .completed(result) }
         if let failure { return failure.code == "cancelled" ? .cancelled : .failed(failure) }
         let text = stderrText.withLock { $0 }.split(separator: "\n").last.map(String.init) ?? "no message"
-        return .failed(JobError(
-            code: "internal", message: "the export process exited with status \(process.terminationStatus): \(text)", retryable: false))
+        return .failed(
+            JobError(
+                code: "internal",
+                message: "the export process exited with status \(process.terminationStatus): \(text)", retryable: false
+            ))
     }
 }

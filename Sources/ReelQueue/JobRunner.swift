@@ -45,9 +45,10 @@ struct JobRunner: Sendable {
                     return true
                 }
                 guard due else { return }
-                let owned = (try? store.update(
-                    ticket, progress: progress.fraction, phase: progress.phase.rawValue,
-                    fps: progress.framesPerSecond, eta: progress.secondsRemaining)) ?? true
+                let owned =
+                    (try? store.update(
+                        ticket, progress: progress.fraction, phase: progress.phase.rawValue,
+                        fps: progress.framesPerSecond, eta: progress.secondsRemaining)) ?? true
                 if !owned { session.cancelExport() }  // lost the claim: stop, someone else owns the job
             }
             // A watcher polls for cancel requests, so a stalled export still stops promptly.
@@ -61,7 +62,9 @@ struct JobRunner: Sendable {
             watcher.start()
             defer { done.finish() }
             try session.exportBlocking()
-            guard let result = session.result else { throw ExportError(.internal, "the export finished without a result") }
+            guard let result = session.result else {
+                throw ExportError(.internal, "the export finished without a result")
+            }
             outcome = .completed(JobResult(result))
         } catch {
             if error.code == .cancelled {

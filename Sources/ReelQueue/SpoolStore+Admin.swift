@@ -49,7 +49,8 @@ extension SpoolStore {
         defer { lock.release() }
         guard var status = try status(id) else { return nil }
         guard status.state == .failed || status.state == .cancelled else {
-            throw FileSystem.Failure(message: "job \(id) is \(status.state.rawValue); only failed or cancelled jobs can be retried")
+            throw FileSystem.Failure(
+                message: "job \(id) is \(status.state.rawValue); only failed or cancelled jobs can be retried")
         }
         status.state = .waiting
         status.attempts = 0
@@ -63,7 +64,8 @@ extension SpoolStore {
         status.updatedAt = Date()
         try writeStatus(status)
         unlink(path(.cancel, id))
-        try FileSystem.writeAtomically(Data(), to: path(.waiting, SpoolStore.waitingName(id: id, priority: status.priority)))
+        try FileSystem.writeAtomically(
+            Data(), to: path(.waiting, SpoolStore.waitingName(id: id, priority: status.priority)))
         logger.info("retried", metadata: ["job": "\(id)"])
         return status
     }

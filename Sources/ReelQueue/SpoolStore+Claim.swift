@@ -11,7 +11,9 @@ extension SpoolStore {
     public func claim(worker: String) throws -> Claim? {
         let began = DispatchTime.now().uptimeNanoseconds
         promoteDueRetries()
-        for name in SpoolStore.smallest(FileSystem.names(in: path(.waiting)).filter { !$0.hasSuffix(".tmp") }, count: 32) {
+        for name in SpoolStore.smallest(
+            FileSystem.names(in: path(.waiting)).filter { !$0.hasSuffix(".tmp") }, count: 32)
+        {
             guard let id = SpoolStore.id(fromMarker: name) else { continue }
             guard let lock = FileLock(path: path(.locks, "\(id).lock")) else { continue }
             // Holding the lock, the rename is the claim: it fails if another worker got here first.
@@ -50,7 +52,9 @@ extension SpoolStore {
         FileSystem.read(path(.running, ticket.id)).map { String(decoding: $0, as: UTF8.self) } == ticket.token
     }
 
-    public func update(_ ticket: ClaimTicket, progress: Double, phase: String, fps: Double?, eta: Double?) throws -> Bool {
+    public func update(_ ticket: ClaimTicket, progress: Double, phase: String, fps: Double?, eta: Double?) throws
+        -> Bool
+    {
         guard holds(ticket), var status = try status(ticket.id) else { return false }
         status.progress = (progress * 1000).rounded() / 1000
         status.phase = phase
@@ -94,7 +98,10 @@ extension SpoolStore {
                 status.phase = nil
                 status.notBefore = due
                 let milliseconds = UInt64(due.timeIntervalSince1970 * 1000)
-                requeue = path(.delayed, String(format: "%013llu", milliseconds) + "-" + SpoolStore.waitingName(id: claim.id, priority: claim.spec.priority))
+                requeue = path(
+                    .delayed,
+                    String(format: "%013llu", milliseconds) + "-"
+                        + SpoolStore.waitingName(id: claim.id, priority: claim.spec.priority))
             } else {
                 status.state = .failed
                 status.finishedAt = now
@@ -118,7 +125,10 @@ extension SpoolStore {
         if status.state.isTerminal { unlink(path(.locks, "\(claim.id).lock")) }
         claim.lock.release()
         logger.info(
-            "finished", metadata: ["job": "\(claim.id)", "state": "\(status.state.rawValue)", "error": "\(status.error?.code ?? "-")"])
+            "finished",
+            metadata: [
+                "job": "\(claim.id)", "state": "\(status.state.rawValue)", "error": "\(status.error?.code ?? "-")",
+            ])
     }
 
     /// Moves retries whose backoff has passed back into the waiting queue.
@@ -177,7 +187,8 @@ extension SpoolStore {
                 status.progress = 0
                 status.phase = nil
                 status.error = JobError(
-                    code: "worker-crashed", message: "the worker running attempt \(status.attempts) died; the job was queued again",
+                    code: "worker-crashed",
+                    message: "the worker running attempt \(status.attempts) died; the job was queued again",
                     retryable: true)
                 marker = path(.waiting, SpoolStore.waitingName(id: id, priority: status.priority))
             }
@@ -192,7 +203,8 @@ extension SpoolStore {
             unlink(path(.cancel, id))
             if status.state.isTerminal { unlink(path(.locks, "\(id).lock")) }
             recovered += 1
-            logger.warning("recovered a job from a dead worker", metadata: ["job": "\(id)", "state": "\(status.state.rawValue)"])
+            logger.warning(
+                "recovered a job from a dead worker", metadata: ["job": "\(id)", "state": "\(status.state.rawValue)"])
         }
         return recovered
     }

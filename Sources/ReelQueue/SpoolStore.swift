@@ -35,7 +35,8 @@ public final class SpoolStore: JobStore {
         if let state = environment["XDG_STATE_HOME"], !state.isEmpty {
             return URL(fileURLWithPath: state).appendingPathComponent("reel")
         }
-        let home = environment["HOME"].map { URL(fileURLWithPath: $0) } ?? FileManager.default.homeDirectoryForCurrentUser
+        let home =
+            environment["HOME"].map { URL(fileURLWithPath: $0) } ?? FileManager.default.homeDirectoryForCurrentUser
         return home.appendingPathComponent(".local/state/reel")
     }
 
@@ -71,7 +72,8 @@ public final class SpoolStore: JobStore {
         try FileSystem.writeAtomically(try SpoolStore.encoder.encode(spec), to: path(.jobs, "\(id).json"))
         try writeStatus(status)
         // The marker goes last: a job is claimable only once its spec and status exist.
-        try FileSystem.writeAtomically(Data(), to: path(.waiting, SpoolStore.waitingName(id: id, priority: spec.priority)))
+        try FileSystem.writeAtomically(
+            Data(), to: path(.waiting, SpoolStore.waitingName(id: id, priority: spec.priority)))
         logger.info("submitted", metadata: ["job": "\(id)", "preset": "\(spec.preset)", "asset": "\(spec.asset)"])
         return (status, true)
     }

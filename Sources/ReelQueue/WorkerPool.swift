@@ -24,7 +24,8 @@ public final class WorkerPool: Sendable {
 
         public init(
             jobs: Int = WorkerPool.defaultJobs, drain: Bool = false, presets: PresetLibrary = .shipped,
-            limits: InputLimits = Asset.defaultLimits, recoveryInterval: TimeInterval = 2, stallTimeout: TimeInterval = 120,
+            limits: InputLimits = Asset.defaultLimits, recoveryInterval: TimeInterval = 2,
+            stallTimeout: TimeInterval = 120,
             isolation: Isolation? = nil
         ) {
             self.isolation = isolation

@@ -17,13 +17,20 @@ struct ExportCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Preset name, e.g. 1280x720, MediumQuality, Passthrough (see `reel presets`).")
     var preset: String
 
-    @Option(name: .long, help: "Output type: mp4, mov, m4v, m4a, or an Apple type identifier. Default: from -o's extension, else mp4 (m4a for audio presets).")
+    @Option(
+        name: .long,
+        help:
+            "Output type: mp4, mov, m4v, m4a, or an Apple type identifier. Default: from -o's extension, else mp4 (m4a for audio presets)."
+    )
     var type: String?
 
     @Option(name: .shortAndLong, help: "Output file. Default: <asset name>.<preset>.<type> in the current folder.")
     var output: String?
 
-    @Option(name: .long, help: ArgumentHelp("Export only part of the asset: start-end in seconds or [hh:]mm:ss.", valueName: "start-end"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp("Export only part of the asset: start-end in seconds or [hh:]mm:ss.", valueName: "start-end")
+    )
     var timeRange: String?
 
     @Option(name: .long, help: "Source metadata to keep: keep (default), sharing (drops location and device), strip.")
@@ -32,14 +39,19 @@ struct ExportCommand: AsyncParsableCommand {
     @Flag(name: .long, help: "Do not move the moov atom to the front (faster finish, no progressive playback).")
     var noNetworkOptimization = false
 
-    @Option(name: .long, help: ArgumentHelp("Stop the export as stalled after this many seconds without progress.", valueName: "seconds"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp("Stop the export as stalled after this many seconds without progress.", valueName: "seconds")
+    )
     var stallTimeout: Double = 120
 
     @Flag(name: .long, help: "Re-encode even when the source already satisfies the preset (no smart passthrough).")
     var forceTranscode = false
 
-    @Option(name: .long, help: ArgumentHelp(
-        "Threads for the video decoder and for the encoder; 0 lets them use every core.", valueName: "n"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Threads for the video decoder and for the encoder; 0 lets them use every core.", valueName: "n"))
     var threads = 0
 
     @Flag(name: .long, help: "Replace the output file if it exists.")
@@ -57,7 +69,8 @@ struct ExportCommand: AsyncParsableCommand {
             throw ValidationError("unknown output type '\(type)'; use mp4, mov, m4v or m4a")
         }
         if let timeRange, TimeRange(parsing: timeRange) == nil {
-            throw ValidationError("cannot read the time range '\(timeRange)'; write start-end, e.g. 5-12.5 or 00:01:00-00:02:30")
+            throw ValidationError(
+                "cannot read the time range '\(timeRange)'; write start-end, e.g. 5-12.5 or 00:01:00-00:02:30")
         }
         if MetadataPolicy(rawValue: metadata) == nil {
             throw ValidationError("unknown metadata policy '\(metadata)'; use keep, sharing or strip")
@@ -72,7 +85,10 @@ struct ExportCommand: AsyncParsableCommand {
         do {
             try await runExport()
         } catch let error as ExportError where json {
-            CLI.printLine(CLI.jsonLine(FailureReport(error: .init(code: error.code.rawValue, message: error.message, retryable: error.isRetryable))))
+            CLI.printLine(
+                CLI.jsonLine(
+                    FailureReport(
+                        error: .init(code: error.code.rawValue, message: error.message, retryable: error.isRetryable))))
             throw error
         }
     }
@@ -84,7 +100,8 @@ struct ExportCommand: AsyncParsableCommand {
         let probed = try await Asset.load(assetURL, limits: limits)
         let session = try ExportSession(asset: probed, presetName: preset, presets: presets, limits: limits)
         // The type comes from --type, else from the output file's extension, else from the preset.
-        let outputType = type.flatMap(OutputType.init(name:))
+        let outputType =
+            type.flatMap(OutputType.init(name:))
             ?? output.flatMap { OutputType(name: URL(fileURLWithPath: $0).pathExtension) }
             ?? ExportPlanner.defaultType(for: session.preset)
         session.outputFileType = outputType
@@ -125,7 +142,11 @@ struct ExportCommand: AsyncParsableCommand {
         bar.finishLine()
         guard let result = session.result else { throw CLIFailure(message: "the export finished without a result") }
         if json {
-            CLI.printLine(CLI.jsonLine(ExportReport(output: destination.path, preset: session.preset.name, type: outputType.rawValue, result: result)))
+            CLI.printLine(
+                CLI.jsonLine(
+                    ExportReport(
+                        output: destination.path, preset: session.preset.name, type: outputType.rawValue, result: result
+                    )))
         } else {
             var facts = [CLI.formatBytes(result.bytes), String(format: "%.2f s", result.durationSeconds)]
             if let width = result.width, let height = result.height { facts.insert("\(width)x\(height)", at: 0) }
@@ -209,7 +230,8 @@ final class ProgressPrinter: Sendable {
         let fps = String(format: "%.0f fps", update.framesPerSecond)
         let eta = update.secondsRemaining.map { "ETA " + CLI.formatDuration($0) } ?? "ETA --:--"
         let phase = update.phase == .finalizing ? "finalizing" : "exporting"
-        try? FileHandle.standardError.write(contentsOf: Data("\r\u{1B}[K\(phase) \(bar) \(percent)  \(fps)  \(eta)".utf8))
+        try? FileHandle.standardError.write(
+            contentsOf: Data("\r\u{1B}[K\(phase) \(bar) \(percent)  \(fps)  \(eta)".utf8))
     }
 
     func finishLine() {

@@ -68,14 +68,18 @@ struct ProbeReport: Encodable {
 
     func printText() {
         CLI.printLine(path)
-        CLI.printLine("  container  \(container), \(String(format: "%.3f", durationSeconds)) s, \(CLI.formatBytes(bytes))"
-            + (bitRate.map { ", \($0 / 1000) kb/s" } ?? ""))
+        CLI.printLine(
+            "  container  \(container), \(String(format: "%.3f", durationSeconds)) s, \(CLI.formatBytes(bytes))"
+                + (bitRate.map { ", \($0 / 1000) kb/s" } ?? ""))
         if let displayWidth, let displayHeight {
-            CLI.printLine("  display    \(displayWidth)x\(displayHeight)" + (rotation != 0 ? ", rotated \(rotation)°" : ""))
+            CLI.printLine(
+                "  display    \(displayWidth)x\(displayHeight)" + (rotation != 0 ? ", rotated \(rotation)°" : ""))
         }
         if let creationDate { CLI.printLine("  created    \(ISO8601DateFormatter().string(from: creationDate))") }
         if let location { CLI.printLine("  location   \(location)") }
-        if make != nil || model != nil { CLI.printLine("  device     \([make, model].compactMap { $0 }.joined(separator: " "))") }
+        if make != nil || model != nil {
+            CLI.printLine("  device     \([make, model].compactMap { $0 }.joined(separator: " "))")
+        }
         if let contentIdentifier { CLI.printLine("  content id \(contentIdentifier)") }
         for track in tracks {
             var facts = [track.codec + (track.profile.map { " (\($0))" } ?? "")]
@@ -83,7 +87,11 @@ struct ProbeReport: Encodable {
             case .video:
                 if let w = track.width, let h = track.height { facts.append("\(w)x\(h)") }
                 if let sar = track.sampleAspectRatio, sar.numerator != sar.denominator { facts.append("SAR \(sar)") }
-                if let rate = track.frameRate { facts.append(String(format: "%.3f fps", rate.value) + (track.isVariableFrameRate == true ? " (variable)" : "")) }
+                if let rate = track.frameRate {
+                    facts.append(
+                        String(format: "%.3f fps", rate.value)
+                            + (track.isVariableFrameRate == true ? " (variable)" : ""))
+                }
                 if let format = track.pixelFormat { facts.append(format) }
                 if let depth = track.bitDepth { facts.append("\(depth)-bit") }
                 if let transfer = track.colorTransfer { facts.append(transfer) }
@@ -95,7 +103,9 @@ struct ProbeReport: Encodable {
             }
             if let rate = track.bitRate { facts.append("\(rate / 1000) kb/s") }
             if track.isDefault { facts.append("default") }
-            CLI.printLine("  #\(track.index) \(track.kind.rawValue.padding(toLength: 8, withPad: " ", startingAt: 0))\(facts.joined(separator: ", "))")
+            CLI.printLine(
+                "  #\(track.index) \(track.kind.rawValue.padding(toLength: 8, withPad: " ", startingAt: 0))\(facts.joined(separator: ", "))"
+            )
         }
     }
 }

@@ -8,7 +8,8 @@ import ReelQueue
 struct WorkCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "work",
-        abstract: "Run queued jobs until stopped (SIGINT/SIGTERM: finish running jobs; a second signal hands them back).")
+        abstract:
+            "Run queued jobs until stopped (SIGINT/SIGTERM: finish running jobs; a second signal hands them back).")
 
     @OptionGroup var global: GlobalOptions
     @OptionGroup var spoolOptions: SpoolOptions
@@ -20,12 +21,16 @@ struct WorkCommand: AsyncParsableCommand {
     @Flag(name: .long, help: "Exit 0 once nothing is waiting or running.")
     var drain = false
 
-    @Option(name: .long, help: ArgumentHelp("Fail a job as stalled after this many seconds without progress.", valueName: "seconds"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp("Fail a job as stalled after this many seconds without progress.", valueName: "seconds"))
     var stallTimeout: Double = 120
 
     @Flag(
         name: .long, inversion: .prefixedNo,
-        help: "Run each export in a child process (the default), so a crash inside a codec fails only that job; --no-isolate runs exports in this process (about 50-80 ms less per job).")
+        help:
+            "Run each export in a child process (the default), so a crash inside a codec fails only that job; --no-isolate runs exports in this process (about 50-80 ms less per job)."
+    )
     var isolate = true
 
     func run() async throws {
@@ -57,7 +62,8 @@ extension WorkCommand {
         }
         let limits = input.limits
         var arguments = [
-            "--max-file-size", String(max(1, limits.maxFileBytes >> 20)), "--max-duration", String(limits.maxDurationSeconds),
+            "--max-file-size", String(max(1, limits.maxFileBytes >> 20)), "--max-duration",
+            String(limits.maxDurationSeconds),
             "--max-dimension", String(limits.maxDimension), "--max-streams", String(limits.maxStreams),
         ]
         for root in input.allowedRoots { arguments += ["--allow-root", root] }
@@ -154,7 +160,10 @@ struct WaitCommand: AsyncParsableCommand {
             }
             if let deadline, Date() >= deadline {
                 JobPrinter.print(statuses, json: json, table: false)
-                throw CLIFailure(message: "timed out waiting for \(statuses.filter { !$0.state.isTerminal }.map(\.id).joined(separator: ", "))", exitCode: 2)
+                throw CLIFailure(
+                    message:
+                        "timed out waiting for \(statuses.filter { !$0.state.isTerminal }.map(\.id).joined(separator: ", "))",
+                    exitCode: 2)
             }
             try await Task.sleep(for: .milliseconds(200))
         }
@@ -163,7 +172,8 @@ struct WaitCommand: AsyncParsableCommand {
 
 struct CancelCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "cancel", abstract: "Cancel jobs: a waiting job never starts; a running one stops and leaves no output.")
+        commandName: "cancel",
+        abstract: "Cancel jobs: a waiting job never starts; a running one stops and leaves no output.")
 
     @OptionGroup var global: GlobalOptions
     @OptionGroup var spoolOptions: SpoolOptions
@@ -233,7 +243,8 @@ enum JobPrinter {
             let detail = status.error.map { "\($0.code): \($0.message)" } ?? status.output
             let preset = status.preset.padding(toLength: 18, withPad: " ", startingAt: 0)
             CLI.printLine(
-                "\(status.id.padding(toLength: 18, withPad: " ", startingAt: 0))  \(status.state.rawValue.padding(toLength: 9, withPad: " ", startingAt: 0))  \(progress)    \(status.attempts)/\(status.maxAttempts)    \(preset)  \(detail)")
+                "\(status.id.padding(toLength: 18, withPad: " ", startingAt: 0))  \(status.state.rawValue.padding(toLength: 9, withPad: " ", startingAt: 0))  \(progress)    \(status.attempts)/\(status.maxAttempts)    \(preset)  \(detail)"
+            )
         }
     }
 }

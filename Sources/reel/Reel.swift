@@ -46,13 +46,16 @@ struct GlobalOptions: ParsableArguments {
 
     @Option(
         name: .customLong("presets-dir"),
-        help: ArgumentHelp("A folder of preset JSON files that add to or override the shipped presets (env REEL_PRESETS).", valueName: "dir"))
+        help: ArgumentHelp(
+            "A folder of preset JSON files that add to or override the shipped presets (env REEL_PRESETS).",
+            valueName: "dir"))
     var presetsDirectory: String?
 
     /// Sets up logging (quiet unless --verbose) and loads the presets.
     func prepare(logLevel: Logger.Level = .warning) throws -> PresetLibrary {
         CLI.bootstrapLogging(verbose: verbose, level: logLevel)
-        let folder = presetsDirectory ?? ProcessInfo.processInfo.environment["REEL_PRESETS"].flatMap { $0.isEmpty ? nil : $0 }
+        let folder =
+            presetsDirectory ?? ProcessInfo.processInfo.environment["REEL_PRESETS"].flatMap { $0.isEmpty ? nil : $0 }
         return try PresetLibrary(userFolder: folder.map { URL(fileURLWithPath: $0) })
     }
 }
@@ -61,7 +64,9 @@ struct GlobalOptions: ParsableArguments {
 struct InputOptions: ParsableArguments {
     @Option(
         name: .customLong("allow-root"),
-        help: ArgumentHelp("Only accept assets inside this folder, after resolving symlinks (repeatable; env REEL_ALLOWED_ROOTS, colon-separated).", valueName: "dir"))
+        help: ArgumentHelp(
+            "Only accept assets inside this folder, after resolving symlinks (repeatable; env REEL_ALLOWED_ROOTS, colon-separated).",
+            valueName: "dir"))
     var allowedRoots: [String] = []
 
     @Option(name: .long, help: ArgumentHelp("Largest input file, in MB.", valueName: "MB"))
@@ -91,7 +96,9 @@ struct InputOptions: ParsableArguments {
 struct SpoolOptions: ParsableArguments {
     @Option(
         name: .long,
-        help: ArgumentHelp("The spool folder (env REEL_SPOOL; default $XDG_STATE_HOME/reel, else ~/.local/state/reel).", valueName: "dir"))
+        help: ArgumentHelp(
+            "The spool folder (env REEL_SPOOL; default $XDG_STATE_HOME/reel, else ~/.local/state/reel).",
+            valueName: "dir"))
     var spool: String?
 
     func open() throws -> SpoolStore {

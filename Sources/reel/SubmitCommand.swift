@@ -17,13 +17,16 @@ struct SubmitCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Preset name (see `reel presets`).")
     var preset: String?
 
-    @Option(name: .long, help: "Output type: mp4, mov, m4v, m4a. Default: from -o's extension, else mp4 (m4a for audio presets).")
+    @Option(
+        name: .long,
+        help: "Output type: mp4, mov, m4v, m4a. Default: from -o's extension, else mp4 (m4a for audio presets).")
     var type: String?
 
     @Option(name: .shortAndLong, help: "Output file (one asset only).")
     var output: String?
 
-    @Option(name: .long, help: "Folder for outputs named <asset>.<preset>.<job id>.<type> (default: the current folder).")
+    @Option(
+        name: .long, help: "Folder for outputs named <asset>.<preset>.<job id>.<type> (default: the current folder).")
     var outputDir: String?
 
     @Option(name: .long, help: "Higher runs first; equal priorities run in submission order.")
@@ -41,7 +44,11 @@ struct SubmitCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Attempts before a job fails for good.")
     var maxAttempts: Int = 3
 
-    @Option(name: .long, help: ArgumentHelp("Submit the jobs of a JSON-lines file, one job per line ('-' reads stdin). The whole batch is rejected if any line is invalid.", valueName: "file"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Submit the jobs of a JSON-lines file, one job per line ('-' reads stdin). The whole batch is rejected if any line is invalid.",
+            valueName: "file"))
     var manifest: String?
 
     @Flag(name: .long, help: "Re-encode even when the source already satisfies the preset (no smart passthrough).")
@@ -54,8 +61,12 @@ struct SubmitCommand: AsyncParsableCommand {
         if assets.isEmpty && manifest == nil { throw ValidationError("name at least one asset, or --manifest") }
         if !assets.isEmpty && preset == nil { throw ValidationError("--preset is required") }
         if output != nil && outputDir != nil { throw ValidationError("use -o or --output-dir, not both") }
-        if output != nil && assets.count > 1 { throw ValidationError("-o names one file; use --output-dir for several assets") }
-        if key != nil && assets.count > 1 { throw ValidationError("--key identifies one job; submit one asset per key") }
+        if output != nil && assets.count > 1 {
+            throw ValidationError("-o names one file; use --output-dir for several assets")
+        }
+        if key != nil && assets.count > 1 {
+            throw ValidationError("--key identifies one job; submit one asset per key")
+        }
         if !(1...20).contains(maxAttempts) { throw ValidationError("--max-attempts must be between 1 and 20") }
     }
 
@@ -68,7 +79,8 @@ struct SubmitCommand: AsyncParsableCommand {
         }
         for asset in assets {
             let line = ManifestReader.Line(
-                asset: asset, preset: preset ?? "", type: type, output: output, outputDir: outputDir, priority: priority,
+                asset: asset, preset: preset ?? "", type: type, output: output, outputDir: outputDir,
+                priority: priority,
                 key: key, timeRange: timeRange, metadata: metadata, maxAttempts: maxAttempts,
                 forceTranscode: forceTranscode)
             do {
@@ -80,11 +92,14 @@ struct SubmitCommand: AsyncParsableCommand {
         for spec in specs {
             let (status, created) = try store.submit(spec)
             if json {
-                CLI.printLine(CLI.jsonLine(SubmitReport(
-                    id: status.id, statusFile: store.statusFile(status.id), state: status.state.rawValue,
-                    output: status.output, created: created)))
+                CLI.printLine(
+                    CLI.jsonLine(
+                        SubmitReport(
+                            id: status.id, statusFile: store.statusFile(status.id), state: status.state.rawValue,
+                            output: status.output, created: created)))
             } else {
-                CLI.printLine("\(status.id)  \(created ? "queued" : "exists, \(status.state.rawValue)")  \(status.output)")
+                CLI.printLine(
+                    "\(status.id)  \(created ? "queued" : "exists, \(status.state.rawValue)")  \(status.output)")
             }
         }
     }
@@ -138,7 +153,9 @@ struct ManifestReader {
         var specs: [JobSpec] = []
         var problems: [String] = []
         let decoder = JSONDecoder()
-        for (number, raw) in String(decoding: data, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+        for (number, raw) in String(decoding: data, as: UTF8.self).split(
+            separator: "\n", omittingEmptySubsequences: false
+        ).enumerated() {
             let text = raw.trimmingCharacters(in: .whitespacesAndNewlines)
             if text.isEmpty || text.hasPrefix("#") { continue }
             do {
@@ -149,13 +166,16 @@ struct ManifestReader {
             } catch DecodingError.keyNotFound(let key, _) {
                 problems.append("line \(number + 1): missing \"\(key.stringValue)\"")
             } catch DecodingError.typeMismatch(_, let context) {
-                problems.append("line \(number + 1): \"\(context.codingPath.map(\.stringValue).joined(separator: "."))\" has the wrong type")
+                problems.append(
+                    "line \(number + 1): \"\(context.codingPath.map(\.stringValue).joined(separator: "."))\" has the wrong type"
+                )
             } catch {
                 problems.append("line \(number + 1): not a JSON object")
             }
         }
         if !problems.isEmpty {
-            throw CLIFailure(message: "manifest rejected, nothing was queued: " + problems.joined(separator: "; "), exitCode: 65)
+            throw CLIFailure(
+                message: "manifest rejected, nothing was queued: " + problems.joined(separator: "; "), exitCode: 65)
         }
         if specs.isEmpty { throw CLIFailure(message: "the manifest has no jobs", exitCode: 65) }
         return specs
@@ -187,9 +207,11 @@ struct ManifestReader {
         if let output = line.output {
             outputPath = URL(fileURLWithPath: output).standardizedFileURL.path
         } else {
-            let folder = URL(fileURLWithPath: line.outputDir ?? FileManager.default.currentDirectoryPath).standardizedFileURL
+            let folder = URL(fileURLWithPath: line.outputDir ?? FileManager.default.currentDirectoryPath)
+                .standardizedFileURL
             var isDirectory: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: folder.path, isDirectory: &isDirectory), isDirectory.boolValue else {
+            guard FileManager.default.fileExists(atPath: folder.path, isDirectory: &isDirectory), isDirectory.boolValue
+            else {
                 throw Problem(message: "the output folder \(folder.path) does not exist")
             }
             let stem = assetURL.deletingPathExtension().lastPathComponent
@@ -197,13 +219,17 @@ struct ManifestReader {
         }
         var range: TimeRange?
         if let text = line.timeRange {
-            guard let parsed = TimeRange(parsing: text) else { throw Problem(message: "cannot read the time range '\(text)'") }
+            guard let parsed = TimeRange(parsing: text) else {
+                throw Problem(message: "cannot read the time range '\(text)'")
+            }
             range = parsed
         }
         guard let metadata = MetadataPolicy(rawValue: line.metadata ?? "keep") else {
             throw Problem(message: "unknown metadata policy '\(line.metadata ?? "")'")
         }
-        if let key = line.key, key.utf8.count > 100 || key.isEmpty { throw Problem(message: "a key must be 1 to 100 bytes") }
+        if let key = line.key, key.utf8.count > 100 || key.isEmpty {
+            throw Problem(message: "a key must be 1 to 100 bytes")
+        }
         return JobSpec(
             asset: assetURL.path, preset: preset.name, outputType: outputType, output: outputPath,
             priority: line.priority ?? 0, key: line.key, timeRange: range, metadata: metadata,

@@ -13,16 +13,22 @@ struct CLITests {
         let json = try ReelBinary.run(["presets", "--json"])
         let decoded = try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [[String: Any]]
         #expect(decoded?.count == 13)
-        #expect(decoded?.first { $0["name"] as? String == "1280x720" }.flatMap { ($0["video"] as? [String: Any])?["crf"] as? Double } == 21)
+        #expect(
+            decoded?.first { $0["name"] as? String == "1280x720" }.flatMap {
+                ($0["video"] as? [String: Any])?["crf"] as? Double
+            } == 21)
     }
 
     @Test func presetsDirectoryComesFromTheEnvironment() throws {
         let folder = Fixtures.scratchFolder("env-presets")
-        try #"{"name": "Broken", "summary": "x", "kind": "audio", "audio": {"codec": "mp3", "bitrate": 96000, "maxChannels": 2}}"#
+        try
+            #"{"name": "Broken", "summary": "x", "kind": "audio", "audio": {"codec": "mp3", "bitrate": 96000, "maxChannels": 2}}"#
             .write(to: folder.appendingPathComponent("Broken.json"), atomically: true, encoding: .utf8)
         let result = try ReelBinary.run(["presets"], environment: ["REEL_PRESETS": folder.path])
         #expect(result.status != 0)
-        #expect(result.stderr.hasPrefix("reel: error: ") && result.stderr.contains("Broken.json") && result.stderr.contains("audio.codec"))
+        #expect(
+            result.stderr.hasPrefix("reel: error: ") && result.stderr.contains("Broken.json")
+                && result.stderr.contains("audio.codec"))
         #expect(result.stderr.split(separator: "\n").count == 1)
     }
 

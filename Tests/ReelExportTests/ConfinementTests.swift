@@ -31,7 +31,9 @@ struct ConfinementTests {
         try FileManager.default.createDirectory(at: sibling, withIntermediateDirectories: true)
         try FileManager.default.copyItem(at: inside, to: sibling.appendingPathComponent("x.mp4"))
         limits.allowedRoots = [root.path]
-        #expect(throws: ExportError.self) { _ = try Asset(url: sibling.appendingPathComponent("x.mp4"), limits: limits) }
+        #expect(throws: ExportError.self) {
+            _ = try Asset(url: sibling.appendingPathComponent("x.mp4"), limits: limits)
+        }
     }
 
     @Test(arguments: ["/dev/urandom", "/dev/zero", "/dev/null", "/etc"])
@@ -40,7 +42,8 @@ struct ConfinementTests {
             _ = try Asset(url: URL(fileURLWithPath: path))
         } throws: { error in
             let error = error as! ExportError
-            return error.code == .unreadableInput && (error.message.contains("not a regular file") || error.message.contains("empty"))
+            return error.code == .unreadableInput
+                && (error.message.contains("not a regular file") || error.message.contains("empty"))
         }
     }
 
@@ -57,7 +60,9 @@ struct ConfinementTests {
             ["submit", outside.path, "--preset", "LowQuality", "--output-dir", root.path],
             environment: ["REEL_SPOOL": spool.path, "REEL_ALLOWED_ROOTS": root.path])
         #expect(submit.status != 0 && submit.stderr.contains("outside the allowed folders"))
-        #expect((try? FileManager.default.contentsOfDirectory(atPath: spool.appendingPathComponent("status").path))?.isEmpty ?? true)
+        #expect(
+            (try? FileManager.default.contentsOfDirectory(atPath: spool.appendingPathComponent("status").path))?.isEmpty
+                ?? true)
     }
 
     /// A small tmpfs stands in for a full disk; a read-only one for an unwritable destination.

@@ -35,36 +35,52 @@ struct ExportMatrixTests {
     }
 
     /// Awkward sources under a few presets.
-    static let sourceCases: [Case] = [
-        Case(source: Fixtures.fullHD, preset: "MediumQuality", type: .mp4, width: 568, height: 320, frames: 30),
-        Case(source: Fixtures.fullHD, preset: "LowQuality", type: .mp4, width: 224, height: 128, frames: 30, channels: 1),
-        Case(source: Fixtures.fullHD, preset: "1280x720", type: .mov, width: 1280, height: 720, frames: 30),
-        Case(source: Fixtures.rotated(90), preset: "1280x720", type: .mp4, width: 270, height: 480, frames: 30),
-        Case(source: Fixtures.rotated(90), preset: "LowQuality", type: .mp4, width: 128, height: 224, frames: 30, channels: 1),
-        Case(source: Fixtures.rotated(180), preset: "1280x720", type: .mp4, width: 480, height: 270, frames: 30),
-        Case(source: Fixtures.rotated(270), preset: "MediumQuality", type: .mov, width: 270, height: 480, frames: 30),
-        Case(source: Fixtures.rotated(270), preset: "HEVC1920x1080", type: .mp4, width: 270, height: 480, frames: 30),
-        Case(source: Fixtures.hevc10, preset: "1280x720", type: .mp4, width: 640, height: 360, frames: 30),
-        Case(source: Fixtures.hevc10, preset: "HEVC1920x1080", type: .mp4, width: 640, height: 360, frames: 30, pixelFormat: "yuv420p10le"),
-        Case(source: Fixtures.anamorphic, preset: "1280x720", type: .mp4, width: 1024, height: 576, frames: 30),
-        Case(source: Fixtures.anamorphic, preset: "640x480", type: .mp4, width: 640, height: 360, frames: 30),
-        Case(source: Fixtures.fourThree, preset: "1280x720", type: .mp4, width: 640, height: 480, frames: 30),
-        Case(source: Fixtures.fourThree, preset: "MediumQuality", type: .mp4, width: 426, height: 320, frames: 30),
-        Case(source: Fixtures.tinyOdd, preset: "1280x720", type: .mp4, width: 32, height: 16, frames: 30),
-        Case(source: Fixtures.tinyOdd, preset: "HEVCHighestQuality", type: .mov, width: 32, height: 16, frames: 30),
-        Case(source: Fixtures.chroma444, preset: "1280x720", type: .mp4, width: 640, height: 360, frames: 30),
-        Case(source: Fixtures.noAudio, preset: "1280x720", type: .mp4, width: 640, height: 360, frames: 30, channels: nil, sampleRate: nil),
-        Case(source: Fixtures.surround, preset: "1280x720", type: .mp4, width: 640, height: 360, frames: 30, channels: 2),
-        Case(source: Fixtures.mono22k, preset: "1280x720", type: .mp4, width: 640, height: 360, frames: 30, channels: 1, sampleRate: 48000),
-        Case(source: Fixtures.sixty, preset: "MediumQuality", type: .mp4, width: 568, height: 320, frames: 30),
-        Case(source: Fixtures.sixty, preset: "1280x720", type: .mp4, width: 640, height: 360, frames: 60),
-        Case(source: Fixtures.variableRate, preset: "1280x720", type: .mp4, width: 640, height: 360, frames: 30),
-    ] + Fixtures.legacy.map { recipe in
-        let small = recipe.name.hasPrefix("av1")
-        return Case(
-            source: recipe, preset: "1280x720", type: .mp4, width: small ? 320 : 640, height: small ? 180 : 360,
-            frames: 25)
-    }
+    static let sourceCases: [Case] =
+        [
+            Case(source: Fixtures.fullHD, preset: "MediumQuality", type: .mp4, width: 568, height: 320, frames: 30),
+            Case(
+                source: Fixtures.fullHD, preset: "LowQuality", type: .mp4, width: 224, height: 128, frames: 30,
+                channels: 1),
+            Case(source: Fixtures.fullHD, preset: "1280x720", type: .mov, width: 1280, height: 720, frames: 30),
+            Case(source: Fixtures.rotated(90), preset: "1280x720", type: .mp4, width: 270, height: 480, frames: 30),
+            Case(
+                source: Fixtures.rotated(90), preset: "LowQuality", type: .mp4, width: 128, height: 224, frames: 30,
+                channels: 1),
+            Case(source: Fixtures.rotated(180), preset: "1280x720", type: .mp4, width: 480, height: 270, frames: 30),
+            Case(
+                source: Fixtures.rotated(270), preset: "MediumQuality", type: .mov, width: 270, height: 480, frames: 30),
+            Case(
+                source: Fixtures.rotated(270), preset: "HEVC1920x1080", type: .mp4, width: 270, height: 480, frames: 30),
+            Case(source: Fixtures.hevc10, preset: "1280x720", type: .mp4, width: 640, height: 360, frames: 30),
+            Case(
+                source: Fixtures.hevc10, preset: "HEVC1920x1080", type: .mp4, width: 640, height: 360, frames: 30,
+                pixelFormat: "yuv420p10le"),
+            Case(source: Fixtures.anamorphic, preset: "1280x720", type: .mp4, width: 1024, height: 576, frames: 30),
+            Case(source: Fixtures.anamorphic, preset: "640x480", type: .mp4, width: 640, height: 360, frames: 30),
+            Case(source: Fixtures.fourThree, preset: "1280x720", type: .mp4, width: 640, height: 480, frames: 30),
+            Case(source: Fixtures.fourThree, preset: "MediumQuality", type: .mp4, width: 426, height: 320, frames: 30),
+            Case(source: Fixtures.tinyOdd, preset: "1280x720", type: .mp4, width: 32, height: 16, frames: 30),
+            Case(source: Fixtures.tinyOdd, preset: "HEVCHighestQuality", type: .mov, width: 32, height: 16, frames: 30),
+            Case(source: Fixtures.chroma444, preset: "1280x720", type: .mp4, width: 640, height: 360, frames: 30),
+            Case(
+                source: Fixtures.noAudio, preset: "1280x720", type: .mp4, width: 640, height: 360, frames: 30,
+                channels: nil, sampleRate: nil),
+            Case(
+                source: Fixtures.surround, preset: "1280x720", type: .mp4, width: 640, height: 360, frames: 30,
+                channels: 2),
+            Case(
+                source: Fixtures.mono22k, preset: "1280x720", type: .mp4, width: 640, height: 360, frames: 30,
+                channels: 1, sampleRate: 48000),
+            Case(source: Fixtures.sixty, preset: "MediumQuality", type: .mp4, width: 568, height: 320, frames: 30),
+            Case(source: Fixtures.sixty, preset: "1280x720", type: .mp4, width: 640, height: 360, frames: 60),
+            Case(source: Fixtures.variableRate, preset: "1280x720", type: .mp4, width: 640, height: 360, frames: 30),
+        ]
+        + Fixtures.legacy.map { recipe in
+            let small = recipe.name.hasPrefix("av1")
+            return Case(
+                source: recipe, preset: "1280x720", type: .mp4, width: small ? 320 : 640, height: small ? 180 : 360,
+                frames: 25)
+        }
 
     @Test(arguments: presetCases + sourceCases)
     func exportMatchesThePreset(_ spec: Case) async throws {
@@ -76,7 +92,8 @@ struct ExportMatrixTests {
         let hevc = preset.video?.codec == .hevc
         #expect(video.codec_name == (hevc ? "hevc" : "h264"))
         if hevc { #expect(video.codec_tag_string == "hvc1") } else { #expect(video.codec_tag_string == "avc1") }
-        #expect(video.width == spec.width && video.height == spec.height, "got \(video.width ?? 0)x\(video.height ?? 0)")
+        #expect(
+            video.width == spec.width && video.height == spec.height, "got \(video.width ?? 0)x\(video.height ?? 0)")
         #expect(video.pix_fmt == spec.pixelFormat)
         #expect(video.sample_aspect_ratio == nil || video.sample_aspect_ratio == "1:1")
         #expect(!video.hasDisplayMatrix, "a rotation tag remains")
@@ -112,9 +129,12 @@ struct ExportMatrixTests {
             let (url, _) = try await export(Fixtures.rotated(angle), preset: "HighestQuality")
             // ffmpeg's own autorotation of the source is the reference picture.
             let reference = url.deletingLastPathComponent().appendingPathComponent("reference.mkv")
-            try Tools.ffmpeg(["-i", try Fixtures.url(Fixtures.rotated(angle)).path, "-an", "-c:v", "ffv1", reference.path])
+            try Tools.ffmpeg([
+                "-i", try Fixtures.url(Fixtures.rotated(angle)).path, "-an", "-c:v", "ffv1", reference.path,
+            ])
             let result = try Tools.run(
-                "ffmpeg", ["-nostdin", "-i", url.path, "-i", reference.path, "-lavfi", "[0:v][1:v]ssim", "-f", "null", "-"])
+                "ffmpeg",
+                ["-nostdin", "-i", url.path, "-i", reference.path, "-lavfi", "[0:v][1:v]ssim", "-f", "null", "-"])
             let ssim = result.stderr.split(separator: "\n").last { $0.contains("SSIM") }
                 .flatMap { $0.split(separator: "All:").last?.split(separator: " ").first }.flatMap { Double($0) }
             #expect((ssim ?? 0) > 0.9, "rotation \(angle): SSIM \(ssim ?? 0) against ffmpeg's autorotate")
@@ -140,7 +160,8 @@ struct ExportMatrixTests {
     }
 
     @Test func timeRangeExportsThatPartOnly() async throws {
-        let (url, _) = try await export(Fixtures.landscape, preset: "1280x720", range: TimeRange(start: 0.25, end: 0.75))
+        let (url, _) = try await export(
+            Fixtures.landscape, preset: "1280x720", range: TimeRange(start: 0.25, end: 0.75))
         let output = try ProbedFile.probe(url, countFrames: true)
         #expect(output.video?.frames == 15)
         #expect(abs((output.format.durationSeconds ?? 0) - 0.5) < 0.07)

@@ -33,7 +33,9 @@ struct FailureTests {
                     try Data((0..<65536).map { _ in UInt8.random(in: 0...255, using: &generator) }).write(to: url)
                 }
             case .directory:
-                return try make("folder.mp4") { try FileManager.default.createDirectory(at: $0, withIntermediateDirectories: false) }
+                return try make("folder.mp4") {
+                    try FileManager.default.createDirectory(at: $0, withIntermediateDirectories: false)
+                }
             case .truncatedHeader:
                 return try make("truncated.mp4") { try FailureTests.sourceBytes().prefix(600).write(to: $0) }
             case .zeroedHeader:
@@ -45,7 +47,8 @@ struct FailureTests {
             case .hlsPlaylist:
                 // An HLS playlist disguised as MP4 would pull in another file; the demuxer is not allowed.
                 return try make("playlist.mp4") { url in
-                    try Data("#EXTM3U\n#EXT-X-TARGETDURATION:1\n#EXTINF:1,\n/etc/passwd\n#EXT-X-ENDLIST\n".utf8).write(to: url)
+                    try Data("#EXTM3U\n#EXT-X-TARGETDURATION:1\n#EXTINF:1,\n/etc/passwd\n#EXT-X-ENDLIST\n".utf8).write(
+                        to: url)
                 }
             case .concatList:
                 return try make("list.mp4") { url in
@@ -56,12 +59,14 @@ struct FailureTests {
                 return try make("neighbour.mp4") { url in
                     let beside = url.deletingLastPathComponent().appendingPathComponent("beside.mp4")
                     try FileManager.default.copyItem(at: try Fixtures.url(Fixtures.landscape), to: beside)
-                    try Data("#EXTM3U\n#EXT-X-TARGETDURATION:1\n#EXTINF:1,\nbeside.mp4\n#EXT-X-ENDLIST\n".utf8).write(to: url)
+                    try Data("#EXTM3U\n#EXT-X-TARGETDURATION:1\n#EXTINF:1,\nbeside.mp4\n#EXT-X-ENDLIST\n".utf8).write(
+                        to: url)
                 }
             case .hugeDeclaredSize:
                 // A raw video header declaring a 60000x60000 picture (5 GB per frame).
                 return try make("huge.y4m") { url in
-                    try (Data("YUV4MPEG2 W60000 H60000 F30:1 C420jpeg\nFRAME\n".utf8) + Data(count: 65536)).write(to: url)
+                    try (Data("YUV4MPEG2 W60000 H60000 F30:1 C420jpeg\nFRAME\n".utf8) + Data(count: 65536)).write(
+                        to: url)
                 }
             case .undecodableAudio:
                 // A FLAC header that promises audio, followed by nothing decodable.
@@ -89,7 +94,8 @@ struct FailureTests {
             Issue.record("\(kind) was exported")
         } catch {
             #expect(
-                [.unreadableInput, .unsupportedCodec, .limitExceeded].contains(error.code), "\(kind): \(error.code) \(error.message)")
+                [.unreadableInput, .unsupportedCodec, .limitExceeded].contains(error.code),
+                "\(kind): \(error.code) \(error.message)")
             #expect(!error.message.isEmpty && !error.message.contains("\n"))
         }
         #expect(contents(of: folder).isEmpty)
@@ -103,7 +109,9 @@ struct FailureTests {
         let faststart = Fixtures.scratchFolder("faststart").appendingPathComponent("fs.mp4")
         try Tools.ffmpeg(["-i", source.path, "-c", "copy", "-movflags", "+faststart", faststart.path])
         let bytes = try Data(contentsOf: faststart)
-        let cut = try FailureTests.make("cut.mp4") { try bytes.prefix(Int(Double(bytes.count) * fraction)).write(to: $0) }
+        let cut = try FailureTests.make("cut.mp4") {
+            try bytes.prefix(Int(Double(bytes.count) * fraction)).write(to: $0)
+        }
         let folder = Fixtures.scratchFolder("cut-output")
         let output = folder.appendingPathComponent("out.mp4")
         do {

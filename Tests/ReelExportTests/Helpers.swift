@@ -35,7 +35,8 @@ func contents(of folder: URL) -> [String] {
 /// left out): equal lists mean the packets were copied unchanged.
 func packetHashes(_ url: URL, stream: String) throws -> [String] {
     let result = try Tools.run(
-        "ffmpeg", ["-nostdin", "-v", "error", "-i", url.path, "-map", "0:\(stream)", "-c", "copy", "-f", "framemd5", "-"])
+        "ffmpeg",
+        ["-nostdin", "-v", "error", "-i", url.path, "-map", "0:\(stream)", "-c", "copy", "-f", "framemd5", "-"])
     guard result.status == 0 else { throw ToolFailure(message: result.stderr) }
     return result.stdout.split(separator: "\n").filter { !$0.hasPrefix("#") }.map { line in
         let fields = line.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }

@@ -50,7 +50,9 @@ struct PassthroughAndMetadataTests {
         let tags = try ProbedFile.probe(url).format.tags ?? [:]
         #expect(tags["creation_time"]?.hasPrefix("2024-05-01") == true)
         #expect(tags["com.apple.quicktime.content.identifier"] != nil)
-        #expect(tags.keys.allSatisfy { !$0.contains("location") && !$0.contains("make") && !$0.contains("model") }, "\(tags)")
+        #expect(
+            tags.keys.allSatisfy { !$0.contains("location") && !$0.contains("make") && !$0.contains("model") },
+            "\(tags)")
     }
 
     @Test func stripWritesNoSourceMetadata() async throws {

@@ -27,8 +27,10 @@ struct PresetTests {
     }
 
     @Test(arguments: [
-        ("1280x720", "1280x720"), ("AVAssetExportPreset1280x720", "1280x720"), ("avassetexportpreset1280X720", "1280x720"),
-        ("medium", "MediumQuality"), ("MEDIUMQUALITY", "MediumQuality"), ("AVAssetExportPresetMediumQuality", "MediumQuality"),
+        ("1280x720", "1280x720"), ("AVAssetExportPreset1280x720", "1280x720"),
+        ("avassetexportpreset1280X720", "1280x720"),
+        ("medium", "MediumQuality"), ("MEDIUMQUALITY", "MediumQuality"),
+        ("AVAssetExportPresetMediumQuality", "MediumQuality"),
         ("low", "LowQuality"), ("highest", "HighestQuality"), ("passthrough", "Passthrough"),
         ("AVAssetExportPresetAppleM4A", "AppleM4A"), ("hevchighestquality", "HEVCHighestQuality"), ("720p", "1280x720"),
     ])
@@ -66,14 +68,35 @@ struct PresetTests {
     }
 
     @Test(arguments: [
-        (#"{"name": "X", "summary": "x", "kind": "video", "video": {"codec": "h264", "encoderPreset": "fast", "crf": "high"}, "audio": {"codec": "aac", "bitrate": 1, "maxChannels": 2}}"#, "video.crf"),
-        (#"{"name": "X", "summary": "x", "kind": "video", "video": {"codec": "h264", "encoderPreset": "fast"}, "audio": {"codec": "aac", "bitrate": 96000, "maxChannels": 2}}"#, "video.crf"),
-        (#"{"name": "X", "summary": "x", "kind": "video", "video": {"codec": "vp9", "encoderPreset": "fast", "crf": 20}, "audio": {"codec": "aac", "bitrate": 96000, "maxChannels": 2}}"#, "video.codec"),
-        (#"{"name": "X", "summary": "x", "kind": "video", "video": {"codec": "h264", "encoderPreset": "fast", "crf": 80}, "audio": {"codec": "aac", "bitrate": 96000, "maxChannels": 2}}"#, "video.crf"),
-        (#"{"name": "X", "summary": "x", "kind": "video", "video": {"codec": "h264", "box": [720, 1280], "encoderPreset": "fast", "crf": 20}, "audio": {"codec": "aac", "bitrate": 96000, "maxChannels": 2}}"#, "video.box"),
-        (#"{"name": "X", "summary": "x", "kind": "audio", "audio": {"codec": "aac", "bitrate": 96000, "maxChannels": 6}}"#, "audio.maxChannels"),
+        (
+            #"{"name": "X", "summary": "x", "kind": "video", "video": {"codec": "h264", "encoderPreset": "fast", "crf": "high"}, "audio": {"codec": "aac", "bitrate": 1, "maxChannels": 2}}"#,
+            "video.crf"
+        ),
+        (
+            #"{"name": "X", "summary": "x", "kind": "video", "video": {"codec": "h264", "encoderPreset": "fast"}, "audio": {"codec": "aac", "bitrate": 96000, "maxChannels": 2}}"#,
+            "video.crf"
+        ),
+        (
+            #"{"name": "X", "summary": "x", "kind": "video", "video": {"codec": "vp9", "encoderPreset": "fast", "crf": 20}, "audio": {"codec": "aac", "bitrate": 96000, "maxChannels": 2}}"#,
+            "video.codec"
+        ),
+        (
+            #"{"name": "X", "summary": "x", "kind": "video", "video": {"codec": "h264", "encoderPreset": "fast", "crf": 80}, "audio": {"codec": "aac", "bitrate": 96000, "maxChannels": 2}}"#,
+            "video.crf"
+        ),
+        (
+            #"{"name": "X", "summary": "x", "kind": "video", "video": {"codec": "h264", "box": [720, 1280], "encoderPreset": "fast", "crf": 20}, "audio": {"codec": "aac", "bitrate": 96000, "maxChannels": 2}}"#,
+            "video.box"
+        ),
+        (
+            #"{"name": "X", "summary": "x", "kind": "audio", "audio": {"codec": "aac", "bitrate": 96000, "maxChannels": 6}}"#,
+            "audio.maxChannels"
+        ),
         (#"{"name": "X", "kind": "audio", "audio": {"codec": "aac", "bitrate": 96000, "maxChannels": 2}}"#, "summary"),
-        (#"{"name": "X", "summary": "x", "kind": "audio", "audio": {"codec": "aac", "bitrate": 96000, "maxChannels": 2}"#, "not valid JSON"),
+        (
+            #"{"name": "X", "summary": "x", "kind": "audio", "audio": {"codec": "aac", "bitrate": 96000, "maxChannels": 2}"#,
+            "not valid JSON"
+        ),
     ])
     func malformedPresetNamesTheFileAndTheField(_ json: String, _ field: String) throws {
         let folder = Fixtures.scratchFolder("bad-preset")
@@ -82,7 +105,8 @@ struct PresetTests {
             _ = try PresetLibrary(userFolder: folder)
         } throws: { error in
             let error = error as! ExportError
-            return error.code == .invalidPreset && error.message.contains("Broken.json") && error.message.contains(field)
+            return error.code == .invalidPreset && error.message.contains("Broken.json")
+                && error.message.contains(field)
                 && !error.message.contains("\n")
         }
     }
@@ -99,7 +123,9 @@ struct PresetTests {
         // 4:3 into a 16:9 box.
         ("1280x720", 1440, 1080, 960, 720), ("MediumQuality", 640, 480, 426, 320),
     ])
-    func outputSizeFitsTheBox(_ preset: String, _ width: Int, _ height: Int, _ expectedWidth: Int, _ expectedHeight: Int) throws {
+    func outputSizeFitsTheBox(
+        _ preset: String, _ width: Int, _ height: Int, _ expectedWidth: Int, _ expectedHeight: Int
+    ) throws {
         let size = try PresetLibrary.shipped.preset(named: preset).outputSize(forDisplayWidth: width, height: height)
         #expect(size.width == expectedWidth && size.height == expectedHeight, "\(preset) \(width)x\(height) → \(size)")
     }

@@ -29,7 +29,9 @@ struct SmartPassthroughTests {
         (Fixtures.surround, "1280x720", "channels"),
         (Fixtures.mono22k, "1280x720", "the audio is mp3"),
     ])
-    func anIncompatibleSourceIsReencodedWithTheReason(_ recipe: Fixtures.Recipe, _ preset: String, _ words: String) async throws {
+    func anIncompatibleSourceIsReencodedWithTheReason(_ recipe: Fixtures.Recipe, _ preset: String, _ words: String)
+        async throws
+    {
         let asset = try await Asset.load(try Fixtures.url(recipe))
         let session = try ExportSession(asset: asset, presetName: preset)
         let decision = try session.determineCompatibility()

@@ -6,8 +6,9 @@ import Testing
 /// ReelMedia's reader agrees with ffprobe, and its input policy refuses what it should.
 @Suite("Media probe")
 struct MediaProbeTests {
-    @Test(arguments: [Fixtures.landscape, Fixtures.hevc10, Fixtures.surround, Fixtures.mono22k, Fixtures.anamorphic]
-        + Fixtures.legacy)
+    @Test(
+        arguments: [Fixtures.landscape, Fixtures.hevc10, Fixtures.surround, Fixtures.mono22k, Fixtures.anamorphic]
+            + Fixtures.legacy)
     func probeAgreesWithFFprobe(_ recipe: Fixtures.Recipe) throws {
         let url = try Fixtures.url(recipe)
         let ours = try MediaProbe.probe(path: url.path)
@@ -33,7 +34,8 @@ struct MediaProbeTests {
         let video = try #require(info.bestVideoStream)
         #expect(video.rotation == 270)
         #expect(video.displaySize?.width == 270 && video.displaySize?.height == 480)
-        let anamorphic = try #require(try MediaProbe.probe(path: try Fixtures.url(Fixtures.anamorphic).path).bestVideoStream)
+        let anamorphic = try #require(
+            try MediaProbe.probe(path: try Fixtures.url(Fixtures.anamorphic).path).bestVideoStream)
         #expect(anamorphic.sampleAspectRatio == Rational(64, 45))
         #expect(anamorphic.displaySize?.width == 1024 && anamorphic.displaySize?.height == 576)
     }

@@ -18,7 +18,14 @@ struct CoreBudgetTests {
         #expect(budget.threads(holding: first) == 1)
         // Every unit is held: a third worker neither claims nor waits past its timeout.
         var claimed = false
-        guard case .busy = budget.admit(timeout: 0.05, claim: { claimed = true; return "c" }, scales: { _ in true }) else {
+        guard
+            case .busy = budget.admit(
+                timeout: 0.05,
+                claim: {
+                    claimed = true
+                    return "c"
+                }, scales: { _ in true })
+        else {
             Issue.record("a job was admitted with no free unit")
             return
         }

@@ -25,7 +25,9 @@ struct IsolationTests {
 
     @Test func aCrashingExportFailsOnlyItsAttemptAndTheWorkerCarriesOn() throws {
         let spool = WorkerProcessTests.Spool()
-        let crashing = try spool.submit(Fixtures.long, preset: "HighestQuality", extra: ["--time-range", "0-6", "--max-attempts", "2", "--force-transcode"])
+        let crashing = try spool.submit(
+            Fixtures.long, preset: "HighestQuality",
+            extra: ["--time-range", "0-6", "--max-attempts", "2", "--force-transcode"])
         let worker = try ReelBinary.start(["work", "--isolate", "--jobs", "1"], environment: spool.environment)
         defer {
             worker.terminate()
@@ -33,7 +35,9 @@ struct IsolationTests {
         }
         // Attempts 1 and 2 are killed with SIGSEGV, as a codec bug would: the job is poisonous.
         for attempt in 1...2 {
-            let running = spool.waitFor(crashing) { $0.state == .exporting && $0.attempts == attempt && $0.progress > 0.02 }
+            let running = spool.waitFor(crashing) {
+                $0.state == .exporting && $0.attempts == attempt && $0.progress > 0.02
+            }
             #expect(running != nil, "attempt \(attempt) never ran")
             let child = try #require(Self.waitForChild(of: worker.processIdentifier))
             kill(child, SIGSEGV)
@@ -51,7 +55,8 @@ struct IsolationTests {
 
     @Test func aKilledIsolatingWorkerTakesItsExportWithIt() throws {
         let spool = WorkerProcessTests.Spool()
-        let id = try spool.submit(Fixtures.long, preset: "HighestQuality", extra: ["--time-range", "0-6", "--force-transcode"])
+        let id = try spool.submit(
+            Fixtures.long, preset: "HighestQuality", extra: ["--time-range", "0-6", "--force-transcode"])
         let worker = try ReelBinary.start(["work", "--isolate", "--jobs", "1"], environment: spool.environment)
         #expect(spool.waitFor(id) { $0.state == .exporting && $0.progress > 0.02 } != nil)
         let child = try #require(Self.waitForChild(of: worker.processIdentifier))

@@ -58,7 +58,8 @@ struct SpoolStoreTests {
         let ids = claimed.withLock { $0 }
         #expect(ids.count == 200)
         #expect(Set(ids) == submitted)
-        #expect(try submitted.allSatisfy { try store.status($0)?.state == .completed && store.status($0)?.attempts == 1 })
+        #expect(
+            try submitted.allSatisfy { try store.status($0)?.state == .completed && store.status($0)?.attempts == 1 })
     }
 
     @Test func idempotencyKeyReturnsTheExistingJob() throws {
@@ -167,7 +168,10 @@ struct SpoolStoreTests {
         let id = try store.submit(try Self.spec()).status.id
         let data = try Data(contentsOf: URL(fileURLWithPath: store.statusFile(id)))
         let json = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
-        for field in ["schema", "id", "state", "progress", "asset", "preset", "outputType", "output", "attempts", "createdAt", "updatedAt", "error"] {
+        for field in [
+            "schema", "id", "state", "progress", "asset", "preset", "outputType", "output", "attempts", "createdAt",
+            "updatedAt", "error",
+        ] {
             #expect(json.keys.contains(field), "missing \(field)")
         }
         #expect(json["schema"] as? Int == 1 && json["state"] as? String == "waiting")
@@ -187,5 +191,7 @@ struct SpoolStoreTests {
 }
 
 extension JobResult {
-    static let empty = JobResult(bytes: 0, durationSeconds: 0, width: nil, height: nil, videoCodec: nil, audioCodec: nil, networkOptimized: true, elapsedSeconds: 0)
+    static let empty = JobResult(
+        bytes: 0, durationSeconds: 0, width: nil, height: nil, videoCodec: nil, audioCodec: nil, networkOptimized: true,
+        elapsedSeconds: 0)
 }

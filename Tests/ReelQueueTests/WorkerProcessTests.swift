@@ -22,7 +22,8 @@ struct WorkerProcessTests {
 
         func submit(_ recipe: Fixtures.Recipe, preset: String, extra: [String] = []) throws -> String {
             let result = try ReelBinary.run(
-                ["submit", try Fixtures.url(recipe).path, "--preset", preset, "--output-dir", outputs.path, "--json"] + extra,
+                ["submit", try Fixtures.url(recipe).path, "--preset", preset, "--output-dir", outputs.path, "--json"]
+                    + extra,
                 environment: environment)
             guard result.status == 0 else { throw ToolFailure(message: result.stderr) }
             let json = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any]
@@ -55,7 +56,9 @@ struct WorkerProcessTests {
             group.enter()
             Thread {
                 for _ in 0..<3 {
-                    if let id = try? spool.submit(Fixtures.landscape, preset: "LowQuality") { ids.withLock { $0.append(id) } }
+                    if let id = try? spool.submit(Fixtures.landscape, preset: "LowQuality") {
+                        ids.withLock { $0.append(id) }
+                    }
                 }
                 group.leave()
             }.start()
@@ -71,7 +74,8 @@ struct WorkerProcessTests {
         for worker in workers { #expect(worker.terminationStatus == 0) }
         for id in submitted {
             let status = try #require(spool.status(id))
-            #expect(status.state == .completed && status.attempts == 1, "\(id): \(status.state) after \(status.attempts)")
+            #expect(
+                status.state == .completed && status.attempts == 1, "\(id): \(status.state) after \(status.attempts)")
         }
         #expect(spool.outputFiles().count == 12)
         #expect(spool.outputFiles().allSatisfy { !$0.hasPrefix(".") })
@@ -82,7 +86,9 @@ struct WorkerProcessTests {
     @Test(arguments: ["--isolate", "--no-isolate"])
     func codecThreadsFollowTheQueue(_ mode: String) throws {
         let backlog = Spool()
-        let ids = try (0..<3).map { _ in try backlog.submit(Fixtures.landscape, preset: "LowQuality", extra: ["--force-transcode"]) }
+        let ids = try (0..<3).map { _ in
+            try backlog.submit(Fixtures.landscape, preset: "LowQuality", extra: ["--force-transcode"])
+        }
         let worker = try ReelBinary.start(["work", "--drain", "--jobs", "2", mode], environment: backlog.environment)
         worker.waitUntilExit()
         #expect(worker.terminationStatus == 0)
@@ -107,7 +113,8 @@ struct WorkerProcessTests {
     @Test(arguments: ["--isolate", "--no-isolate"])
     func aKilledWorkersJobCompletesOnRestartWithNoPartialOutput(_ mode: String) throws {
         let spool = Spool()
-        let id = try spool.submit(Fixtures.long, preset: "HighestQuality", extra: ["--time-range", "0-10", "--force-transcode"])
+        let id = try spool.submit(
+            Fixtures.long, preset: "HighestQuality", extra: ["--time-range", "0-10", "--force-transcode"])
         let worker = try ReelBinary.start(["work", "--jobs", "1", mode], environment: spool.environment)
         let running = spool.waitFor(id) { $0.state == .exporting && $0.progress > 0.05 }
         #expect(running != nil)
@@ -120,7 +127,9 @@ struct WorkerProcessTests {
         let status = try #require(spool.status(id))
         #expect(status.state == .completed)
         #expect(status.attempts == 2)
-        #expect(spool.outputFiles() == [URL(fileURLWithPath: output).lastPathComponent], "leftovers: \(spool.outputFiles())")
+        #expect(
+            spool.outputFiles() == [URL(fileURLWithPath: output).lastPathComponent], "leftovers: \(spool.outputFiles())"
+        )
         #expect((try ProbedFile.probe(URL(fileURLWithPath: output))).video?.codec_name == "h264")
     }
 
@@ -180,7 +189,9 @@ struct WorkerProcessTests {
         let completed = try store.submit(try spec("completed")).status.id
         try store.finish(try #require(try store.claim(worker: "old")), .completed(JobResult.empty))
         let failed = try store.submit(try spec("failed")).status.id
-        try store.finish(try #require(try store.claim(worker: "old")), .failed(JobError(code: "unreadable-input", message: "bad", retryable: false)))
+        try store.finish(
+            try #require(try store.claim(worker: "old")),
+            .failed(JobError(code: "unreadable-input", message: "bad", retryable: false)))
         let cancelled = try store.submit(try spec("cancelled")).status.id
         _ = try store.cancel(cancelled)
         let orphan = try store.submit(try spec("orphan")).status.id
@@ -214,8 +225,10 @@ struct WorkerProcessTests {
         let broken = Fixtures.scratchFolder("broken").appendingPathComponent("broken.mp4")
         try Data("not a video".utf8).write(to: broken)
         let result = try ReelBinary.run(
-            ["submit", broken.path, "--preset", "720p", "--output-dir", spool.outputs.path, "--json"], environment: spool.environment)
-        let id = try #require((try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])?["id"] as? String)
+            ["submit", broken.path, "--preset", "720p", "--output-dir", spool.outputs.path, "--json"],
+            environment: spool.environment)
+        let id = try #require(
+            (try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])?["id"] as? String)
         let worker = try ReelBinary.start(["work", "--drain"], environment: spool.environment)
         worker.waitUntilExit()
         let status = try #require(spool.status(id))
@@ -229,18 +242,21 @@ struct WorkerProcessTests {
         let source = try Fixtures.url(Fixtures.landscape).path
         let manifest = spool.outputs.appendingPathComponent("jobs.jsonl")
         try """
-            {"asset": "\(source)", "preset": "LowQuality"}
-            {"asset": "\(source)", "preset": "NoSuchPreset"}
+        {"asset": "\(source)", "preset": "LowQuality"}
+        {"asset": "\(source)", "preset": "NoSuchPreset"}
 
-            {"asset": "/nonexistent.mp4", "preset": "LowQuality"}
-            {"asset": "\(source)", "preset": "LowQuality", "priority": "high"}
-            """.write(to: manifest, atomically: true, encoding: .utf8)
+        {"asset": "/nonexistent.mp4", "preset": "LowQuality"}
+        {"asset": "\(source)", "preset": "LowQuality", "priority": "high"}
+        """.write(to: manifest, atomically: true, encoding: .utf8)
         let rejected = try ReelBinary.run(["submit", "--manifest", manifest.path], environment: spool.environment)
         #expect(rejected.status != 0)
-        #expect(rejected.stderr.hasPrefix("reel: error: ") && rejected.stderr.contains("line 2") && rejected.stderr.contains("line 4")
-            && rejected.stderr.contains("line 5") && !rejected.stderr.contains("line 1:"))
+        #expect(
+            rejected.stderr.hasPrefix("reel: error: ") && rejected.stderr.contains("line 2")
+                && rejected.stderr.contains("line 4")
+                && rejected.stderr.contains("line 5") && !rejected.stderr.contains("line 1:"))
         #expect(spool.store.all().isEmpty)
-        let good = "{\"asset\": \"\(source)\", \"preset\": \"LowQuality\", \"priority\": 3}\n{\"asset\": \"\(source)\", \"preset\": \"medium\", \"key\": \"k1\"}\n"
+        let good =
+            "{\"asset\": \"\(source)\", \"preset\": \"LowQuality\", \"priority\": 3}\n{\"asset\": \"\(source)\", \"preset\": \"medium\", \"key\": \"k1\"}\n"
         let process = Process()
         process.executableURL = URL(fileURLWithPath: ReelBinary.path)
         process.arguments = ["submit", "--manifest", "-", "--output-dir", spool.outputs.path, "--json"]
@@ -253,7 +269,8 @@ struct WorkerProcessTests {
         input.fileHandleForWriting.write(Data(good.utf8))
         try input.fileHandleForWriting.close()
         process.waitUntilExit()
-        let lines = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).split(separator: "\n")
+        let lines = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).split(
+            separator: "\n")
         #expect(process.terminationStatus == 0 && lines.count == 2)
         #expect(lines.allSatisfy { $0.contains("\"statusFile\"") })
         #expect(spool.store.all().count == 2)
@@ -266,8 +283,11 @@ struct WorkerShutdownTests {
     @Test(arguments: ["--isolate", "--no-isolate"])
     func oneSignalFinishesTheRunningJobAndClaimsNoMore(_ mode: String) throws {
         let spool = WorkerProcessTests.Spool()
-        let first = try spool.submit(Fixtures.long, preset: "MediumQuality", extra: ["--time-range", "0-8", "--force-transcode", "--priority", "1"])
-        let second = try spool.submit(Fixtures.long, preset: "MediumQuality", extra: ["--time-range", "0-8", "--force-transcode"])
+        let first = try spool.submit(
+            Fixtures.long, preset: "MediumQuality",
+            extra: ["--time-range", "0-8", "--force-transcode", "--priority", "1"])
+        let second = try spool.submit(
+            Fixtures.long, preset: "MediumQuality", extra: ["--time-range", "0-8", "--force-transcode"])
         let worker = try ReelBinary.start(["work", "--jobs", "1", mode], environment: spool.environment)
         #expect(spool.waitFor(first) { $0.state == .exporting && $0.progress > 0.02 } != nil)
         kill(worker.processIdentifier, SIGTERM)

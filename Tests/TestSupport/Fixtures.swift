@@ -58,14 +58,15 @@ public enum Fixtures {
 
     // MARK: - Recipes
 
-
-
     static func video(_ size: String, rate: Int = 30, seconds: Double = 1) -> [String] {
         ["-f", "lavfi", "-i", "testsrc2=size=\(size):rate=\(rate):duration=\(seconds)"]
     }
 
     static func audio(rate: Int = 48000, layout: String = "stereo", seconds: Double = 1) -> [String] {
-        ["-f", "lavfi", "-i", "sine=frequency=440:sample_rate=\(rate):duration=\(seconds)", "-af", "aformat=channel_layouts=\(layout)"]
+        [
+            "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=\(rate):duration=\(seconds)", "-af",
+            "aformat=channel_layouts=\(layout)",
+        ]
     }
 
     static let h264 = ["-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p"]
@@ -117,17 +118,20 @@ public enum Fixtures {
 
     /// 4:4:4 chroma (H.264 High 4:4:4 Predictive).
     public static let chroma444 = Recipe(
-        "chroma444.mp4", video("640x360") + audio() + ["-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv444p"] + aac)
+        "chroma444.mp4",
+        video("640x360") + audio() + ["-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv444p"] + aac)
 
     /// Video only.
     public static let noAudio = Recipe("no-audio.mp4", video("640x360") + h264)
 
     /// 5.1 AAC.
-    public static let surround = Recipe("surround.mp4", video("640x360") + audio(layout: "5.1") + h264 + ["-c:a", "aac", "-b:a", "256k"])
+    public static let surround = Recipe(
+        "surround.mp4", video("640x360") + audio(layout: "5.1") + h264 + ["-c:a", "aac", "-b:a", "256k"])
 
     /// Mono 22.05 kHz MP3 audio.
     public static let mono22k = Recipe(
-        "mono22k.mp4", video("640x360") + audio(rate: 22050, layout: "mono") + h264 + ["-c:a", "libmp3lame", "-b:a", "64k"])
+        "mono22k.mp4",
+        video("640x360") + audio(rate: 22050, layout: "mono") + h264 + ["-c:a", "libmp3lame", "-b:a", "64k"])
 
     /// Variable frame rate: 15 frames at 30 fps, then 15 frames at 10 fps.
     public static let variableRate = Recipe(
@@ -146,11 +150,27 @@ public enum Fixtures {
     public static let legacy: [Recipe] = [
         Recipe("mpeg2.mpg", video("640x360", rate: 25) + audio() + ["-c:v", "mpeg2video", "-c:a", "mp2"]),
         Recipe("mpeg4.avi", video("640x360", rate: 25) + audio() + ["-c:v", "mpeg4", "-c:a", "libmp3lame"]),
-        Recipe("mjpeg.avi", video("640x360", rate: 25) + audio() + ["-c:v", "mjpeg", "-pix_fmt", "yuvj420p", "-c:a", "pcm_s16le"]),
-        Recipe("prores.mov", video("640x360", rate: 25) + audio() + ["-c:v", "prores_ks", "-profile:v", "0", "-c:a", "pcm_s16le"]),
-        Recipe("vp9.webm", video("640x360", rate: 25) + audio() + ["-c:v", "libvpx-vp9", "-deadline", "realtime", "-cpu-used", "8", "-b:v", "500k", "-c:a", "libopus"]),
-        Recipe("vp8.webm", video("640x360", rate: 25) + audio() + ["-c:v", "libvpx", "-deadline", "realtime", "-cpu-used", "8", "-b:v", "500k", "-c:a", "libvorbis"]),
-        Recipe("av1.mkv", video("320x180", rate: 25) + audio() + ["-c:v", "libaom-av1", "-cpu-used", "8", "-b:v", "200k", "-c:a", "libopus"]),
+        Recipe(
+            "mjpeg.avi",
+            video("640x360", rate: 25) + audio() + ["-c:v", "mjpeg", "-pix_fmt", "yuvj420p", "-c:a", "pcm_s16le"]),
+        Recipe(
+            "prores.mov",
+            video("640x360", rate: 25) + audio() + ["-c:v", "prores_ks", "-profile:v", "0", "-c:a", "pcm_s16le"]),
+        Recipe(
+            "vp9.webm",
+            video("640x360", rate: 25) + audio() + [
+                "-c:v", "libvpx-vp9", "-deadline", "realtime", "-cpu-used", "8", "-b:v", "500k", "-c:a", "libopus",
+            ]),
+        Recipe(
+            "vp8.webm",
+            video("640x360", rate: 25) + audio() + [
+                "-c:v", "libvpx", "-deadline", "realtime", "-cpu-used", "8", "-b:v", "500k", "-c:a", "libvorbis",
+            ]),
+        Recipe(
+            "av1.mkv",
+            video("320x180", rate: 25) + audio() + [
+                "-c:v", "libaom-av1", "-cpu-used", "8", "-b:v", "200k", "-c:a", "libopus",
+            ]),
         Recipe("h264.ts", video("640x360", rate: 25) + audio() + h264 + ["-c:a", "aac"]),
     ]
 

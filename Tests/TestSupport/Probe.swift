@@ -71,9 +71,11 @@ public struct ProbedFile: Decodable, Sendable {
     /// Presentation times of every video packet, in seconds, sorted.
     public static func videoTimestamps(_ url: URL) throws -> [Double] {
         let result = try Tools.run(
-            "ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries", "packet=pts_time", "-of", "csv=p=0", url.path])
+            "ffprobe",
+            ["-v", "error", "-select_streams", "v:0", "-show_entries", "packet=pts_time", "-of", "csv=p=0", url.path])
         guard result.status == 0 else { throw ToolFailure(message: result.stderr) }
-        return result.stdout.split(separator: "\n").compactMap { Double($0.trimmingCharacters(in: .whitespaces)) }.sorted()
+        return result.stdout.split(separator: "\n").compactMap { Double($0.trimmingCharacters(in: .whitespaces)) }
+            .sorted()
     }
 }
 

@@ -10,14 +10,14 @@ public enum ReelBinary {
             if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate.path }
             folder = folder.deletingLastPathComponent()
         }
-        let build = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../.build/debug/reel")
+        let build = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent(
+            "../../.build/debug/reel")
         return build.standardizedFileURL.path
     }()
 
     public static func run(_ arguments: [String], environment: [String: String]? = nil) throws -> ToolResult {
         try Tools.run(path, arguments, environment: environment)
     }
-
 
     /// Starts `reel` in the background (for workers), with stdout and stderr discarded.
     public static func start(_ arguments: [String], environment: [String: String]? = nil) throws -> Process {

@@ -10,7 +10,9 @@ public struct ToolResult: Sendable {
 public enum Tools {
     /// Runs `tool` (looked up on PATH) with arguments; never throws for a non-zero exit.
     @discardableResult
-    public static func run(_ tool: String, _ arguments: [String], environment: [String: String]? = nil) throws -> ToolResult {
+    public static func run(_ tool: String, _ arguments: [String], environment: [String: String]? = nil) throws
+        -> ToolResult
+    {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: tool.hasPrefix("/") ? tool : "/usr/bin/env")
         process.arguments = tool.hasPrefix("/") ? arguments : [tool] + arguments
@@ -42,7 +44,9 @@ public enum Tools {
     /// Runs ffmpeg quietly; throws with its stderr when it fails.
     public static func ffmpeg(_ arguments: [String]) throws {
         let result = try run("ffmpeg", ["-nostdin", "-hide_banner", "-loglevel", "error", "-y"] + arguments)
-        if result.status != 0 { throw ToolFailure(message: "ffmpeg \(arguments.joined(separator: " ")): \(result.stderr)") }
+        if result.status != 0 {
+            throw ToolFailure(message: "ffmpeg \(arguments.joined(separator: " ")): \(result.stderr)")
+        }
     }
 }
 
