@@ -4,13 +4,13 @@ import Testing
 
 @Suite("reel command line")
 struct CLITests {
-    @Test func presetsListsThirteenWithSummaries() throws {
-        let result = try ReelBinary.run(["presets"])
+    @Test func presetsListsThirteenWithSummaries() async throws {
+        let result = try await ReelBinary.run(["presets"])
         #expect(result.status == 0)
         let lines = result.stdout.split(separator: "\n")
         #expect(lines.count == 13)
         #expect(lines.contains { $0.hasPrefix("MediumQuality") && $0.contains("568x320") })
-        let json = try ReelBinary.run(["presets", "--json"])
+        let json = try await ReelBinary.run(["presets", "--json"])
         let decoded = try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [[String: Any]]
         #expect(decoded?.count == 13)
         #expect(
@@ -19,12 +19,12 @@ struct CLITests {
             } == 21)
     }
 
-    @Test func presetsDirectoryComesFromTheEnvironment() throws {
+    @Test func presetsDirectoryComesFromTheEnvironment() async throws {
         let folder = Fixtures.scratchFolder("env-presets")
         try
             #"{"name": "Broken", "summary": "x", "kind": "audio", "audio": {"codec": "mp3", "bitrate": 96000, "maxChannels": 2}}"#
             .write(to: folder.appendingPathComponent("Broken.json"), atomically: true, encoding: .utf8)
-        let result = try ReelBinary.run(["presets"], environment: ["REEL_PRESETS": folder.path])
+        let result = try await ReelBinary.run(["presets"], environment: ["REEL_PRESETS": folder.path])
         #expect(result.status != 0)
         #expect(
             result.stderr.hasPrefix("reel: error: ") && result.stderr.contains("Broken.json")
@@ -32,27 +32,27 @@ struct CLITests {
         #expect(result.stderr.split(separator: "\n").count == 1)
     }
 
-    @Test func probeReportsRotationAndMetadata() throws {
-        let rotated = try Fixtures.url(Fixtures.rotated(90))
-        let result = try ReelBinary.run(["probe", rotated.path, "--json"])
+    @Test func probeReportsRotationAndMetadata() async throws {
+        let rotated = try await Fixtures.url(Fixtures.rotated(90))
+        let result = try await ReelBinary.run(["probe", rotated.path, "--json"])
         #expect(result.status == 0)
         let json = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
         #expect(json["displayWidth"] as? Int == 270 && json["displayHeight"] as? Int == 480)
         #expect(json["rotation"] as? Int == 270)
-        let landscape = try ReelBinary.run(["probe", try Fixtures.url(Fixtures.landscape).path, "--json"])
+        let landscape = try await ReelBinary.run(["probe", try await Fixtures.url(Fixtures.landscape).path, "--json"])
         let facts = try #require(try JSONSerialization.jsonObject(with: Data(landscape.stdout.utf8)) as? [String: Any])
         #expect(facts["location"] as? String == "+48.8584+002.2945/")
         #expect(facts["make"] as? String == "Apple")
         #expect(facts["creationDate"] as? String == "2024-05-01T10:00:00Z")
-        let text = try ReelBinary.run(["probe", try Fixtures.url(Fixtures.landscape).path])
+        let text = try await ReelBinary.run(["probe", try await Fixtures.url(Fixtures.landscape).path])
         #expect(text.stdout.contains("640x360") && text.stdout.contains("h264"))
     }
 
-    @Test func exportWithJSONPrintsProgressAndTheResult() throws {
+    @Test func exportWithJSONPrintsProgressAndTheResult() async throws {
         let folder = Fixtures.scratchFolder("cli-export")
         let output = folder.appendingPathComponent("clip.mov")
-        let result = try ReelBinary.run([
-            "export", try Fixtures.url(Fixtures.landscape).path, "--preset", "AVAssetExportPresetMediumQuality",
+        let result = try await ReelBinary.run([
+            "export", try await Fixtures.url(Fixtures.landscape).path, "--preset", "AVAssetExportPresetMediumQuality",
             "-o", output.path, "--json",
         ])
         #expect(result.status == 0, "\(result.stderr)")
@@ -63,7 +63,7 @@ struct CLITests {
         let last = try #require(lines.last)
         #expect(last["event"] as? String == "completed" && last["type"] as? String == "mov")
         #expect(((last["result"] as? [String: Any])?["width"] as? Int) == 568)
-        #expect(try ProbedFile.probe(output).format.tags?["major_brand"] == "qt  ")
+        #expect(try await ProbedFile.probe(output).format.tags?["major_brand"] == "qt  ")
     }
 
     @Test(arguments: [
@@ -72,10 +72,10 @@ struct CLITests {
         (["export", "LANDSCAPE", "--preset", "1280x720", "--type", "m4a"], "m4a"),
         (["export", "LANDSCAPE", "--preset", "1280x720", "--time-range", "5-9"], "after the end"),
     ])
-    func errorsAreOneLineAndLeaveNothing(_ arguments: [String], _ words: String) throws {
+    func errorsAreOneLineAndLeaveNothing(_ arguments: [String], _ words: String) async throws {
         let folder = Fixtures.scratchFolder("cli-error")
-        let source = try Fixtures.url(Fixtures.landscape).path
-        let result = try ReelBinary.run(
+        let source = try await Fixtures.url(Fixtures.landscape).path
+        let result = try await ReelBinary.run(
             arguments.map { $0 == "LANDSCAPE" ? source : $0 } + ["-o", folder.appendingPathComponent("out.mp4").path])
         #expect(result.status != 0)
         #expect(result.stderr.hasPrefix("reel: error: ") && result.stderr.contains(words), "\(result.stderr)")
@@ -84,33 +84,33 @@ struct CLITests {
     }
 
     /// x264 writes its settings into the stream; mediainfo reads them back.
-    @Test func threadsOptionReachesTheEncoder() throws {
+    @Test func threadsOptionReachesTheEncoder() async throws {
         let folder = Fixtures.scratchFolder("cli-threads")
-        let source = try Fixtures.url(Fixtures.landscape).path
+        let source = try await Fixtures.url(Fixtures.landscape).path
         let single = folder.appendingPathComponent("single.mp4")
-        let result = try ReelBinary.run([
+        let result = try await ReelBinary.run([
             "export", source, "--preset", "LowQuality", "-o", single.path, "--force-transcode", "--threads", "1",
         ])
         #expect(result.status == 0, "\(result.stderr)")
-        #expect(try MediaInfoTool.x264Threads(single) == 1)
+        #expect(try await MediaInfoTool.x264Threads(single) == 1)
         if ProcessInfo.processInfo.activeProcessorCount > 1 {
             let automatic = folder.appendingPathComponent("automatic.mp4")
-            let result = try ReelBinary.run([
+            let result = try await ReelBinary.run([
                 "export", source, "--preset", "LowQuality", "-o", automatic.path, "--force-transcode",
             ])
             #expect(result.status == 0, "\(result.stderr)")
-            #expect(try MediaInfoTool.x264Threads(automatic).map { $0 > 1 } == true)
+            #expect(try await MediaInfoTool.x264Threads(automatic).map { $0 > 1 } == true)
         }
-        let refused = try ReelBinary.run(["export", source, "--preset", "LowQuality", "--threads", "-2"])
+        let refused = try await ReelBinary.run(["export", source, "--preset", "LowQuality", "--threads", "-2"])
         #expect(refused.status == 64 && refused.stderr.contains("--threads"), "\(refused.stderr)")
     }
 
-    @Test func interruptCancelsAndLeavesNothing() throws {
+    @Test func interruptCancelsAndLeavesNothing() async throws {
         let folder = Fixtures.scratchFolder("cli-interrupt")
         let process = Process()
         process.executableURL = URL(fileURLWithPath: ReelBinary.path)
         process.arguments = [
-            "export", try Fixtures.url(Fixtures.long).path, "--preset", "HighestQuality", "-o",
+            "export", try await Fixtures.url(Fixtures.long).path, "--preset", "HighestQuality", "-o",
             folder.appendingPathComponent("out.mp4").path, "--json", "--force-transcode",
         ]
         let out = Pipe()
@@ -133,13 +133,13 @@ struct CLITests {
         #expect((try? FileManager.default.contentsOfDirectory(atPath: folder.path))?.isEmpty == true)
     }
 
-    @Test func aClosedStdoutDoesNotLeaveATemporaryFile() throws {
+    @Test func aClosedStdoutDoesNotLeaveATemporaryFile() async throws {
         // As `reel export --json | head -1` does: the reader goes away after one line.
         let folder = Fixtures.scratchFolder("cli-pipe")
         let process = Process()
         process.executableURL = URL(fileURLWithPath: ReelBinary.path)
         process.arguments = [
-            "export", try Fixtures.url(Fixtures.landscape).path, "--preset", "MediumQuality", "-o",
+            "export", try await Fixtures.url(Fixtures.landscape).path, "--preset", "MediumQuality", "-o",
             folder.appendingPathComponent("out.mp4").path, "--json", "--force-transcode",
         ]
         let out = Pipe()

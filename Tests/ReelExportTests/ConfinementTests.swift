@@ -9,9 +9,9 @@ struct ConfinementTests {
     @Test func symlinkEscapingTheAllowedRootIsRefused() async throws {
         let root = Fixtures.scratchFolder("root")
         let inside = root.appendingPathComponent("inside.mp4")
-        try FileManager.default.copyItem(at: try Fixtures.url(Fixtures.landscape), to: inside)
+        try FileManager.default.copyItem(at: try await Fixtures.url(Fixtures.landscape), to: inside)
         let escape = root.appendingPathComponent("escape.mp4")
-        try FileManager.default.createSymbolicLink(at: escape, withDestinationURL: try Fixtures.url(Fixtures.landscape))
+        try FileManager.default.createSymbolicLink(at: escape, withDestinationURL: try await Fixtures.url(Fixtures.landscape))
         var limits = Asset.defaultLimits
         limits.allowedRoots = [root.path]
         #expect(try Asset(url: inside, limits: limits).videoTrack != nil)
@@ -47,16 +47,16 @@ struct ConfinementTests {
         }
     }
 
-    @Test func allowedRootsApplyToTheCommandLineAndToSubmit() throws {
+    @Test func allowedRootsApplyToTheCommandLineAndToSubmit() async throws {
         let root = Fixtures.scratchFolder("cli-root")
-        let outside = try Fixtures.url(Fixtures.landscape)
-        let result = try ReelBinary.run([
+        let outside = try await Fixtures.url(Fixtures.landscape)
+        let result = try await ReelBinary.run([
             "export", outside.path, "--preset", "LowQuality", "--allow-root", root.path, "-o",
             root.appendingPathComponent("o.mp4").path,
         ])
         #expect(result.status != 0 && result.stderr.contains("outside the allowed folders"))
         let spool = Fixtures.scratchFolder("root-spool")
-        let submit = try ReelBinary.run(
+        let submit = try await ReelBinary.run(
             ["submit", outside.path, "--preset", "LowQuality", "--output-dir", root.path],
             environment: ["REEL_SPOOL": spool.path, "REEL_ALLOWED_ROOTS": root.path])
         #expect(submit.status != 0 && submit.stderr.contains("outside the allowed folders"))
@@ -73,10 +73,10 @@ struct ConfinementTests {
             return
         }
         let mount = Fixtures.scratchFolder("tmpfs")
-        let mounted = try Tools.run("mount", ["-t", "tmpfs", "-o", "size=64k", "tmpfs", mount.path])
+        let mounted = try await Tools.run("mount", ["-t", "tmpfs", "-o", "size=64k", "tmpfs", mount.path])
         try #require(mounted.status == 0, "mount failed: \(mounted.stderr)")
-        defer { _ = try? Tools.run("umount", ["-l", mount.path]) }
-        let asset = try await Asset.load(try Fixtures.url(Fixtures.landscape))
+        defer { _ = umount2(mount.path, Int32(MNT_DETACH)) }
+        let asset = try await Asset.load(try await Fixtures.url(Fixtures.landscape))
         let full = try ExportSession(asset: asset, presetName: "HighestQuality")
         full.outputURL = mount.appendingPathComponent("out.mp4")
         do {
@@ -88,7 +88,7 @@ struct ConfinementTests {
         }
         #expect(contents(of: mount).isEmpty, "left: \(contents(of: mount))")
 
-        let remount = try Tools.run("mount", ["-o", "remount,ro", mount.path])
+        let remount = try await Tools.run("mount", ["-o", "remount,ro", mount.path])
         try #require(remount.status == 0, "remount failed: \(remount.stderr)")
         let readOnly = try ExportSession(asset: asset, presetName: "LowQuality")
         readOnly.outputURL = mount.appendingPathComponent("out.mp4")

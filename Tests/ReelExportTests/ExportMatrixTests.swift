@@ -85,8 +85,8 @@ struct ExportMatrixTests {
     @Test(arguments: presetCases + sourceCases)
     func exportMatchesThePreset(_ spec: Case) async throws {
         let (url, session) = try await export(spec.source, preset: spec.preset, type: spec.type)
-        let source = try ProbedFile.probe(try Fixtures.url(spec.source))
-        let output = try ProbedFile.probe(url, countFrames: true)
+        let source = try await ProbedFile.probe(try await Fixtures.url(spec.source))
+        let output = try await ProbedFile.probe(url, countFrames: true)
         let video = try #require(output.video, "no video stream")
         let preset = try PresetLibrary.shipped.preset(named: spec.preset)
         let hevc = preset.video?.codec == .hevc
@@ -117,7 +117,7 @@ struct ExportMatrixTests {
             #expect(output.audio == nil)
         }
         // Moov first, as an independent reader sees it.
-        #expect(try MediaInfoTool.general(url)["IsStreamable"] == "Yes")
+        #expect(try await MediaInfoTool.general(url)["IsStreamable"] == "Yes")
         #expect(session.result?.networkOptimized == true)
         #expect(contents(of: url.deletingLastPathComponent()) == [url.lastPathComponent])
         if spec.type == .m4v { #expect(output.format.tags?["major_brand"] == "M4V ") }
@@ -129,10 +129,10 @@ struct ExportMatrixTests {
             let (url, _) = try await export(Fixtures.rotated(angle), preset: "HighestQuality")
             // ffmpeg's own autorotation of the source is the reference picture.
             let reference = url.deletingLastPathComponent().appendingPathComponent("reference.mkv")
-            try Tools.ffmpeg([
-                "-i", try Fixtures.url(Fixtures.rotated(angle)).path, "-an", "-c:v", "ffv1", reference.path,
+            try await Tools.ffmpeg([
+                "-i", try await Fixtures.url(Fixtures.rotated(angle)).path, "-an", "-c:v", "ffv1", reference.path,
             ])
-            let result = try Tools.run(
+            let result = try await Tools.run(
                 "ffmpeg",
                 ["-nostdin", "-i", url.path, "-i", reference.path, "-lavfi", "[0:v][1:v]ssim", "-f", "null", "-"])
             let ssim = result.stderr.split(separator: "\n").last { $0.contains("SSIM") }
@@ -143,8 +143,8 @@ struct ExportMatrixTests {
 
     @Test func variableFrameRateTimestampsAreKept() async throws {
         let (url, _) = try await export(Fixtures.variableRate, preset: "1280x720")
-        let source = try ProbedFile.videoTimestamps(try Fixtures.url(Fixtures.variableRate))
-        let output = try ProbedFile.videoTimestamps(url)
+        let source = try await ProbedFile.videoTimestamps(try await Fixtures.url(Fixtures.variableRate))
+        let output = try await ProbedFile.videoTimestamps(url)
         #expect(source.count == output.count)
         // Both lists may start at different origins (the source's audio starts first); the spacing
         // between frames is what a variable frame rate is.
@@ -154,7 +154,7 @@ struct ExportMatrixTests {
 
     @Test func frameRateCapDropsEveryOtherFrameOfSixty() async throws {
         let (url, _) = try await export(Fixtures.sixty, preset: "MediumQuality")
-        let output = try ProbedFile.probe(url, countFrames: true)
+        let output = try await ProbedFile.probe(url, countFrames: true)
         #expect(output.video?.frames == 30)
         #expect(abs((output.video?.frameRate ?? 0) - 30) < 0.5)
     }
@@ -162,25 +162,25 @@ struct ExportMatrixTests {
     @Test func timeRangeExportsThatPartOnly() async throws {
         let (url, _) = try await export(
             Fixtures.landscape, preset: "1280x720", range: TimeRange(start: 0.25, end: 0.75))
-        let output = try ProbedFile.probe(url, countFrames: true)
+        let output = try await ProbedFile.probe(url, countFrames: true)
         #expect(output.video?.frames == 15)
         #expect(abs((output.format.durationSeconds ?? 0) - 0.5) < 0.07)
     }
 
     @Test func notOptimizedForNetworkPutsMoovLast() async throws {
         let (url, session) = try await export(Fixtures.landscape, preset: "LowQuality", optimize: false)
-        #expect(try MediaInfoTool.general(url)["IsStreamable"] == "No")
+        #expect(try await MediaInfoTool.general(url)["IsStreamable"] == "No")
         #expect(session.result?.networkOptimized == false)
     }
 
     @Test func appleM4AWritesAudioOnly() async throws {
         for type in [OutputType.m4a, .mp4] {
             let (url, _) = try await export(Fixtures.surround, preset: "AppleM4A", type: type)
-            let output = try ProbedFile.probe(url)
+            let output = try await ProbedFile.probe(url)
             #expect(output.video == nil)
             #expect(output.audio?.codec_name == "aac" && output.audio?.channels == 2)
             if type == .m4a { #expect(output.format.tags?["major_brand"] == "M4A ") }
-            #expect(try MediaInfoTool.general(url)["IsStreamable"] == "Yes")
+            #expect(try await MediaInfoTool.general(url)["IsStreamable"] == "Yes")
         }
     }
 }

@@ -8,7 +8,7 @@ func export(
     _ recipe: Fixtures.Recipe, preset: String, type: OutputType? = nil, range: TimeRange? = nil,
     metadata: MetadataPolicy = .keep, optimize: Bool = true, forceTranscode: Bool = true
 ) async throws -> (url: URL, session: ExportSession) {
-    let source = try Fixtures.url(recipe)
+    let source = try await Fixtures.url(recipe)
     let asset = try await Asset.load(source)
     let session = try ExportSession(asset: asset, presetName: preset)
     let chosen = type ?? ExportPlanner.defaultType(for: session.preset)
@@ -33,8 +33,8 @@ func contents(of folder: URL) -> [String] {
 
 /// Packet sizes and checksums of one stream, as ffmpeg's framemd5 muxer reports them (timestamps
 /// left out): equal lists mean the packets were copied unchanged.
-func packetHashes(_ url: URL, stream: String) throws -> [String] {
-    let result = try Tools.run(
+func packetHashes(_ url: URL, stream: String) async throws -> [String] {
+    let result = try await Tools.run(
         "ffmpeg",
         ["-nostdin", "-v", "error", "-i", url.path, "-map", "0:\(stream)", "-c", "copy", "-f", "framemd5", "-"])
     guard result.status == 0 else { throw ToolFailure(message: result.stderr) }

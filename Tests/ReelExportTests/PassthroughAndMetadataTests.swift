@@ -8,33 +8,33 @@ struct PassthroughAndMetadataTests {
     @Test(arguments: [OutputType.mp4, .mov, .m4v])
     func passthroughCopiesPacketsUnchanged(_ type: OutputType) async throws {
         let (url, _) = try await export(Fixtures.landscape, preset: "Passthrough", type: type)
-        let source = try Fixtures.url(Fixtures.landscape)
-        #expect(try packetHashes(url, stream: "v:0") == packetHashes(source, stream: "v:0"))
-        #expect(try packetHashes(url, stream: "a:0") == packetHashes(source, stream: "a:0"))
-        #expect(try MediaInfoTool.general(url)["IsStreamable"] == "Yes")
+        let source = try await Fixtures.url(Fixtures.landscape)
+        #expect(try await packetHashes(url, stream: "v:0") == packetHashes(source, stream: "v:0"))
+        #expect(try await packetHashes(url, stream: "a:0") == packetHashes(source, stream: "a:0"))
+        #expect(try await MediaInfoTool.general(url)["IsStreamable"] == "Yes")
     }
 
     @Test func passthroughKeepsTheRotationTag() async throws {
         let (url, _) = try await export(Fixtures.rotated(90), preset: "Passthrough")
-        let output = try ProbedFile.probe(url)
+        let output = try await ProbedFile.probe(url)
         #expect(output.video?.hasDisplayMatrix == true)
         #expect(output.video?.width == 480 && output.video?.height == 270)
     }
 
     @Test func passthroughOfHEVCIsTaggedHvc1() async throws {
         let (url, _) = try await export(Fixtures.hevc10, preset: "Passthrough", type: .mp4)
-        #expect(try ProbedFile.probe(url).video?.codec_tag_string == "hvc1")
+        #expect(try await ProbedFile.probe(url).video?.codec_tag_string == "hvc1")
     }
 
     @Test func passthroughOfAudioOnlyIntoM4A() async throws {
         let (url, _) = try await export(Fixtures.audioOnly, preset: "Passthrough", type: .m4a)
-        let source = try Fixtures.url(Fixtures.audioOnly)
-        #expect(try packetHashes(url, stream: "a:0") == packetHashes(source, stream: "a:0"))
+        let source = try await Fixtures.url(Fixtures.audioOnly)
+        #expect(try await packetHashes(url, stream: "a:0") == packetHashes(source, stream: "a:0"))
     }
 
     @Test func metadataIsKeptByDefault() async throws {
         let (url, session) = try await export(Fixtures.landscape, preset: "MediumQuality")
-        let tags = try ProbedFile.probe(url).format.tags ?? [:]
+        let tags = try await ProbedFile.probe(url).format.tags ?? [:]
         #expect(tags["creation_time"]?.hasPrefix("2024-05-01T10:00:00") == true)
         #expect(tags["location"] == "+48.8584+002.2945/")
         #expect(tags["com.apple.quicktime.make"] == "Apple")
@@ -47,7 +47,7 @@ struct PassthroughAndMetadataTests {
 
     @Test func sharingStripsLocationAndDevice() async throws {
         let (url, _) = try await export(Fixtures.landscape, preset: "MediumQuality", metadata: .forSharing)
-        let tags = try ProbedFile.probe(url).format.tags ?? [:]
+        let tags = try await ProbedFile.probe(url).format.tags ?? [:]
         #expect(tags["creation_time"]?.hasPrefix("2024-05-01") == true)
         #expect(tags["com.apple.quicktime.content.identifier"] != nil)
         #expect(
@@ -57,7 +57,7 @@ struct PassthroughAndMetadataTests {
 
     @Test func stripWritesNoSourceMetadata() async throws {
         let (url, _) = try await export(Fixtures.landscape, preset: "MediumQuality", metadata: .strip)
-        let tags = try ProbedFile.probe(url).format.tags ?? [:]
+        let tags = try await ProbedFile.probe(url).format.tags ?? [:]
         #expect(tags["creation_time"] == nil && tags["location"] == nil && tags["com.apple.quicktime.make"] == nil)
     }
 }

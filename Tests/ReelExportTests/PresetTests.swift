@@ -14,7 +14,7 @@ struct PresetTests {
         #expect(PresetLibrary.shipped.presets.map(\.name) == PresetTests.names)
     }
 
-    @Test func shippedPresetsMatchTheJSONFilesInTheSourceTree() throws {
+    @Test func shippedPresetsMatchTheJSONFilesInTheSourceTree() async throws {
         let folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
             .appendingPathComponent("../../Presets").standardizedFileURL
         let files = try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasSuffix(".json") }
@@ -34,7 +34,7 @@ struct PresetTests {
         ("low", "LowQuality"), ("highest", "HighestQuality"), ("passthrough", "Passthrough"),
         ("AVAssetExportPresetAppleM4A", "AppleM4A"), ("hevchighestquality", "HEVCHighestQuality"), ("720p", "1280x720"),
     ])
-    func lookupIsCaseInsensitiveAndAcceptsApplesPrefix(_ name: String, _ expected: String) throws {
+    func lookupIsCaseInsensitiveAndAcceptsApplesPrefix(_ name: String, _ expected: String) async throws {
         #expect(try PresetLibrary.shipped.preset(named: name).name == expected)
     }
 
@@ -47,7 +47,7 @@ struct PresetTests {
         }
     }
 
-    @Test func userFolderAddsAndOverrides() throws {
+    @Test func userFolderAddsAndOverrides() async throws {
         let folder = Fixtures.scratchFolder("presets")
         let custom = """
             {"name": "Tiny", "summary": "tiny", "kind": "video",
@@ -98,7 +98,7 @@ struct PresetTests {
             "not valid JSON"
         ),
     ])
-    func malformedPresetNamesTheFileAndTheField(_ json: String, _ field: String) throws {
+    func malformedPresetNamesTheFileAndTheField(_ json: String, _ field: String) async throws {
         let folder = Fixtures.scratchFolder("bad-preset")
         try json.write(to: folder.appendingPathComponent("Broken.json"), atomically: true, encoding: .utf8)
         #expect {
@@ -125,7 +125,7 @@ struct PresetTests {
     ])
     func outputSizeFitsTheBox(
         _ preset: String, _ width: Int, _ height: Int, _ expectedWidth: Int, _ expectedHeight: Int
-    ) throws {
+    ) async throws {
         let size = try PresetLibrary.shipped.preset(named: preset).outputSize(forDisplayWidth: width, height: height)
         #expect(size.width == expectedWidth && size.height == expectedHeight, "\(preset) \(width)x\(height) → \(size)")
     }

@@ -12,10 +12,10 @@ struct SmartPassthroughTests {
         let result = try #require(session.result)
         #expect(result.method == .smartPassthrough)
         #expect(result.decision.contains("copied"))
-        let source = try Fixtures.url(Fixtures.landscape)
-        #expect(try packetHashes(url, stream: "v:0") == packetHashes(source, stream: "v:0"))
-        #expect(try MediaInfoTool.general(url)["IsStreamable"] == "Yes")
-        #expect(try ProbedFile.probe(url).format.tags?["location"] == "+48.8584+002.2945/")
+        let source = try await Fixtures.url(Fixtures.landscape)
+        #expect(try await packetHashes(url, stream: "v:0") == packetHashes(source, stream: "v:0"))
+        #expect(try await MediaInfoTool.general(url)["IsStreamable"] == "Yes")
+        #expect(try await ProbedFile.probe(url).format.tags?["location"] == "+48.8584+002.2945/")
     }
 
     @Test(arguments: [
@@ -32,7 +32,7 @@ struct SmartPassthroughTests {
     func anIncompatibleSourceIsReencodedWithTheReason(_ recipe: Fixtures.Recipe, _ preset: String, _ words: String)
         async throws
     {
-        let asset = try await Asset.load(try Fixtures.url(recipe))
+        let asset = try await Asset.load(try await Fixtures.url(recipe))
         let session = try ExportSession(asset: asset, presetName: preset)
         let decision = try session.determineCompatibility()
         #expect(decision.method == .transcode)
@@ -46,7 +46,7 @@ struct SmartPassthroughTests {
     }
 
     @Test func aTimeRangeIsAlwaysCutByReencoding() async throws {
-        let asset = try await Asset.load(try Fixtures.url(Fixtures.landscape))
+        let asset = try await Asset.load(try await Fixtures.url(Fixtures.landscape))
         let session = try ExportSession(asset: asset, presetName: "1280x720")
         session.timeRange = TimeRange(start: 0.2, end: 0.8)
         #expect(try session.determineCompatibility().method == .transcode)

@@ -9,10 +9,10 @@ struct MediaProbeTests {
     @Test(
         arguments: [Fixtures.landscape, Fixtures.hevc10, Fixtures.surround, Fixtures.mono22k, Fixtures.anamorphic]
             + Fixtures.legacy)
-    func probeAgreesWithFFprobe(_ recipe: Fixtures.Recipe) throws {
-        let url = try Fixtures.url(recipe)
+    func probeAgreesWithFFprobe(_ recipe: Fixtures.Recipe) async throws {
+        let url = try await Fixtures.url(recipe)
         let ours = try MediaProbe.probe(path: url.path)
-        let theirs = try ProbedFile.probe(url)
+        let theirs = try await ProbedFile.probe(url)
         #expect(ours.streams.count == theirs.streams.count)
         #expect(abs(ours.durationSeconds - (theirs.format.durationSeconds ?? 0)) < 0.01)
         for (mine, other) in zip(ours.streams, theirs.streams) {
@@ -29,25 +29,25 @@ struct MediaProbeTests {
         }
     }
 
-    @Test func rotationAndDisplaySize() throws {
-        let info = try MediaProbe.probe(path: try Fixtures.url(Fixtures.rotated(90)).path)
+    @Test func rotationAndDisplaySize() async throws {
+        let info = try MediaProbe.probe(path: try await Fixtures.url(Fixtures.rotated(90)).path)
         let video = try #require(info.bestVideoStream)
         #expect(video.rotation == 270)
         #expect(video.displaySize?.width == 270 && video.displaySize?.height == 480)
         let anamorphic = try #require(
-            try MediaProbe.probe(path: try Fixtures.url(Fixtures.anamorphic).path).bestVideoStream)
+            try MediaProbe.probe(path: try await Fixtures.url(Fixtures.anamorphic).path).bestVideoStream)
         #expect(anamorphic.sampleAspectRatio == Rational(64, 45))
         #expect(anamorphic.displaySize?.width == 1024 && anamorphic.displaySize?.height == 576)
     }
 
-    @Test func tenBitHEVCIsReportedAsSuch() throws {
-        let video = try #require(try MediaProbe.probe(path: try Fixtures.url(Fixtures.hevc10).path).bestVideoStream)
+    @Test func tenBitHEVCIsReportedAsSuch() async throws {
+        let video = try #require(try MediaProbe.probe(path: try await Fixtures.url(Fixtures.hevc10).path).bestVideoStream)
         #expect(video.bitDepth == 10 && video.codec == "hevc" && video.chromaSubsampling == "4:2:0")
         #expect(video.codecTag == "hvc1")
     }
 
-    @Test func demuxerOutsideTheAllowlistIsRefused() throws {
-        let url = try Fixtures.url(Fixtures.wav)
+    @Test func demuxerOutsideTheAllowlistIsRefused() async throws {
+        let url = try await Fixtures.url(Fixtures.wav)
         var policy = InputPolicy.standard
         policy.allowedDemuxers = ["mov"]
         #expect {
@@ -55,8 +55,8 @@ struct MediaProbeTests {
         } throws: { ($0 as? MediaError)?.kind == .unreadableInput }
     }
 
-    @Test func limitsAreEnforcedAfterProbing() throws {
-        let url = try Fixtures.url(Fixtures.landscape)
+    @Test func limitsAreEnforcedAfterProbing() async throws {
+        let url = try await Fixtures.url(Fixtures.landscape)
         for policy in [
             InputPolicy(maxDimension: 320), InputPolicy(maxStreams: 1), InputPolicy(maxDurationSeconds: 0.5),
             InputPolicy(maxFileBytes: 1000),
@@ -67,7 +67,7 @@ struct MediaProbeTests {
         }
     }
 
-    @Test func errorsCarryTheCallAndFFmpegsText() throws {
+    @Test func errorsCarryTheCallAndFFmpegsText() async throws {
         #expect(MediaError.string(for: -2) == "No such file or directory")
         do {
             _ = try MediaProbe.probe(path: "/nonexistent.mp4")

@@ -14,20 +14,20 @@ struct SpoolStoreTests {
         try SpoolStore(root: Fixtures.scratchFolder("spool"))
     }
 
-    static func spec(priority: Int = 0, key: String? = nil, maxAttempts: Int = 3) throws -> JobSpec {
+    static func spec(priority: Int = 0, key: String? = nil, maxAttempts: Int = 3) async throws -> JobSpec {
         JobSpec(
-            asset: try Fixtures.url(Fixtures.landscape).path, preset: "LowQuality", outputType: .mp4,
+            asset: try await Fixtures.url(Fixtures.landscape).path, preset: "LowQuality", outputType: .mp4,
             output: Fixtures.folder.appendingPathComponent("never-{id}.mp4").path, priority: priority, key: key,
             maxAttempts: maxAttempts)
     }
 
-    @Test func priorityFirstThenFirstInFirstOut() throws {
+    @Test func priorityFirstThenFirstInFirstOut() async throws {
         let store = try Self.store()
-        let low = try store.submit(try Self.spec(priority: -5)).status.id
-        let a = try store.submit(try Self.spec()).status.id
-        let b = try store.submit(try Self.spec()).status.id
-        let high = try store.submit(try Self.spec(priority: 10)).status.id
-        let c = try store.submit(try Self.spec()).status.id
+        let low = try store.submit(try await Self.spec(priority: -5)).status.id
+        let a = try store.submit(try await Self.spec()).status.id
+        let b = try store.submit(try await Self.spec()).status.id
+        let high = try store.submit(try await Self.spec(priority: 10)).status.id
+        let c = try store.submit(try await Self.spec()).status.id
         var order: [String] = []
         while let claim = try store.claim(worker: "test") {
             order.append(claim.id)
@@ -36,10 +36,10 @@ struct SpoolStoreTests {
         #expect(order == [high, a, b, c, low])
     }
 
-    @Test func everyJobIsClaimedExactlyOnceByConcurrentWorkers() throws {
+    @Test func everyJobIsClaimedExactlyOnceByConcurrentWorkers() async throws {
         let store = try Self.store()
         var submitted = Set<String>()
-        for _ in 0..<200 { submitted.insert(try store.submit(try Self.spec()).status.id) }
+        for _ in 0..<200 { submitted.insert(try store.submit(try await Self.spec()).status.id) }
         let claimed = Mutex<[String]>([])
         let group = DispatchGroup()
         for worker in 0..<8 {
@@ -62,26 +62,26 @@ struct SpoolStoreTests {
             try submitted.allSatisfy { try store.status($0)?.state == .completed && store.status($0)?.attempts == 1 })
     }
 
-    @Test func idempotencyKeyReturnsTheExistingJob() throws {
+    @Test func idempotencyKeyReturnsTheExistingJob() async throws {
         let store = try Self.store()
-        let first = try store.submit(try Self.spec(key: "order-42"))
-        let second = try store.submit(try Self.spec(key: "order-42"))
+        let first = try store.submit(try await Self.spec(key: "order-42"))
+        let second = try store.submit(try await Self.spec(key: "order-42"))
         #expect(first.created && !second.created)
         #expect(first.status.id == second.status.id)
         #expect(store.all().count == 1)
-        let other = try store.submit(try Self.spec(key: "order-43"))
+        let other = try store.submit(try await Self.spec(key: "order-43"))
         #expect(other.created && other.status.id != first.status.id)
     }
 
-    @Test func outputNamesCarryTheJobID() throws {
+    @Test func outputNamesCarryTheJobID() async throws {
         let store = try Self.store()
-        let status = try store.submit(try Self.spec()).status
+        let status = try store.submit(try await Self.spec()).status
         #expect(status.output.hasSuffix("never-\(status.id).mp4"))
     }
 
-    @Test func aDeadWorkersJobIsQueuedAgainAndPoisonJobsFail() throws {
+    @Test func aDeadWorkersJobIsQueuedAgainAndPoisonJobsFail() async throws {
         let store = try Self.store()
-        let id = try store.submit(try Self.spec(maxAttempts: 3)).status.id
+        let id = try store.submit(try await Self.spec(maxAttempts: 3)).status.id
         for attempt in 1...3 {
             let claim = try #require(try store.claim(worker: "doomed"))
             #expect(claim.attempt == attempt)
@@ -95,9 +95,9 @@ struct SpoolStoreTests {
         #expect(try store.claim(worker: "next") == nil)
     }
 
-    @Test func aStaleOwnerCannotOverwriteTheNewOne() throws {
+    @Test func aStaleOwnerCannotOverwriteTheNewOne() async throws {
         let store = try Self.store()
-        let id = try store.submit(try Self.spec()).status.id
+        let id = try store.submit(try await Self.spec()).status.id
         let stale = try #require(try store.claim(worker: "stale"))
         stale.lock.release()  // presumed dead…
         store.recover()
@@ -112,9 +112,9 @@ struct SpoolStoreTests {
         #expect(try store.status(id)?.attempts == 2)
     }
 
-    @Test func cancelOfAWaitingJobMeansItNeverStarts() throws {
+    @Test func cancelOfAWaitingJobMeansItNeverStarts() async throws {
         let store = try Self.store()
-        let id = try store.submit(try Self.spec()).status.id
+        let id = try store.submit(try await Self.spec()).status.id
         #expect(try store.cancel(id) == .cancelled)
         #expect(try store.claim(worker: "w") == nil)
         #expect(try store.status(id)?.state == .cancelled)
@@ -125,9 +125,9 @@ struct SpoolStoreTests {
         #expect(try store.claim(worker: "w")?.id == id)
     }
 
-    @Test func cancelOfARunningJobIsARequestItsWorkerSees() throws {
+    @Test func cancelOfARunningJobIsARequestItsWorkerSees() async throws {
         let store = try Self.store()
-        let id = try store.submit(try Self.spec()).status.id
+        let id = try store.submit(try await Self.spec()).status.id
         let claim = try #require(try store.claim(worker: "w"))
         #expect(try store.cancel(id) == .requested)
         #expect(store.cancelRequested(id))
@@ -136,9 +136,9 @@ struct SpoolStoreTests {
         #expect(!store.cancelRequested(id))
     }
 
-    @Test func retryableFailuresBackOffThenRunAgain() throws {
+    @Test func retryableFailuresBackOffThenRunAgain() async throws {
         let store = try Self.store()
-        let id = try store.submit(try Self.spec()).status.id
+        let id = try store.submit(try await Self.spec()).status.id
         let claim = try #require(try store.claim(worker: "w"))
         try store.finish(claim, .failed(JobError(code: "no-space", message: "disk full", retryable: true)))
         let waiting = try #require(try store.status(id))
@@ -147,25 +147,25 @@ struct SpoolStoreTests {
         #expect(store.hasPendingWork())
         let wait = try #require(store.secondsUntilNextRetry())
         #expect(wait > 0 && wait <= 2)
-        Thread.sleep(forTimeInterval: wait + 0.05)
+        try await Task.sleep(for: .seconds(wait + 0.05))
         let again = try #require(try store.claim(worker: "w"))
         #expect(again.attempt == 2)
         try store.finish(again, .failed(JobError(code: "unreadable-input", message: "corrupt", retryable: false)))
         #expect(try store.status(id)?.state == .failed)
     }
 
-    @Test func handBackDoesNotSpendAnAttempt() throws {
+    @Test func handBackDoesNotSpendAnAttempt() async throws {
         let store = try Self.store()
-        let id = try store.submit(try Self.spec()).status.id
+        let id = try store.submit(try await Self.spec()).status.id
         let claim = try #require(try store.claim(worker: "w"))
         try store.finish(claim, .handBack)
         #expect(try store.status(id)?.state == .waiting && store.status(id)?.attempts == 0)
         #expect(try store.claim(worker: "w")?.attempt == 1)
     }
 
-    @Test func statusFilesFollowTheSchema() throws {
+    @Test func statusFilesFollowTheSchema() async throws {
         let store = try Self.store()
-        let id = try store.submit(try Self.spec()).status.id
+        let id = try store.submit(try await Self.spec()).status.id
         let data = try Data(contentsOf: URL(fileURLWithPath: store.statusFile(id)))
         let json = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
         for field in [
@@ -179,11 +179,11 @@ struct SpoolStoreTests {
         #expect((json["createdAt"] as? String)?.hasSuffix("Z") == true)
     }
 
-    @Test func statusStaysFastWithManyJobs() throws {
+    @Test func statusStaysFastWithManyJobs() async throws {
         // 5,000 here to keep the suite quick; README reports the 100,000-job figures from Scripts/bench-queue.
         let store = try Self.store()
         var last = ""
-        for _ in 0..<5000 { last = try store.submit(try Self.spec()).status.id }
+        for _ in 0..<5000 { last = try store.submit(try await Self.spec()).status.id }
         #expect(try store.status(last)?.state == .waiting)
         let claim = try #require(try store.claim(worker: "w"))
         try store.finish(claim, .completed(JobResult.empty))

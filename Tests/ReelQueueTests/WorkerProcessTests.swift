@@ -7,7 +7,7 @@ import Testing
 @testable import ReelQueue
 
 /// Real `reel` processes against one spool: submitters, workers, kills and pollers.
-@Suite("Workers in processes", .serialized)
+@Suite("Workers in processes", .serialized, .timeLimit(.minutes(10)))
 struct WorkerProcessTests {
     struct Spool {
         let root: URL
@@ -20,9 +20,9 @@ struct WorkerProcessTests {
             outputs = Fixtures.scratchFolder("outputs")
         }
 
-        func submit(_ recipe: Fixtures.Recipe, preset: String, extra: [String] = []) throws -> String {
-            let result = try ReelBinary.run(
-                ["submit", try Fixtures.url(recipe).path, "--preset", preset, "--output-dir", outputs.path, "--json"]
+        func submit(_ recipe: Fixtures.Recipe, preset: String, extra: [String] = []) async throws -> String {
+            let result = try await ReelBinary.run(
+                ["submit", try await Fixtures.url(recipe).path, "--preset", preset, "--output-dir", outputs.path, "--json"]
                     + extra,
                 environment: environment)
             guard result.status == 0 else { throw ToolFailure(message: result.stderr) }
@@ -34,13 +34,8 @@ struct WorkerProcessTests {
         func status(_ id: String) -> JobStatus? { try? store.status(id) }
 
         /// Waits until `predicate` holds for the job's status (polling its status file).
-        func waitFor(_ id: String, seconds: Double = 60, _ predicate: (JobStatus) -> Bool) -> JobStatus? {
-            let deadline = Date().addingTimeInterval(seconds)
-            while Date() < deadline {
-                if let status = status(id), predicate(status) { return status }
-                usleep(50_000)
-            }
-            return nil
+        func waitFor(_ id: String, seconds: Double = 60, _ predicate: (JobStatus) -> Bool) async -> JobStatus? {
+            await eventually(within: .seconds(seconds)) { status(id).flatMap { predicate($0) ? $0 : nil } }
         }
 
         func outputFiles() -> [String] {
@@ -48,30 +43,24 @@ struct WorkerProcessTests {
         }
     }
 
-    @Test func severalSubmittersAndWorkersRunEveryJobExactlyOnce() throws {
+    @Test func severalSubmittersAndWorkersRunEveryJobExactlyOnce() async throws {
         let spool = Spool()
-        let ids = Mutex<[String]>([])
-        let group = DispatchGroup()
-        for _ in 0..<4 {
-            group.enter()
-            Thread {
-                for _ in 0..<3 {
-                    if let id = try? spool.submit(Fixtures.landscape, preset: "LowQuality") {
-                        ids.withLock { $0.append(id) }
-                    }
+        let submitted = try await withThrowingTaskGroup(of: [String].self) { group in
+            for _ in 0..<4 {
+                group.addTask {
+                    var ids: [String] = []
+                    for _ in 0..<3 { ids.append(try await spool.submit(Fixtures.landscape, preset: "LowQuality")) }
+                    return ids
                 }
-                group.leave()
-            }.start()
+            }
+            return try await group.reduce(into: []) { $0 += $1 }
         }
-        group.wait()
-        let submitted = ids.withLock { $0 }
         #expect(submitted.count == 12)
         // One in-process worker among isolated ones: both kinds share a spool safely.
         let workers = try ["--isolate", "--no-isolate", "--isolate"].map { mode in
             try ReelBinary.start(["work", "--drain", "--jobs", "2", mode], environment: spool.environment)
         }
-        for worker in workers { worker.waitUntilExit() }
-        for worker in workers { #expect(worker.terminationStatus == 0) }
+        for worker in workers { #expect(try await worker.exit().status == 0) }
         for id in submitted {
             let status = try #require(spool.status(id))
             #expect(
@@ -84,131 +73,131 @@ struct WorkerProcessTests {
     /// A backlog runs one single-threaded job per core; a job alone gets every core. Checked in the
     /// x264 settings each output carries (mediainfo).
     @Test(arguments: ["--isolate", "--no-isolate"])
-    func codecThreadsFollowTheQueue(_ mode: String) throws {
+    func codecThreadsFollowTheQueue(_ mode: String) async throws {
         let backlog = Spool()
-        let ids = try (0..<3).map { _ in
-            try backlog.submit(Fixtures.landscape, preset: "LowQuality", extra: ["--force-transcode"])
+        var ids: [String] = []
+        for _ in 0..<3 {
+            ids.append(try await backlog.submit(Fixtures.landscape, preset: "LowQuality", extra: ["--force-transcode"]))
         }
         let worker = try ReelBinary.start(["work", "--drain", "--jobs", "2", mode], environment: backlog.environment)
-        worker.waitUntilExit()
-        #expect(worker.terminationStatus == 0)
+        #expect(try await worker.exit().status == 0)
         // The first two were claimed with a third still waiting.
         for id in ids.prefix(2) {
             let status = try #require(backlog.status(id))
             #expect(status.state == .completed)
             let output = URL(fileURLWithPath: status.output)
-            #expect(try MediaInfoTool.x264Threads(output) == 1, "\(id)")
+            #expect(try await MediaInfoTool.x264Threads(output) == 1, "\(id)")
         }
         guard ProcessInfo.processInfo.activeProcessorCount > 1 else { return }
         let alone = Spool()
-        let id = try alone.submit(Fixtures.landscape, preset: "LowQuality", extra: ["--force-transcode"])
+        let id = try await alone.submit(Fixtures.landscape, preset: "LowQuality", extra: ["--force-transcode"])
         let single = try ReelBinary.start(["work", "--drain", "--jobs", "2", mode], environment: alone.environment)
-        single.waitUntilExit()
+        try await single.exit()
         let status = try #require(alone.status(id))
         #expect(status.state == .completed)
         let output = URL(fileURLWithPath: status.output)
-        #expect(try MediaInfoTool.x264Threads(output).map { $0 > 1 } == true)
+        #expect(try await MediaInfoTool.x264Threads(output).map { $0 > 1 } == true)
     }
 
     @Test(arguments: ["--isolate", "--no-isolate"])
-    func aKilledWorkersJobCompletesOnRestartWithNoPartialOutput(_ mode: String) throws {
+    func aKilledWorkersJobCompletesOnRestartWithNoPartialOutput(_ mode: String) async throws {
         let spool = Spool()
-        let id = try spool.submit(
+        let id = try await spool.submit(
             Fixtures.long, preset: "HighestQuality", extra: ["--time-range", "0-10", "--force-transcode"])
         let worker = try ReelBinary.start(["work", "--jobs", "1", mode], environment: spool.environment)
-        let running = spool.waitFor(id) { $0.state == .exporting && $0.progress > 0.05 }
+        let running = await spool.waitFor(id) { $0.state == .exporting && $0.progress > 0.05 }
         #expect(running != nil)
-        kill(worker.processIdentifier, SIGKILL)
-        worker.waitUntilExit()
+        worker.signal(SIGKILL)
+        try await worker.exit()
         let output = try #require(spool.status(id)).output
         #expect(!FileManager.default.fileExists(atPath: output), "output appeared although the worker died")
         let restarted = try ReelBinary.start(["work", "--drain", mode], environment: spool.environment)
-        restarted.waitUntilExit()
+        try await restarted.exit()
         let status = try #require(spool.status(id))
         #expect(status.state == .completed)
         #expect(status.attempts == 2)
         #expect(
             spool.outputFiles() == [URL(fileURLWithPath: output).lastPathComponent], "leftovers: \(spool.outputFiles())"
         )
-        #expect((try ProbedFile.probe(URL(fileURLWithPath: output))).video?.codec_name == "h264")
+        #expect((try await ProbedFile.probe(URL(fileURLWithPath: output))).video?.codec_name == "h264")
     }
 
     @Test(arguments: ["--isolate", "--no-isolate"])
-    func cancelStopsARunningJobWithinASecondAndLeavesNothing(_ mode: String) throws {
+    func cancelStopsARunningJobWithinASecondAndLeavesNothing(_ mode: String) async throws {
         let spool = Spool()
-        let id = try spool.submit(Fixtures.long, preset: "HighestQuality", extra: ["--force-transcode"])
+        let id = try await spool.submit(Fixtures.long, preset: "HighestQuality", extra: ["--force-transcode"])
         let worker = try ReelBinary.start(["work", "--jobs", "1", mode], environment: spool.environment)
-        defer {
-            worker.terminate()
-            worker.waitUntilExit()
-        }
-        #expect(spool.waitFor(id) { $0.state == .exporting && $0.progress > 0.02 } != nil)
+
+        #expect(await spool.waitFor(id) { $0.state == .exporting && $0.progress > 0.02 } != nil)
         let asked = Date()
-        let result = try ReelBinary.run(["cancel", id], environment: spool.environment)
+        let result = try await ReelBinary.run(["cancel", id], environment: spool.environment)
         #expect(result.status == 0)
-        let cancelled = spool.waitFor(id, seconds: 5) { $0.state == .cancelled }
+        let cancelled = await spool.waitFor(id, seconds: 5) { $0.state == .cancelled }
         #expect(cancelled != nil)
         #expect(Date().timeIntervalSince(asked) < 1.5)
         #expect(spool.outputFiles().isEmpty, "left: \(spool.outputFiles())")
-        let wait = try ReelBinary.run(["wait", id], environment: spool.environment)
+        let wait = try await ReelBinary.run(["wait", id], environment: spool.environment)
         #expect(wait.status != 0)
+        await worker.stop()
     }
 
-    @Test func aPollerNeverSeesATornStatusFile() throws {
+    @Test func aPollerNeverSeesATornStatusFile() async throws {
         let spool = Spool()
-        let ids = try (0..<3).map { _ in try spool.submit(Fixtures.landscape, preset: "960x540") }
+        var ids: [String] = []
+        for _ in 0..<3 { ids.append(try await spool.submit(Fixtures.landscape, preset: "960x540")) }
         let stop = Mutex(false)
         let reads = Mutex((good: 0, torn: 0))
-        let poller = Thread {
+        let files = ids.map { spool.store.statusFile($0) }
+        let poller = Task.detached {
             while !stop.withLock({ $0 }) {
-                for id in ids {
-                    guard let data = FileManager.default.contents(atPath: spool.store.statusFile(id)) else { continue }
+                for file in files {
+                    guard let data = FileManager.default.contents(atPath: file) else { continue }
                     let ok = (try? SpoolStore.decoder.decode(JobStatus.self, from: data)) != nil
                     reads.withLock { ok ? ($0.good += 1) : ($0.torn += 1) }
                 }
+                await Task.yield()
             }
         }
-        poller.start()
         let worker = try ReelBinary.start(["work", "--drain", "--jobs", "2"], environment: spool.environment)
-        worker.waitUntilExit()
+        #expect(try await worker.exit().status == 0)
         stop.withLock { $0 = true }
+        await poller.value
         let counted = reads.withLock { $0 }
         #expect(counted.torn == 0)
         #expect(counted.good > 100)
         #expect(ids.allSatisfy { spool.status($0)?.state == .completed })
     }
 
-    @Test func restartRepairsASpoolWithJobsInEveryState() throws {
+    @Test func restartRepairsASpoolWithJobsInEveryState() async throws {
         let spool = Spool()
         let store = spool.store
-        func spec(_ name: String) throws -> JobSpec {
+        func spec(_ name: String) async throws -> JobSpec {
             JobSpec(
-                asset: try Fixtures.url(Fixtures.landscape).path, preset: "LowQuality", outputType: .mp4,
+                asset: try await Fixtures.url(Fixtures.landscape).path, preset: "LowQuality", outputType: .mp4,
                 output: spool.outputs.appendingPathComponent("\(name).mp4").path)
         }
-        let completed = try store.submit(try spec("completed")).status.id
+        let completed = try store.submit(try await spec("completed")).status.id
         try store.finish(try #require(try store.claim(worker: "old")), .completed(JobResult.empty))
-        let failed = try store.submit(try spec("failed")).status.id
+        let failed = try store.submit(try await spec("failed")).status.id
         try store.finish(
             try #require(try store.claim(worker: "old")),
             .failed(JobError(code: "unreadable-input", message: "bad", retryable: false)))
-        let cancelled = try store.submit(try spec("cancelled")).status.id
+        let cancelled = try store.submit(try await spec("cancelled")).status.id
         _ = try store.cancel(cancelled)
-        let orphan = try store.submit(try spec("orphan")).status.id
+        let orphan = try store.submit(try await spec("orphan")).status.id
         let dead = try #require(try store.claim(worker: "crashed"))
         // An interrupted export's temporary file, as a killed worker leaves it.
         try Data("partial".utf8).write(to: spool.outputs.appendingPathComponent(".orphan.mp4.reel-1234abcd.partial"))
         dead.lock.release()
-        let delayed = try store.submit(try spec("delayed")).status.id
+        let delayed = try store.submit(try await spec("delayed")).status.id
         let retrying = try #require(try store.claim(worker: "old"))
         #expect(retrying.id == delayed)
         try store.finish(retrying, .failed(JobError(code: "no-space", message: "full", retryable: true)))
-        let waiting = try store.submit(try spec("waiting")).status.id
+        let waiting = try store.submit(try await spec("waiting")).status.id
         #expect(try store.status(delayed)?.state == .waiting)
 
         let worker = try ReelBinary.start(["work", "--drain", "--jobs", "2"], environment: spool.environment)
-        worker.waitUntilExit()
-        #expect(worker.terminationStatus == 0)
+        #expect(try await worker.exit().status == 0)
         #expect(try store.status(completed)?.state == .completed)
         #expect(try store.status(failed)?.state == .failed)
         #expect(try store.status(cancelled)?.state == .cancelled)
@@ -220,26 +209,26 @@ struct WorkerProcessTests {
         #expect(spool.outputFiles() == ["delayed.mp4", "orphan.mp4", "waiting.mp4"])
     }
 
-    @Test func aNonRetryableFailureFailsOnceWithACode() throws {
+    @Test func aNonRetryableFailureFailsOnceWithACode() async throws {
         let spool = Spool()
         let broken = Fixtures.scratchFolder("broken").appendingPathComponent("broken.mp4")
         try Data("not a video".utf8).write(to: broken)
-        let result = try ReelBinary.run(
+        let result = try await ReelBinary.run(
             ["submit", broken.path, "--preset", "720p", "--output-dir", spool.outputs.path, "--json"],
             environment: spool.environment)
         let id = try #require(
             (try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])?["id"] as? String)
         let worker = try ReelBinary.start(["work", "--drain"], environment: spool.environment)
-        worker.waitUntilExit()
+        try await worker.exit()
         let status = try #require(spool.status(id))
         #expect(status.state == .failed && status.attempts == 1)
         #expect(status.error?.code == "unreadable-input" && status.error?.retryable == false)
         #expect(spool.outputFiles().isEmpty)
     }
 
-    @Test func manifestWithABadLineQueuesNothing() throws {
+    @Test func manifestWithABadLineQueuesNothing() async throws {
         let spool = Spool()
-        let source = try Fixtures.url(Fixtures.landscape).path
+        let source = try await Fixtures.url(Fixtures.landscape).path
         let manifest = spool.outputs.appendingPathComponent("jobs.jsonl")
         try """
         {"asset": "\(source)", "preset": "LowQuality"}
@@ -248,7 +237,7 @@ struct WorkerProcessTests {
         {"asset": "/nonexistent.mp4", "preset": "LowQuality"}
         {"asset": "\(source)", "preset": "LowQuality", "priority": "high"}
         """.write(to: manifest, atomically: true, encoding: .utf8)
-        let rejected = try ReelBinary.run(["submit", "--manifest", manifest.path], environment: spool.environment)
+        let rejected = try await ReelBinary.run(["submit", "--manifest", manifest.path], environment: spool.environment)
         #expect(rejected.status != 0)
         #expect(
             rejected.stderr.hasPrefix("reel: error: ") && rejected.stderr.contains("line 2")
@@ -257,57 +246,48 @@ struct WorkerProcessTests {
         #expect(spool.store.all().isEmpty)
         let good =
             "{\"asset\": \"\(source)\", \"preset\": \"LowQuality\", \"priority\": 3}\n{\"asset\": \"\(source)\", \"preset\": \"medium\", \"key\": \"k1\"}\n"
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: ReelBinary.path)
-        process.arguments = ["submit", "--manifest", "-", "--output-dir", spool.outputs.path, "--json"]
-        process.environment = ProcessInfo.processInfo.environment.merging(spool.environment) { $1 }
-        let input = Pipe()
-        let output = Pipe()
-        process.standardInput = input
-        process.standardOutput = output
-        try process.run()
-        input.fileHandleForWriting.write(Data(good.utf8))
-        try input.fileHandleForWriting.close()
-        process.waitUntilExit()
-        let lines = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).split(
-            separator: "\n")
-        #expect(process.terminationStatus == 0 && lines.count == 2)
+        let piped = try await ReelBinary.run(
+            ["submit", "--manifest", "-", "--output-dir", spool.outputs.path, "--json"], environment: spool.environment,
+            input: Data(good.utf8))
+        let lines = piped.stdout.split(separator: "\n")
+        #expect(piped.status == 0 && lines.count == 2)
         #expect(lines.allSatisfy { $0.contains("\"statusFile\"") })
         #expect(spool.store.all().count == 2)
     }
 }
 
 /// SIGTERM/SIGINT: the first stops claiming and lets the running job finish; a second hands it back.
-@Suite("Worker shutdown", .serialized)
+@Suite("Worker shutdown", .serialized, .timeLimit(.minutes(5)))
 struct WorkerShutdownTests {
     @Test(arguments: ["--isolate", "--no-isolate"])
-    func oneSignalFinishesTheRunningJobAndClaimsNoMore(_ mode: String) throws {
+    func oneSignalFinishesTheRunningJobAndClaimsNoMore(_ mode: String) async throws {
         let spool = WorkerProcessTests.Spool()
-        let first = try spool.submit(
+        let first = try await spool.submit(
             Fixtures.long, preset: "MediumQuality",
             extra: ["--time-range", "0-8", "--force-transcode", "--priority", "1"])
-        let second = try spool.submit(
+        let second = try await spool.submit(
             Fixtures.long, preset: "MediumQuality", extra: ["--time-range", "0-8", "--force-transcode"])
         let worker = try ReelBinary.start(["work", "--jobs", "1", mode], environment: spool.environment)
-        #expect(spool.waitFor(first) { $0.state == .exporting && $0.progress > 0.02 } != nil)
-        kill(worker.processIdentifier, SIGTERM)
-        worker.waitUntilExit()
-        #expect(worker.terminationReason == .exit && worker.terminationStatus == 0)
+        #expect(await spool.waitFor(first) { $0.state == .exporting && $0.progress > 0.02 } != nil)
+        worker.signal(SIGTERM)
+        let ended = try await worker.exit()
+        #expect(ended.reason == .exit && ended.status == 0)
         #expect(spool.status(first)?.state == .completed)
         #expect(spool.status(second)?.state == .waiting && spool.status(second)?.attempts == 0)
     }
 
     @Test(arguments: ["--isolate", "--no-isolate"])
-    func aSecondSignalHandsTheRunningJobBack(_ mode: String) throws {
+    func aSecondSignalHandsTheRunningJobBack(_ mode: String) async throws {
         let spool = WorkerProcessTests.Spool()
-        let id = try spool.submit(Fixtures.long, preset: "HighestQuality", extra: ["--force-transcode"])
+        let id = try await spool.submit(Fixtures.long, preset: "HighestQuality", extra: ["--force-transcode"])
         let worker = try ReelBinary.start(["work", "--jobs", "1", mode], environment: spool.environment)
-        #expect(spool.waitFor(id) { $0.state == .exporting && $0.progress > 0.02 } != nil)
-        kill(worker.processIdentifier, SIGTERM)
-        usleep(300_000)
-        kill(worker.processIdentifier, SIGINT)
-        worker.waitUntilExit()
-        #expect(worker.terminationReason == .exit && worker.terminationStatus == 0)
+        #expect(await spool.waitFor(id) { $0.state == .exporting && $0.progress > 0.02 } != nil)
+        worker.signal(SIGTERM)
+        // The second signal must arrive after the first was handled (not coalesced with it).
+        #expect(await eventually { worker.output.contains("stopping") ? true : nil } != nil)
+        worker.signal(SIGINT)
+        let ended = try await worker.exit()
+        #expect(ended.reason == .exit && ended.status == 0)
         let status = try #require(spool.status(id))
         #expect(status.state == .waiting && status.attempts == 0, "\(status.state) after \(status.attempts)")
         #expect(spool.outputFiles().isEmpty, "left: \(spool.outputFiles())")

@@ -19,13 +19,28 @@ public enum Fixtures {
         public var description: String { name }
     }
 
-    private static let made = Made()
+    /// Generated files by name; a recipe asked for twice at once is generated once.
+    private actor Made {
+        var files: [String: Task<URL, any Error>] = [:]
 
-    /// Generated files by name, behind a recursive lock (a recipe may generate its inputs first).
-    private final class Made: @unchecked Sendable {
-        let lock = NSRecursiveLock()
-        var urls: [String: URL] = [:]
+        func url(_ recipe: Recipe) async throws -> URL {
+            if let task = files[recipe.name] { return try await task.value }
+            let task = Task<URL, any Error> {
+                var inputs: [String] = []
+                for input in recipe.inputs { inputs.append(try await Fixtures.url(input).path) }
+                let arguments = recipe.arguments.map { argument in
+                    argument.hasPrefix("$") ? Int(argument.dropFirst()).map { inputs[$0] } ?? argument : argument
+                }
+                let url = Fixtures.folder.appendingPathComponent(recipe.name)
+                try await Tools.ffmpeg(arguments + [url.path])
+                return url
+            }
+            files[recipe.name] = task
+            return try await task.value
+        }
     }
+
+    private static let made = Made()
 
     /// The folder this run's media is written to.
     public static let folder: URL = {
@@ -41,19 +56,9 @@ public enum Fixtures {
         return url
     }
 
-    /// Returns the fixture's file, generating it on first use. Generation is serialised.
-    public static func url(_ recipe: Recipe) throws -> URL {
-        made.lock.lock()
-        defer { made.lock.unlock() }
-        if let url = made.urls[recipe.name] { return url }
-        let inputs = try recipe.inputs.map { try Fixtures.url($0).path }
-        let arguments = recipe.arguments.map { argument in
-            argument.hasPrefix("$") ? Int(argument.dropFirst()).map { inputs[$0] } ?? argument : argument
-        }
-        let url = folder.appendingPathComponent(recipe.name)
-        try Tools.ffmpeg(arguments + [url.path])
-        made.urls[recipe.name] = url
-        return url
+    /// Returns the fixture's file, generating it on first use (without holding a cooperative thread).
+    public static func url(_ recipe: Recipe) async throws -> URL {
+        try await made.url(recipe)
     }
 
     // MARK: - Recipes

@@ -60,17 +60,17 @@ public struct ProbedFile: Decodable, Sendable {
     public var audio: Stream? { streams.first { $0.codec_type == "audio" } }
 
     /// Runs ffprobe on `url`; `countFrames` decodes the file to count frames exactly.
-    public static func probe(_ url: URL, countFrames: Bool = false) throws -> ProbedFile {
+    public static func probe(_ url: URL, countFrames: Bool = false) async throws -> ProbedFile {
         var arguments = ["-v", "error", "-print_format", "json", "-show_streams", "-show_format"]
         if countFrames { arguments.append("-count_frames") }
-        let result = try Tools.run("ffprobe", arguments + [url.path])
+        let result = try await Tools.run("ffprobe", arguments + [url.path])
         guard result.status == 0 else { throw ToolFailure(message: "ffprobe \(url.path): \(result.stderr)") }
         return try JSONDecoder().decode(ProbedFile.self, from: Data(result.stdout.utf8))
     }
 
     /// Presentation times of every video packet, in seconds, sorted.
-    public static func videoTimestamps(_ url: URL) throws -> [Double] {
-        let result = try Tools.run(
+    public static func videoTimestamps(_ url: URL) async throws -> [Double] {
+        let result = try await Tools.run(
             "ffprobe",
             ["-v", "error", "-select_streams", "v:0", "-show_entries", "packet=pts_time", "-of", "csv=p=0", url.path])
         guard result.status == 0 else { throw ToolFailure(message: result.stderr) }
@@ -82,13 +82,13 @@ public struct ProbedFile: Decodable, Sendable {
 /// What mediainfo (a second independent reader) says.
 public enum MediaInfoTool {
     /// The General track's fields (e.g. `IsStreamable`, `Format`, `CodecID`).
-    public static func general(_ url: URL) throws -> [String: String] {
-        try track("General", of: url)
+    public static func general(_ url: URL) async throws -> [String: String] {
+        try await track("General", of: url)
     }
 
     /// The first track of a type (`General`, `Video`, `Audio`), string fields only.
-    public static func track(_ type: String, of url: URL) throws -> [String: String] {
-        let result = try Tools.run("mediainfo", ["--Output=JSON", url.path])
+    public static func track(_ type: String, of url: URL) async throws -> [String: String] {
+        let result = try await Tools.run("mediainfo", ["--Output=JSON", url.path])
         guard result.status == 0 else { throw ToolFailure(message: result.stderr) }
         struct Root: Decodable {
             struct Media: Decodable { var track: [[String: JSONValue]] }
@@ -101,8 +101,8 @@ public enum MediaInfoTool {
 
     /// The frame threads x264 ran with, from the settings it writes into the stream (nil when the
     /// video was not made by x264).
-    public static func x264Threads(_ url: URL) throws -> Int? {
-        let settings = try track("Video", of: url)["Encoded_Library_Settings"] ?? ""
+    public static func x264Threads(_ url: URL) async throws -> Int? {
+        let settings = try await track("Video", of: url)["Encoded_Library_Settings"] ?? ""
         let field = settings.components(separatedBy: " / ").first { $0.hasPrefix("threads=") }
         return field.flatMap { Int($0.dropFirst("threads=".count)) }
     }

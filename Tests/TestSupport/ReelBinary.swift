@@ -15,22 +15,18 @@ public enum ReelBinary {
         return build.standardizedFileURL.path
     }()
 
-    public static func run(_ arguments: [String], environment: [String: String]? = nil) throws -> ToolResult {
-        try Tools.run(path, arguments, environment: environment)
+    /// Runs `reel` to its end (killed after `timeLimit`).
+    public static func run(
+        _ arguments: [String], environment: [String: String]? = nil, input: Data? = nil,
+        timeLimit: Duration = Tools.defaultTimeLimit
+    ) async throws -> ToolResult {
+        try await Tools.run(path, arguments, environment: environment, input: input, timeLimit: timeLimit)
     }
 
-    /// Starts `reel` in the background (for workers), with stdout and stderr discarded.
-    public static func start(_ arguments: [String], environment: [String: String]? = nil) throws -> Process {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = arguments
-        if let environment {
-            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        }
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        return process
+    /// Starts `reel` in the background (for workers). Its output goes to a log file in the run's
+    /// fixture folder, so a failing test can show what the worker said.
+    public static func start(_ arguments: [String], environment: [String: String]? = nil) throws -> BackgroundProcess {
+        let log = Fixtures.scratchFolder("log").appendingPathComponent("reel-\(arguments.first ?? "run").log")
+        return try BackgroundProcess(path, arguments, environment: environment, log: log)
     }
 }

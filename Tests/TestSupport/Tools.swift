@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// Runs an external program (ffmpeg, ffprobe, mediainfo, reel) and captures its output.
 public struct ToolResult: Sendable {
@@ -8,11 +9,18 @@ public struct ToolResult: Sendable {
 }
 
 public enum Tools {
-    /// Runs `tool` (looked up on PATH) with arguments; never throws for a non-zero exit.
+    /// How long any one tool may run before it is killed and the test fails (a hung tool must not
+    /// hang the whole run).
+    public static let defaultTimeLimit: Duration = .seconds(300)
+
+    /// Runs `tool` (looked up on PATH) with arguments and waits for it without holding a thread of
+    /// Swift's cooperative pool. Never throws for a non-zero exit; throws when it cannot start or
+    /// outlives `timeLimit` (it is then killed).
     @discardableResult
-    public static func run(_ tool: String, _ arguments: [String], environment: [String: String]? = nil) throws
-        -> ToolResult
-    {
+    public static func run(
+        _ tool: String, _ arguments: [String], environment: [String: String]? = nil, input: Data? = nil,
+        timeLimit: Duration = defaultTimeLimit
+    ) async throws -> ToolResult {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: tool.hasPrefix("/") ? tool : "/usr/bin/env")
         process.arguments = tool.hasPrefix("/") ? arguments : [tool] + arguments
@@ -21,42 +29,199 @@ public enum Tools {
         }
         let out = Pipe()
         let err = Pipe()
+        let inPipe = input.map { _ in Pipe() }
         process.standardOutput = out
         process.standardError = err
-        process.standardInput = FileHandle.nullDevice
+        process.standardInput = inPipe ?? FileHandle.nullDevice
+        let collected = Mutex((stdout: Data(), stderr: Data(), timedOut: false))
+        let group = DispatchGroup()
+        group.enter()
+        process.terminationHandler = { _ in group.leave() }
         try process.run()
-        // Read both pipes concurrently so a chatty tool cannot fill one and block.
-        let errData = ReadBox()
-        let finished = DispatchSemaphore(value: 0)
-        let reader = Thread {
-            errData.data = err.fileHandleForReading.readDataToEndOfFile()
-            finished.signal()
+        // Both pipes are drained on Dispatch's threads (never the cooperative pool), concurrently,
+        // so a chatty tool cannot fill one and block.
+        for (pipe, isOut) in [(out, true), (err, false)] {
+            group.enter()
+            DispatchQueue.global().async {
+                let data = pipe.fileHandleForReading.readDataToEndOfFile()
+                collected.withLock { isOut ? ($0.stdout = data) : ($0.stderr = data) }
+                group.leave()
+            }
         }
-        reader.start()
-        let outData = out.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        finished.wait()
+        if let inPipe, let input {
+            DispatchQueue.global().async {
+                try? inPipe.fileHandleForWriting.write(contentsOf: input)
+                try? inPipe.fileHandleForWriting.close()
+            }
+        }
+        let pid = process.processIdentifier
+        let kill = DispatchWorkItem {
+            collected.withLock { $0.timedOut = true }
+            Foundation.kill(pid, SIGKILL)
+        }
+        DispatchQueue.global().asyncAfter(deadline: .now() + timeLimit.seconds, execute: kill)
+        await withCheckedContinuation { continuation in
+            group.notify(queue: .global()) { continuation.resume() }
+        }
+        kill.cancel()
+        let (stdout, stderr, timedOut) = collected.withLock { ($0.stdout, $0.stderr, $0.timedOut) }
+        if timedOut {
+            throw ToolFailure(message: "\(tool) \(arguments.joined(separator: " ")) ran longer than \(timeLimit); killed")
+        }
         return ToolResult(
-            status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
-            stderr: String(decoding: errData.data, as: UTF8.self))
+            status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
+            stderr: String(decoding: stderr, as: UTF8.self))
     }
 
     /// Runs ffmpeg quietly; throws with its stderr when it fails.
-    public static func ffmpeg(_ arguments: [String]) throws {
-        let result = try run("ffmpeg", ["-nostdin", "-hide_banner", "-loglevel", "error", "-y"] + arguments)
+    public static func ffmpeg(_ arguments: [String]) async throws {
+        let result = try await run("ffmpeg", ["-nostdin", "-hide_banner", "-loglevel", "error", "-y"] + arguments)
         if result.status != 0 {
             throw ToolFailure(message: "ffmpeg \(arguments.joined(separator: " ")): \(result.stderr)")
         }
     }
 }
 
-/// Carries the stderr bytes from the reader thread; the semaphore orders the write before the read.
-final class ReadBox: @unchecked Sendable {
-    var data = Data()
+/// A program started in the background (a worker), whose end can be awaited with a time limit.
+public final class BackgroundProcess: Sendable {
+    private struct State {
+        var ended: (reason: Process.TerminationReason, status: Int32)?
+        var waiters: [CheckedContinuation<Void, Never>] = []
+    }
+    private final class Shared: Sendable {
+        let state = Mutex(State())
+    }
+    public let pid: Int32
+    /// Where its stdout and stderr go, if anywhere.
+    public let log: URL?
+    private let shared = Shared()
+
+    /// Starts `executable`; stdout and stderr go to `log` (a file) or are discarded.
+    public init(
+        _ executable: String, _ arguments: [String], environment: [String: String]? = nil, log: URL? = nil
+    ) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        if let environment {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        }
+        if let log {
+            _ = FileManager.default.createFile(atPath: log.path, contents: nil)
+            let handle = try FileHandle(forWritingTo: log)
+            process.standardOutput = handle
+            process.standardError = handle
+        } else {
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+        }
+        process.standardInput = FileHandle.nullDevice
+        let shared = shared
+        process.terminationHandler = { ended in
+            let waiters = shared.state.withLock { state in
+                state.ended = (ended.terminationReason, ended.terminationStatus)
+                defer { state.waiters = [] }
+                return state.waiters
+            }
+            for waiter in waiters { waiter.resume() }
+        }
+        try process.run()
+        pid = process.processIdentifier
+        self.log = log
+    }
+
+    /// A process still running when its owner lets go of it (a test that failed half-way) is killed.
+    deinit { if isRunning { kill(pid, SIGKILL) } }
+
+    /// What it has written so far (stdout and stderr), or "" without a log.
+    public var output: String {
+        log.flatMap { FileManager.default.contents(atPath: $0.path) }.map { String(decoding: $0, as: UTF8.self) } ?? ""
+    }
+
+    /// Whether it is still running.
+    public var isRunning: Bool { shared.state.withLock { $0.ended == nil } }
+
+    /// Sends a signal.
+    public func signal(_ number: Int32) { if isRunning { kill(pid, number) } }
+
+    /// Waits for it to end; kills it and throws when it outlives `timeLimit`.
+    @discardableResult
+    public func exit(within timeLimit: Duration = .seconds(120)) async throws -> (
+        reason: Process.TerminationReason, status: Int32
+    ) {
+        let deadline = ContinuousClock.now + timeLimit
+        let timer = Task {
+            try await Task.sleep(until: deadline)
+            self.signal(SIGKILL)
+        }
+        defer { timer.cancel() }
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let done = shared.state.withLock { state -> Bool in
+                if state.ended != nil { return true }
+                state.waiters.append(continuation)
+                return false
+            }
+            if done { continuation.resume() }
+        }
+        let ended = shared.state.withLock { $0.ended }!
+        if ContinuousClock.now >= deadline && ended.reason == .uncaughtSignal && ended.status == SIGKILL {
+            throw ToolFailure(message: "process \(pid) ran longer than \(timeLimit); killed")
+        }
+        return ended
+    }
+
+    /// Stops it (SIGTERM) and waits for its end, killing it if it does not go within the limit.
+    public func stop(within timeLimit: Duration = .seconds(30)) async {
+        signal(SIGTERM)
+        _ = try? await exit(within: timeLimit)
+    }
+}
+
+/// Polls `condition` until it returns a value or `timeLimit` passes (then nil), without blocking a thread.
+public func eventually<T>(
+    within timeLimit: Duration = .seconds(60), every interval: Duration = .milliseconds(50),
+    _ condition: () async throws -> T?
+) async rethrows -> T? {
+    let deadline = ContinuousClock.now + timeLimit
+    while true {
+        if let value = try await condition() { return value }
+        if ContinuousClock.now >= deadline { return nil }
+        try? await Task.sleep(for: interval)
+    }
+}
+
+extension Duration {
+    /// The duration in seconds, as a `Double`.
+    public var seconds: Double {
+        let (seconds, attoseconds) = components
+        return Double(seconds) + Double(attoseconds) / 1e18
+    }
 }
 
 public struct ToolFailure: Error, CustomStringConvertible {
     public var message: String
     public init(message: String) { self.message = message }
     public var description: String { message }
+}
+
+/// A reproducible random number generator (SplitMix64) for mutation tests: a failure names its seed,
+/// and `REEL_TEST_SEED` replays it.
+public struct SeededGenerator: RandomNumberGenerator, Sendable {
+    public let seed: UInt64
+    private var state: UInt64
+
+    /// Seeds from `REEL_TEST_SEED` when set, else from `seed`.
+    public init(seed: UInt64) {
+        let chosen = ProcessInfo.processInfo.environment["REEL_TEST_SEED"].flatMap { UInt64($0) } ?? seed
+        self.seed = chosen
+        state = chosen
+    }
+
+    public mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
 }
