@@ -48,10 +48,7 @@ enum CLI {
 
     /// Encodes a value as one line of JSON (sorted keys, so output is stable).
     static func jsonLine<T: Encodable>(_ value: T) -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        encoder.dateEncodingStrategy = .iso8601
-        guard let data = try? encoder.encode(value) else { return "{}" }
+        guard let data = try? JSONCoding.lineEncoder.encode(value) else { return "{}" }
         return String(decoding: data, as: UTF8.self)
     }
 

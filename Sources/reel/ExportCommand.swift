@@ -85,10 +85,7 @@ struct ExportCommand: AsyncParsableCommand {
         do {
             try await runExport()
         } catch let error as ExportError where json {
-            CLI.printLine(
-                CLI.jsonLine(
-                    FailureReport(
-                        error: .init(code: error.code.rawValue, message: error.message, retryable: error.isRetryable))))
+            CLI.printLine(ExportEvent.failed(.init(error)).jsonLine)
             throw error
         }
     }
@@ -142,11 +139,9 @@ struct ExportCommand: AsyncParsableCommand {
         bar.finishLine()
         guard let result = session.result else { throw CLIFailure(message: "the export finished without a result") }
         if json {
-            CLI.printLine(
-                CLI.jsonLine(
-                    ExportReport(
-                        output: destination.path, preset: session.preset.name, type: outputType.rawValue, result: result
-                    )))
+            let completion = ExportEvent.Completion(
+                output: destination.path, preset: session.preset.name, type: outputType.rawValue, result: result)
+            CLI.printLine(ExportEvent.completed(completion).jsonLine)
         } else {
             var facts = [CLI.formatBytes(result.bytes), String(format: "%.2f s", result.durationSeconds)]
             if let width = result.width, let height = result.height { facts.insert("\(width)x\(height)", at: 0) }
@@ -157,17 +152,6 @@ struct ExportCommand: AsyncParsableCommand {
             CLI.printLine("wrote \(destination.path) (\(facts.joined(separator: ", ")))")
         }
     }
-}
-
-/// The final JSON line of a failed `reel export --json`.
-struct FailureReport: Encodable {
-    struct Failure: Encodable {
-        var code: String
-        var message: String
-        var retryable: Bool
-    }
-    var event = "failed"
-    var error: Failure
 }
 
 /// Ends this process when its parent (an isolating worker) dies, so an orphaned export never races
@@ -183,15 +167,6 @@ enum ParentWatch {
     }
 }
 
-/// The final JSON line of `reel export --json`.
-struct ExportReport: Encodable {
-    var event = "completed"
-    var output: String
-    var preset: String
-    var type: String
-    var result: ExportSession.Result
-}
-
 /// Draws the progress bar on a terminal, or prints JSON progress lines.
 final class ProgressPrinter: Sendable {
     let json: Bool
@@ -202,24 +177,9 @@ final class ProgressPrinter: Sendable {
         self.terminal = terminal
     }
 
-    struct Line: Encodable {
-        var event = "progress"
-        var status: String
-        var phase: String
-        var progress: Double
-        var frames: Int
-        var fps: Double
-        var etaSeconds: Double?
-    }
-
     func show(_ update: ExportSession.Progress) {
         if json {
-            let line = Line(
-                status: update.status.rawValue, phase: update.phase.rawValue,
-                progress: (update.fraction * 1000).rounded() / 1000, frames: update.frames,
-                fps: (update.framesPerSecond * 10).rounded() / 10,
-                etaSeconds: update.secondsRemaining.map { ($0 * 10).rounded() / 10 })
-            CLI.printLine(CLI.jsonLine(line))
+            CLI.printLine(ExportEvent.progress(.init(update)).jsonLine)
             return
         }
         guard terminal else { return }

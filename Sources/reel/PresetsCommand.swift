@@ -14,9 +14,7 @@ struct PresetsCommand: AsyncParsableCommand {
     func run() async throws {
         let library = try global.prepare()
         if json {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
-            CLI.printLine(String(decoding: try encoder.encode(library.presets), as: UTF8.self))
+            CLI.printLine(String(decoding: try JSONCoding.prettyEncoder.encode(library.presets), as: UTF8.self))
             return
         }
         let width = library.presets.map(\.name.count).max() ?? 10

@@ -20,10 +20,7 @@ struct ProbeCommand: AsyncParsableCommand {
         let probed = try await Asset.load(URL(fileURLWithPath: asset), limits: input.limits)
         let report = ProbeReport(probed)
         if json {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
-            encoder.dateEncodingStrategy = .iso8601
-            CLI.printLine(String(decoding: try encoder.encode(report), as: UTF8.self))
+            CLI.printLine(String(decoding: try JSONCoding.prettyEncoder.encode(report), as: UTF8.self))
         } else {
             report.printText()
         }

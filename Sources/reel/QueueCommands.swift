@@ -227,12 +227,7 @@ struct RetryCommand: AsyncParsableCommand {
 enum JobPrinter {
     static func print(_ statuses: [JobStatus], json: Bool, table: Bool) {
         if json {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-            encoder.dateEncodingStrategy = .iso8601
-            for status in statuses {
-                if let data = try? encoder.encode(status) { CLI.printLine(String(decoding: data, as: UTF8.self)) }
-            }
+            for status in statuses { CLI.printLine(CLI.jsonLine(status)) }
             return
         }
         if table {
