@@ -56,9 +56,11 @@ let package = Package(
         .plugin(name: "PresetEmbedder", capability: .buildTool(), dependencies: ["EmbedPresets"]),
 
         .target(name: "TestSupport", path: "Tests/TestSupport"),
+        // The queue's contract as test cases any store runs (the spool here, PostgreSQL in the fleet).
+        .target(name: "QueueContract", dependencies: ["ReelQueue", "TestSupport"], path: "Tests/QueueContract"),
         .testTarget(name: "ReelMediaTests", dependencies: ["ReelMedia", "TestSupport"]),
         .testTarget(name: "ReelExportTests", dependencies: ["ReelExport", "TestSupport"]),
-        .testTarget(name: "ReelQueueTests", dependencies: ["ReelQueue", "TestSupport"]),
+        .testTarget(name: "ReelQueueTests", dependencies: ["ReelQueue", "TestSupport", "QueueContract"]),
         .testTarget(name: "ReelCLITests", dependencies: ["TestSupport"]),
     ],
     swiftLanguageModes: [.v6]

@@ -2,7 +2,7 @@
 ///
 /// The defaults only admit containers that read nothing but the named file: no playlists (HLS, DASH),
 /// no concat lists, no image sequences, no network protocols.
-public struct InputPolicy: Sendable, Equatable {
+public struct InputPolicy: Sendable, Equatable, Codable {
     /// Demuxer names FFmpeg may use (matched against each of the demuxer's comma-separated names).
     public var allowedDemuxers: [String]
     /// Largest accepted file, in bytes.

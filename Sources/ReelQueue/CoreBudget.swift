@@ -1,60 +1,72 @@
-import Foundation
+import Synchronization
 
 /// Shares the machine's cores among the jobs a worker pool runs.
 ///
 /// Every running job holds at least one unit. A video transcode that finds nothing else waiting
 /// takes every free unit too, and its codecs use that many threads (all of them: the codecs'
 /// own choice), so a lone 4K encode still fills the machine. A backlog instead runs one
-/// single-threaded job per unit side by side: in `Scripts/bench`'s batch (20 short clips, 2 cores)
-/// that cut Reel's CPU time from 1.03× the sequential ffmpeg loop's (two frame-threaded jobs at once)
-/// to 0.91–0.99×, and each job keeps fewer frames in memory. A worker that finds its pool's units all
-/// taken waits for one before it claims, so a job holding the whole machine is not joined by another.
-final class CoreBudget: @unchecked Sendable {
+/// single-threaded job per unit side by side, which costs less CPU than frame-threaded jobs
+/// contending for the same cores (measured in `Scripts/bench`'s batch case; see README). The pool
+/// claims only when a unit is free, so a job holding the whole machine is not joined by another.
+final class CoreBudget: Sendable {
+    /// Units (cores) to share.
     let total: Int
-    private let condition = NSCondition()
-    private var free: Int
+    /// Jobs that may run at once (`reel work --jobs`).
+    let slots: Int
+    private struct State {
+        var free: Int
+        var running = 0
+        var waiters: [CheckedContinuation<Void, Never>] = []
+        var hasRoom: Bool { free > 0 && running < slots }
+        let slots: Int
+    }
+    private let state: Mutex<State>
 
-    init(total: Int) {
+    init(total: Int, slots: Int) {
         self.total = max(1, total)
-        free = self.total
+        self.slots = max(1, slots)
+        state = Mutex(State(free: self.total, slots: self.slots))
     }
 
-    enum Admission<Job> {
-        /// A job with the units it holds (release them when it ends).
-        case admitted(Job, units: Int)
-        /// A unit was free but nothing was claimed.
-        case nothingToDo
-        /// No unit came free within the timeout.
-        case busy
-    }
+    /// Units not held by any job.
+    var free: Int { state.withLock { $0.free } }
 
-    /// Waits at most `timeout` seconds for a free unit, then claims a job with it, all under the
-    /// budget's lock: workers admit jobs one at a time, so a job that finds nothing else waiting
-    /// takes the rest of the units before another worker can hold one only to find the queue empty.
-    /// `scales` says whether a claimed job should take every free unit.
-    func admit<Job>(timeout: TimeInterval, claim: () -> Job?, scales: (Job) -> Bool) -> Admission<Job> {
-        condition.lock()
-        defer { condition.unlock() }
-        let deadline = Date(timeIntervalSinceNow: timeout)
-        while free == 0 {
-            if !condition.wait(until: deadline) { break }
+    /// Whether another job could start now (a unit and a slot are free).
+    var hasRoom: Bool { state.withLock { $0.hasRoom } }
+
+    /// Returns once another job could start (at once if one could). Takes nothing.
+    func waitForRoom() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let ready = state.withLock { state -> Bool in
+                if state.hasRoom { return true }
+                state.waiters.append(continuation)
+                return false
+            }
+            if ready { continuation.resume() }
         }
-        guard free > 0 else { return .busy }
-        guard let job = claim() else { return .nothingToDo }
-        free -= 1
-        var units = 1
-        if scales(job) {
-            units += free
-            free = 0
-        }
-        return .admitted(job, units: units)
     }
 
+    /// Takes a slot and one unit for a job, or every free unit when the job would use them
+    /// (`allFree`). Returns how many units it took (0, taking nothing, when there was no room).
+    func take(allFree: Bool) -> Int {
+        state.withLock { state in
+            guard state.hasRoom else { return 0 }
+            let units = allFree ? state.free : 1
+            state.free -= units
+            state.running += 1
+            return units
+        }
+    }
+
+    /// A job ended: gives its slot and units back and wakes whoever waits for room.
     func release(_ units: Int) {
-        condition.lock()
-        free = min(total, free + units)
-        condition.broadcast()
-        condition.unlock()
+        let waiters = state.withLock { state in
+            state.free = min(total, state.free + units)
+            state.running = max(0, state.running - 1)
+            defer { state.waiters = [] }
+            return state.waiters
+        }
+        for waiter in waiters { waiter.resume() }
     }
 
     /// The codec thread count for a job holding `units`: 0 (the codecs choose, i.e. every core) when

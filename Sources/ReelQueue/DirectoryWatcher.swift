@@ -2,7 +2,7 @@ import Foundation
 
 /// Wakes a waiting worker when a file appears in a folder (inotify), so new jobs start at once while
 /// an idle worker uses no CPU. Falls back to plain sleeping where inotify is unavailable.
-final class DirectoryWatcher {
+final class DirectoryWatcher: Sendable {
     private let fd: Int32
 
     init(path: String) {

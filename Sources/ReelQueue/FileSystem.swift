@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// Small POSIX helpers the spool is built on: atomic replacement, exclusive creation, file locks and
 /// fast directory listing.
@@ -11,10 +12,10 @@ enum FileSystem {
         }
     }
 
-    /// Replaces `path` atomically: writes a temporary file beside it, fsyncs it, renames it over.
-    /// A reader sees the old content or the new, never a mix.
-    static func writeAtomically(_ data: Data, to path: String) throws(Failure) {
-        let temporary = try writeTemporary(data, beside: path)
+    /// Replaces `path` atomically: writes a temporary file beside it, fsyncs it (when `durable`),
+    /// renames it over. A reader sees the old content or the new, never a mix.
+    static func writeAtomically(_ data: Data, to path: String, durable: Bool = true) throws(Failure) {
+        let temporary = try writeTemporary(data, beside: path, durable: durable)
         guard rename(temporary, path) == 0 else {
             let failure = Failure.errno("cannot write", path)
             unlink(temporary)
@@ -23,11 +24,13 @@ enum FileSystem {
     }
 
     /// Writes `data` to a new temporary file beside `path`, fsynced and closed; returns its path.
-    private static func writeTemporary(_ data: Data, beside path: String) throws(Failure) -> String {
+    private static func writeTemporary(_ data: Data, beside path: String, durable: Bool = true) throws(Failure)
+        -> String
+    {
         let temporary = "\(path).\(getpid()).\(UInt32.random(in: 0...UInt32.max)).tmp"
         let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw .errno("cannot create", temporary) }
-        var ok = writeAll(fd, data) && fsync(fd) == 0
+        var ok = writeAll(fd, data) && (!durable || fsync(fd) == 0)
         ok = close(fd) == 0 && ok
         guard ok else {
             let failure = Failure.errno("cannot write", temporary)
@@ -112,15 +115,16 @@ enum FileSystem {
 /// The kernel drops the lock when the process dies, however it dies: a lock that can be taken means
 /// nobody is running the job. Locks are per open file, so two threads of one process exclude each
 /// other too.
-final class FileLock {
-    private var fd: Int32
+final class FileLock: Sendable {
+    private let descriptor: Atomic<Int32>
 
     /// Takes the lock without waiting; nil if someone else holds it.
     init?(path: String) {
         // A failable class initializer that returns nil after setting every property still runs
         // deinit: failure paths go through `release()`, which closes the descriptor exactly once (a
         // second close could close another thread's newly opened file).
-        fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        descriptor = Atomic(fd)
         guard fd >= 0 else { return nil }
         if flock(fd, LOCK_EX | LOCK_NB) != 0 {
             release()
@@ -140,9 +144,9 @@ final class FileLock {
 
     deinit { release() }
 
+    /// Gives the lock up (closes the descriptor exactly once, whoever calls).
     func release() {
-        guard fd >= 0 else { return }
-        close(fd)
-        fd = -1
+        let fd = descriptor.exchange(-1, ordering: .acquiringAndReleasing)
+        if fd >= 0 { close(fd) }
     }
 }

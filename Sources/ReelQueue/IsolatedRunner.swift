@@ -5,208 +5,198 @@ import Synchronization
 
 /// How `reel work --isolate` starts an export in a child process.
 public struct Isolation: Sendable {
-    /// The `reel` executable.
+    /// The `reel` executable (it runs `reel _run-job`).
     public var executable: String
-    /// Arguments every child gets (limits, presets folder).
-    public var arguments: [String]
+    /// A folder of user presets the child loads too.
+    public var presetsFolder: String?
+    /// Pass the child's FFmpeg log through to the worker's stderr.
+    public var verbose: Bool
 
-    public init(executable: String, arguments: [String]) {
+    public init(executable: String, presetsFolder: String? = nil, verbose: Bool = false) {
         self.executable = executable
-        self.arguments = arguments
+        self.presetsFolder = presetsFolder
+        self.verbose = verbose
     }
 }
 
-/// Something running a job that shutdown can stop.
-protocol JobHandle: Sendable {
-    func stop()
-}
-
-extension ExportSession: JobHandle {
-    func stop() { cancelExport() }
-}
-
-/// Runs one claimed job as a child `reel export --json` process, so a crash inside a codec takes down
-/// only that job. The worker keeps the claim (and its lock), turns the child's JSON lines into status
-/// updates, forwards cancel requests as SIGTERM, and kills a child that goes silent.
-struct IsolatedRunner: Sendable {
-    let store: SpoolStore
+/// Runs one claimed job as a child `reel _run-job` process, so a crash inside a codec takes down only
+/// that attempt. The worker keeps the lease; the child gets a `ChildRequest` and reports `ExportEvent`
+/// lines; stopping the job sends it SIGTERM (SIGKILL 5 s later), and a child that goes silent past
+/// its own watchdog is killed.
+struct IsolatedRunner: ExportRunner {
     let isolation: Isolation
+    let limits: InputLimits
     let stallTimeout: TimeInterval
-    let logger = Logger(label: "reel.worker")
+    let logger: Logger
 
-    /// Why the worker itself stopped the child, if it did.
-    enum Stop: Sendable { case none, cancelled, handedBack, stalled }
-
+    /// The child process, as the job's stop handle.
     final class Child: JobHandle {
-        let process: Process
-        let stopReason = Mutex(Stop.none)
-        init(process: Process) { self.process = process }
-        func stop() { terminate(.handedBack) }
-        func terminate(_ reason: Stop) {
-            let first = stopReason.withLock { current -> Bool in
-                guard current == .none else { return false }
-                current = reason
-                return true
-            }
-            guard first, process.isRunning else { return }
-            kill(process.processIdentifier, reason == .stalled ? SIGKILL : SIGTERM)
-            let pid = process.processIdentifier
-            // A child that does not stop within 5 s is killed.
-            DispatchQueue.global().asyncAfter(deadline: .now() + 5) { [process] in
-                if process.isRunning { kill(pid, SIGKILL) }
-            }
+        let pid: Int32
+        init(pid: Int32) { self.pid = pid }
+        func stop() {
+            kill(pid, SIGTERM)
+            // A child that does not stop within 5 s is killed. (Its pid cannot be reused meanwhile: the
+            // runner reaps it only after this job's end, and a reaped pid makes kill a no-op here.)
+            let pid = pid
+            DispatchQueue.global().asyncAfter(deadline: .now() + 5) { kill(pid, SIGKILL) }
         }
     }
 
-    func arguments(for spec: JobSpec, threads: Int) -> [String] {
-        var arguments = [
-            "export", spec.asset, "--preset", spec.preset, "--type", spec.outputType.rawValue, "-o", spec.output,
-            "--json", "--die-with-parent", "--stall-timeout", String(stallTimeout), "--metadata",
-            spec.metadata.rawValue,
-        ]
-        if let range = spec.timeRange { arguments += ["--time-range", range.description] }
-        if !spec.optimizeForNetwork { arguments.append("--no-network-optimization") }
-        if spec.forceTranscode { arguments.append("--force-transcode") }
-        if threads > 0 { arguments += ["--threads", String(threads)] }
-        return arguments + isolation.arguments
+    /// What the child reported.
+    private struct Report {
+        var result: JobResult?
+        var failure: JobError?
+        var lastLine = ContinuousClock.now
+        var stderrTail: [String] = []
     }
 
-    func run(
-        _ claim: Claim, threads: Int, register: (JobHandle?) -> Void, handBack: @escaping @Sendable () -> Bool
-    ) {
-        let outcome = execute(claim, threads: threads, register: register, handBack: handBack)
+    func run(_ job: RunningJob, threads: Int) async -> ExportAttempt {
+        let request = ChildRequest(
+            spec: job.lease.spec, threads: threads, stallTimeout: stallTimeout, limits: limits,
+            presetsFolder: isolation.presetsFolder, verbose: isolation.verbose, parent: getpid())
+        let requestLine: Data
         do {
-            try store.finish(claim, outcome)
+            requestLine = try JSONCoding.lineEncoder.encode(request) + Data("\n".utf8)
         } catch {
-            logger.error("cannot record the outcome", metadata: ["job": "\(claim.id)", "error": "\(error)"])
+            return .failed(
+                JobError(code: "internal", message: "cannot encode the job for its process: \(error)", retryable: false)
+            )
         }
-    }
-
-    private func execute(
-        _ claim: Claim, threads: Int, register: (JobHandle?) -> Void, handBack: @escaping @Sendable () -> Bool
-    ) -> JobOutcome {
-        if store.cancelRequested(claim.id) { return .cancelled }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: isolation.executable)
-        process.arguments = arguments(for: claim.spec, threads: threads)
+        process.arguments = ["_run-job"]
         // Swift's crash backtracer would keep a crashed child alive while it symbolicates (seconds to
         // minutes); the worker records the signal instead.
         var environment = ProcessInfo.processInfo.environment
         environment["SWIFT_BACKTRACE"] = "enable=no"
         process.environment = environment
+        let input = Pipe()
         let output = Pipe()
         let errors = Pipe()
+        process.standardInput = input
         process.standardOutput = output
         process.standardError = errors
-        process.standardInput = FileHandle.nullDevice
+        let ended = DispatchGroup()
+        ended.enter()
+        process.terminationHandler = { _ in ended.leave() }
         do {
             try process.run()
         } catch {
             return .failed(
                 JobError(code: "internal", message: "cannot start \(isolation.executable): \(error)", retryable: true))
         }
-        let child = Child(process: process)
-        register(child)
-        defer { register(nil) }
+        try? input.fileHandleForWriting.write(contentsOf: requestLine)
+        try? input.fileHandleForWriting.close()
+        job.attach(Child(pid: process.processIdentifier))
 
-        // Collect stderr on its own thread so a chatty child cannot block on a full pipe.
-        let stderrText = Mutex("")
-        let stderrDone = DispatchSemaphore(value: 0)
-        Thread {
-            let data = errors.fileHandleForReading.readDataToEndOfFile()
-            stderrText.withLock { $0 = String(decoding: data, as: UTF8.self) }
-            stderrDone.signal()
-        }.start()
-
-        // The watcher forwards cancel requests and shutdown, and kills a child that goes silent.
-        let lastLine = Mutex(Date())
-        let finished = CancellationWatch()
-        let ticket = claim.ticket
-        let store = store
-        let stallTimeout = stallTimeout
-        Thread {
-            while !finished.finished {
-                if store.cancelRequested(ticket.id) { child.terminate(.cancelled) }
-                if handBack() { child.terminate(.handedBack) }
-                // The child has its own watchdog; this one catches a child that hangs entirely.
-                if Date().timeIntervalSince(lastLine.withLock { $0 }) > stallTimeout + 15 { child.terminate(.stalled) }
-                usleep(200_000)
+        let report = Mutex(Report())
+        // Events on stdout, the child's log on stderr: each drained on a Dispatch thread (never the
+        // cooperative pool), so a chatty child cannot block on a full pipe.
+        ended.enter()
+        DispatchQueue.global().async {
+            Self.forEachLine(of: output.fileHandleForReading) { line in
+                report.withLock { $0.lastLine = .now }
+                switch ExportEvent(jsonLine: line) {
+                case .progress(let progress)?:
+                    job.report(
+                        JobProgress(
+                            fraction: progress.progress, phase: progress.phase, framesPerSecond: progress.fps,
+                            secondsRemaining: progress.etaSeconds))
+                case .completed(let completion)?:
+                    report.withLock { $0.result = JobResult(completion.result) }
+                case .failed(let failure)?:
+                    report.withLock { $0.failure = JobError(failure) }
+                case nil:
+                    break
+                }
             }
-        }.start()
-        defer { finished.finish() }
-
-        var result: JobResult?
-        var failure: JobError?
-        var lastWrite = Date.distantPast
-        var buffer = Data()
-        let handle = output.fileHandleForReading
-        while true {
-            let chunk = handle.availableData
-            if chunk.isEmpty { break }
-            buffer.append(chunk)
-            while let newline = buffer.firstIndex(of: 0x0A) {
-                let line = buffer[buffer.startIndex..<newline]
-                buffer.removeSubrange(buffer.startIndex...newline)
-                lastLine.withLock { $0 = Date() }
-                guard let object = try? JSONSerialization.jsonObject(with: line) as? [String: Any] else { continue }
-                switch object["event"] as? String {
-                case "progress":
-                    guard Date().timeIntervalSince(lastWrite) >= 0.25 else { continue }
-                    lastWrite = Date()
-                    let owned =
-                        (try? store.update(
-                            ticket, progress: object["progress"] as? Double ?? 0,
-                            phase: object["phase"] as? String ?? "transcoding",
-                            fps: object["fps"] as? Double, eta: object["etaSeconds"] as? Double)) ?? true
-                    if !owned { child.terminate(.cancelled) }
-                case "completed":
-                    if let summary = object["result"], let data = try? JSONSerialization.data(withJSONObject: summary) {
-                        result = try? JSONDecoder().decode(JobResult.self, from: data)
-                    }
-                case "failed":
-                    if let error = object["error"] as? [String: Any] {
-                        failure = JobError(
-                            code: error["code"] as? String ?? "internal",
-                            message: error["message"] as? String ?? "export failed",
-                            retryable: error["retryable"] as? Bool ?? false)
-                    }
-                default:
-                    continue
+            ended.leave()
+        }
+        ended.enter()
+        let verbose = isolation.verbose
+        DispatchQueue.global().async {
+            Self.forEachLine(of: errors.fileHandleForReading) { line in
+                let text = String(decoding: line, as: UTF8.self)
+                if verbose { try? FileHandle.standardError.write(contentsOf: Data((text + "\n").utf8)) }
+                report.withLock { report in
+                    report.stderrTail.append(text)
+                    if report.stderrTail.count > 5 { report.stderrTail.removeFirst() }
+                }
+            }
+            ended.leave()
+        }
+        // The child has its own watchdog; this one catches a child that hangs entirely.
+        let silence = Duration.seconds(stallTimeout + 15)
+        let pid = process.processIdentifier
+        let watch = Task {
+            while !Task.isCancelled {
+                try await Task.sleep(for: .seconds(1))
+                if ContinuousClock.now - report.withLock({ $0.lastLine }) > silence {
+                    job.stop(.stalled)
+                    kill(pid, SIGKILL)
+                    return
                 }
             }
         }
-        process.waitUntilExit()
-        stderrDone.wait()
+        await withCheckedContinuation { continuation in ended.notify(queue: .global()) { continuation.resume() } }
+        watch.cancel()
         // A child killed by a signal could not remove its temporary output.
-        store.removeTemporaryOutputs(of: claim.spec)
-        let reason = child.stopReason.withLock { $0 }
-        switch reason {
-        case .handedBack: return .handBack
-        case .cancelled: return .cancelled
-        case .stalled:
+        job.lease.spec.removeTemporaryOutputs()
+        let (result, failure, tail) = report.withLock { ($0.result, $0.failure, $0.stderrTail) }
+        let reason = job.stopReason
+        if reason == .stalled {
             return .failed(
                 JobError(
                     code: "stalled",
-                    message: "the export process went silent for \(Int(stallTimeout)) s and was killed", retryable: true
-                ))
-        case .none: break
+                    message: "the export process went silent for \(Int(stallTimeout)) s and was killed",
+                    retryable: true))
         }
-        if process.terminationReason == .uncaughtSignal {
+        if process.terminationReason == .uncaughtSignal && reason == nil {
             let signal = process.terminationStatus
             let name = String(cString: strsignal(signal))
-            logger.error("export process crashed", metadata: ["job": "\(claim.id)", "signal": "\(signal)"])
+            logger.error("export process crashed", metadata: ["job": "\(job.lease.id)", "signal": "\(signal)"])
             return .failed(
                 JobError(
                     code: "worker-crashed", message: "the export process died from signal \(signal) (\(name))",
                     retryable: true))
         }
         if process.terminationStatus == 0, let result { return .completed(result) }
-        if let failure { return failure.code == "cancelled" ? .cancelled : .failed(failure) }
-        let text = stderrText.withLock { $0 }.split(separator: "\n").last.map(String.init) ?? "no message"
+        if let failure { return .failed(failure) }
+        if reason != nil {
+            return .failed(JobError(code: "cancelled", message: "the export was stopped", retryable: false))
+        }
+        let last = tail.last ?? "no message"
         return .failed(
             JobError(
                 code: "internal",
-                message: "the export process exited with status \(process.terminationStatus): \(text)", retryable: false
-            ))
+                message: "the export process exited with status \(process.terminationStatus): \(last)",
+                retryable: false))
+    }
+
+    /// Calls `body` with each line read from `handle` until end of file.
+    private static func forEachLine(of handle: FileHandle, _ body: (Data) -> Void) {
+        var buffer = Data()
+        while true {
+            let chunk = handle.availableData
+            if chunk.isEmpty { break }
+            buffer.append(chunk)
+            while let newline = buffer.firstIndex(of: 0x0A) {
+                body(Data(buffer[buffer.startIndex..<newline]))
+                buffer.removeSubrange(buffer.startIndex...newline)
+            }
+        }
+        if !buffer.isEmpty { body(buffer) }
+    }
+}
+
+extension JobSpec {
+    /// Removes `.<name>.reel-*.partial` files an interrupted export left beside the output.
+    func removeTemporaryOutputs() {
+        let output = URL(fileURLWithPath: self.output)
+        let folder = output.deletingLastPathComponent().path
+        let prefix = ".\(output.lastPathComponent).reel-"
+        for name in FileSystem.names(in: folder) where name.hasPrefix(prefix) && name.hasSuffix(".partial") {
+            unlink(folder + "/" + name)
+        }
     }
 }

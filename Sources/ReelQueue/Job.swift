@@ -64,8 +64,12 @@ public struct JobError: Sendable, Codable, Equatable {
         self.retryable = retryable
     }
 
-    init(_ error: ExportError) {
+    public init(_ error: ExportError) {
         self.init(code: error.code.rawValue, message: error.message, retryable: error.isRetryable)
+    }
+
+    public init(_ failure: ExportEvent.Failure) {
+        self.init(code: failure.error.code, message: failure.error.message, retryable: failure.error.retryable)
     }
 
     static func workerCrashed(attempts: Int) -> JobError {
@@ -104,7 +108,7 @@ public struct JobResult: Sendable, Codable, Equatable {
         self.elapsedSeconds = elapsedSeconds
     }
 
-    init(_ result: ExportSession.Result) {
+    public init(_ result: ExportSession.Result) {
         bytes = result.bytes
         durationSeconds = result.durationSeconds
         width = result.width
@@ -148,7 +152,8 @@ public struct JobStatus: Sendable, Codable, Equatable {
     public var error: JobError?
     public var result: JobResult?
 
-    init(id: String, spec: JobSpec, now: Date) {
+    /// A new job's status: waiting, no attempt yet.
+    public init(id: String, spec: JobSpec, now: Date) {
         self.id = id
         state = .waiting
         progress = 0

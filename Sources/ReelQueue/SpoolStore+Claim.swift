@@ -1,134 +1,115 @@
 import Foundation
 import Logging
+import ReelExport
 
 extension SpoolStore {
-    /// How long a retryable failure waits before the next attempt: exponential with full jitter.
-    static func backoff(attempt: Int) -> TimeInterval {
-        let base = min(60.0, 2.0 * pow(2.0, Double(max(0, attempt - 1))))
-        return base / 2 + Double.random(in: 0...(base / 2))
-    }
-
-    public func claim(worker: String) throws -> Claim? {
-        let began = DispatchTime.now().uptimeNanoseconds
+    public func claim(worker: String) async throws -> Lease? {
+        let began = ContinuousClock.now
         promoteDueRetries()
-        for name in SpoolStore.smallest(
-            FileSystem.names(in: path(.waiting)).filter { !$0.hasSuffix(".tmp") }, count: 32)
-        {
+        let names = FileSystem.names(in: path(.waiting)).filter { !$0.hasSuffix(".tmp") }
+        for name in SpoolStore.smallest(names, count: 32) {
             guard let id = SpoolStore.id(fromMarker: name) else { continue }
             guard let lock = FileLock(path: path(.locks, "\(id).lock")) else { continue }
             // Holding the lock, the rename is the claim: it fails if another worker got here first.
-            guard rename(path(.waiting, name), path(.running, id)) == 0 else { continue }
-            let token = UUID().uuidString
-            try FileSystem.writeAtomically(Data(token.utf8), to: path(.running, id))
-            guard let spec = try? spec(id), var status = try? status(id) else {
-                logger.error("job has no readable spec or status; dropped", metadata: ["job": "\(id)"])
-                unlink(path(.running, id))
+            guard rename(path(.waiting, name), path(.running, id)) == 0 else {
+                lock.release()
                 continue
             }
-            let now = Date()
-            status.state = .exporting
-            status.attempts += 1
-            status.progress = 0
-            status.phase = "transcoding"
-            status.startedAt = now
-            status.updatedAt = now
-            status.notBefore = nil
-            status.worker = worker
-            try writeStatus(status)
-            let milliseconds = Double(DispatchTime.now().uptimeNanoseconds - began) / 1e6
-            logger.info(
+            let token = UUID().uuidString
+            guard let spec = try? spec(id), var status = try? status(id: id) else {
+                logger.error("job has no readable spec or status; dropped", metadata: ["job": "\(id)"])
+                unlink(path(.running, id))
+                lock.release()
+                continue
+            }
+            status.beginAttempt(worker: worker, now: Date())
+            do {
+                try storage {
+                    try FileSystem.writeAtomically(Data(token.utf8), to: path(.running, id))
+                    try writeStatus(status)
+                }
+            } catch {
+                // Put it back as it was; the next claim or a restart retries.
+                _ = rename(path(.running, id), path(.waiting, name))
+                lock.release()
+                throw error
+            }
+            heldLocks.withLock { $0[token] = lock }
+            logger.debug(
                 "claimed",
                 metadata: [
                     "job": "\(id)", "attempt": "\(status.attempts)", "worker": "\(worker)",
-                    "claimMs": "\(String(format: "%.2f", milliseconds))",
+                    "claimMs": "\(String(format: "%.2f", (ContinuousClock.now - began).seconds * 1000))",
                 ])
-            return Claim(id: id, spec: spec, attempt: status.attempts, token: token, lock: lock)
+            return Lease(id: id, attempt: status.attempts, token: token, worker: worker, spec: spec)
         }
         return nil
     }
 
-    /// Whether `claim` still owns its job (its token is in the running marker).
-    func holds(_ ticket: ClaimTicket) -> Bool {
-        FileSystem.read(path(.running, ticket.id)).map { String(decoding: $0, as: UTF8.self) } == ticket.token
+    /// Whether `lease` still owns its job (its token is in the running marker).
+    func holds(_ lease: Lease) -> Bool {
+        FileSystem.read(path(.running, lease.id)).map { String(decoding: $0, as: UTF8.self) } == lease.token
     }
 
-    public func update(_ ticket: ClaimTicket, progress: Double, phase: String, fps: Double?, eta: Double?) throws
-        -> Bool
-    {
-        guard holds(ticket), var status = try status(ticket.id) else { return false }
-        status.progress = (progress * 1000).rounded() / 1000
-        status.phase = phase
-        status.fps = fps.map { ($0 * 10).rounded() / 10 }
-        status.etaSeconds = eta.map { ($0 * 10).rounded() / 10 }
-        status.updatedAt = Date()
-        try writeStatus(status)
-        return true
+    public func renew(_ lease: Lease, progress: JobProgress?) async throws -> LeaseState {
+        guard holds(lease) else { return .lost }
+        if cancelRequested(lease.id) { return .cancelRequested }
+        if let progress, var status = try status(id: lease.id) {
+            status.record(progress, now: Date())
+            try storage { try writeStatus(status, durable: false) }
+        }
+        return .held
     }
 
     /// Whether someone asked to cancel this job.
-    public func cancelRequested(_ id: String) -> Bool {
+    func cancelRequested(_ id: String) -> Bool {
         access(path(.cancel, id), F_OK) == 0
     }
 
-    public func finish(_ claim: Claim, _ outcome: JobOutcome) throws {
-        guard holds(claim.ticket), var status = try status(claim.id) else {
-            logger.warning("lost the claim; not recording the outcome", metadata: ["job": "\(claim.id)"])
-            return
+    @discardableResult
+    public func finish(_ lease: Lease, _ outcome: JobOutcome) async throws -> Bool {
+        defer { releaseLock(of: lease) }
+        guard holds(lease), var status = try status(id: lease.id) else {
+            logger.warning("lost the claim; not recording the outcome", metadata: ["job": "\(lease.id)"])
+            return false
         }
-        let now = Date()
-        status.updatedAt = now
-        status.worker = nil
-        status.fps = nil
-        status.etaSeconds = nil
-        var requeue: String? = nil
-        switch outcome {
-        case .completed(let result):
-            status.state = .completed
-            status.progress = 1
-            status.phase = nil
-            status.result = result
-            status.error = nil
-            status.finishedAt = now
-        case .failed(let error):
-            status.error = error
-            if error.retryable && status.attempts < status.maxAttempts {
-                let due = now.addingTimeInterval(SpoolStore.backoff(attempt: status.attempts))
-                status.state = .waiting
-                status.progress = 0
-                status.phase = nil
-                status.notBefore = due
-                let milliseconds = UInt64(due.timeIntervalSince1970 * 1000)
-                requeue = path(
-                    .delayed,
-                    String(format: "%013llu", milliseconds) + "-"
-                        + SpoolStore.waitingName(id: claim.id, priority: claim.spec.priority))
-            } else {
-                status.state = .failed
-                status.finishedAt = now
-            }
-        case .cancelled:
-            status.state = .cancelled
-            status.error = JobError(code: "cancelled", message: "cancelled on request", retryable: false)
-            status.finishedAt = now
-        case .handBack:
-            status.state = .waiting
-            status.progress = 0
-            status.phase = nil
-            status.attempts = max(0, status.attempts - 1)
-            requeue = path(.waiting, SpoolStore.waitingName(id: claim.id, priority: claim.spec.priority))
+        // A job handed back at shutdown that someone asked to cancel meanwhile ends cancelled.
+        let outcome = outcome == .handBack && cancelRequested(lease.id) ? .cancelled : outcome
+        let next = status.end(outcome, now: Date(), backoff: JobStatus.backoff(afterAttempts:))
+        // Status first, then the markers: a crash in between is repaired by `rescueExpired()`.
+        try storage {
+            try writeStatus(status)
+            try placeMarker(for: status, next)
         }
-        // Status first, then the markers: a crash in between is repaired by `recover()`.
-        try writeStatus(status)
-        if let requeue { try FileSystem.writeAtomically(Data(), to: requeue) }
-        unlink(path(.running, claim.id))
-        unlink(path(.cancel, claim.id))
-        if status.state.isTerminal { unlink(path(.locks, "\(claim.id).lock")) }
-        claim.lock.release()
-        logger.info(
+        unlink(path(.running, lease.id))
+        unlink(path(.cancel, lease.id))
+        if status.state.isTerminal { unlink(path(.locks, "\(lease.id).lock")) }
+        logger.debug(
             "finished",
             metadata: [
-                "job": "\(claim.id)", "state": "\(status.state.rawValue)", "error": "\(status.error?.code ?? "-")",
+                "job": "\(lease.id)", "state": "\(status.state.rawValue)", "error": "\(status.error?.code ?? "-")",
             ])
+        return true
+    }
+
+    /// Puts the marker that makes a waiting job claimable (now, or after its backoff).
+    func placeMarker(for status: JobStatus, _ next: JobStatus.Next) throws(FileSystem.Failure) {
+        let waiting = SpoolStore.waitingName(id: status.id, priority: status.priority)
+        switch next {
+        case .ended:
+            break
+        case .waiting:
+            try FileSystem.writeAtomically(Data(), to: path(.waiting, waiting))
+        case .waitingUntil(let due):
+            let milliseconds = UInt64(max(0, due.timeIntervalSince1970) * 1000)
+            try FileSystem.writeAtomically(
+                Data(), to: path(.delayed, String(format: "%013llu", milliseconds) + "-" + waiting))
+        }
+    }
+
+    /// Gives up the lock of a lease this instance holds.
+    func releaseLock(of lease: Lease) {
+        heldLocks.withLock { $0.removeValue(forKey: lease.token) }?.release()
     }
 
     /// Moves retries whose backoff has passed back into the waiting queue.
@@ -141,60 +122,36 @@ extension SpoolStore {
         }
     }
 
-    /// Seconds until the next delayed retry is due, if any.
-    func secondsUntilNextRetry() -> TimeInterval? {
-        let now = Date().timeIntervalSince1970 * 1000
+    /// When the next delayed retry is due, if any.
+    func nextRetry() -> Date? {
         let dues = FileSystem.names(in: path(.delayed)).compactMap { name -> Double? in
             name.firstIndex(of: "-").flatMap { Double(name[..<$0]) }
         }
-        return dues.min().map { max(0, ($0 - now) / 1000) }
+        return dues.min().map { Date(timeIntervalSince1970: $0 / 1000) }
     }
 
     /// Finds jobs whose worker died (their lock is free) and puts them back in the queue, or fails them
     /// once they have used up their attempts (a poison job). Removes their temporary outputs.
-    /// Returns how many jobs were recovered.
+    /// A dead worker's jobs are found at the next pass of any live worker (every 2 s by default).
     @discardableResult
-    public func recover() -> Int {
+    public func rescueExpired() async throws -> Int {
         var recovered = 0
         for id in FileSystem.names(in: path(.running)) where SpoolStore.isValidID(id) {
             guard let lock = FileLock(path: path(.locks, "\(id).lock")) else { continue }  // its owner is alive
             defer { lock.release() }
             // Re-check under the lock: the owner may have finished between the listing and the lock.
             guard access(path(.running, id), F_OK) == 0 else { continue }
-            guard var status = try? status(id) else {
+            guard var status = try? status(id: id) else {
                 unlink(path(.running, id))
                 continue
             }
-            if let spec = try? spec(id) { removeTemporaryOutputs(of: spec) }
-            let now = Date()
-            status.updatedAt = now
-            status.worker = nil
-            status.fps = nil
-            status.etaSeconds = nil
-            var marker: String? = nil
-            if status.state.isTerminal {
-                // Finished; only the marker was left behind.
-            } else if cancelRequested(id) {
-                status.state = .cancelled
-                status.finishedAt = now
-                status.error = JobError(code: "cancelled", message: "cancelled on request", retryable: false)
-            } else if status.attempts >= status.maxAttempts {
-                status.state = .failed
-                status.finishedAt = now
-                status.error = JobError.workerCrashed(attempts: status.attempts)
-            } else {
-                status.state = .waiting
-                status.progress = 0
-                status.phase = nil
-                status.error = JobError(
-                    code: "worker-crashed",
-                    message: "the worker running attempt \(status.attempts) died; the job was queued again",
-                    retryable: true)
-                marker = path(.waiting, SpoolStore.waitingName(id: id, priority: status.priority))
-            }
+            (try? spec(id))??.removeTemporaryOutputs()
+            let next = status.orphaned(cancelRequested: cancelRequested(id), now: Date())
             do {
-                try writeStatus(status)
-                if let marker { try FileSystem.writeAtomically(Data(), to: marker) }
+                try storage {
+                    try writeStatus(status)
+                    try placeMarker(for: status, next)
+                }
             } catch {
                 logger.error("cannot recover job", metadata: ["job": "\(id)", "error": "\(error)"])
                 continue
@@ -209,16 +166,6 @@ extension SpoolStore {
         return recovered
     }
 
-    /// Removes `.<name>.reel-*.partial` files an interrupted export left beside the output.
-    func removeTemporaryOutputs(of spec: JobSpec) {
-        let output = URL(fileURLWithPath: spec.output)
-        let folder = output.deletingLastPathComponent().path
-        let prefix = ".\(output.lastPathComponent).reel-"
-        for name in FileSystem.names(in: folder) where name.hasPrefix(prefix) && name.hasSuffix(".partial") {
-            unlink(folder + "/" + name)
-        }
-    }
-
     /// The `count` smallest names, sorted, without sorting the whole list.
     static func smallest(_ names: [String], count: Int) -> [String] {
         if names.count <= count { return names.sorted() }
@@ -231,5 +178,13 @@ extension SpoolStore {
             if best.count > count { best.removeLast() }
         }
         return best
+    }
+}
+
+extension Duration {
+    /// The duration in seconds.
+    var seconds: Double {
+        let (seconds, attoseconds) = components
+        return Double(seconds) + Double(attoseconds) / 1e18
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import ReelExport
+import Synchronization
 
 /// The embedded job store: a spool directory on one machine, shared safely by any number of worker
 /// threads and processes.
@@ -8,24 +9,56 @@ import ReelExport
 /// Layout under the spool root:
 /// - `jobs/<id>.json` — the job's spec, written once.
 /// - `status/<id>.json` — the status file pollers read, always replaced atomically.
-/// - `waiting/<priority>-<time>-<id>` — one empty marker per waiting job; names sort in run order.
-/// - `delayed/<due>-<id>` — waiting jobs backing off after a retryable failure.
-/// - `running/<id>` — claimed jobs; the content is the claim token.
+/// - `waiting/<priority>-<id>` — one empty marker per waiting job; names sort in run order.
+/// - `delayed/<due>-<priority>-<id>` — waiting jobs backing off after a retryable failure.
+/// - `running/<id>` — claimed jobs; the content is the claim's fencing token.
 /// - `locks/<id>.lock` — `flock`ed by the process running the job; the kernel drops it on death.
 /// - `cancel/<id>` — a cancel request for a running job.
 /// - `keys/<hex key>` — idempotency keys, each holding its job id.
+///
+/// A lease is the job's `flock` plus the token in its running marker: it lasts exactly as long as the
+/// worker process (so `leaseDuration` is nil), and `rescueExpired` finds a dead worker's jobs by
+/// their free locks.
 public final class SpoolStore: JobStore {
     public let root: URL
-    let logger = Logger(label: "reel.queue")
+    let logger: Logger
+    /// The locks of the jobs this instance has claimed, by lease token.
+    let heldLocks = Mutex<[String: FileLock]>([:])
+    /// Watches `waiting/` for new markers (created on first use by a worker).
+    let watcher = Mutex<DirectoryWatcher?>(nil)
+
+    public var location: String { "spool \(root.path)" }
+    /// Progress is written at most four times a second; a cancel request is seen within this time.
+    public var renewInterval: Duration { .milliseconds(250) }
+    public var leaseDuration: Duration? { nil }
 
     enum Folder: String, CaseIterable {
         case jobs, status, waiting, delayed, running, locks, cancel, keys
     }
 
-    /// Opens (creating if needed) the spool at `root`.
-    public init(root: URL) throws {
+    /// Opens the spool at `root`. With `create` (submitting, working) a missing spool is made;
+    /// without it (reading commands) a missing spool is an error naming it.
+    public init(root: URL, create: Bool = true, logger: Logger = Logger(label: "reel.queue")) throws(QueueError) {
         self.root = root.standardizedFileURL
-        for folder in Folder.allCases { try FileSystem.makeFolder(path(folder)) }
+        self.logger = logger
+        if create {
+            for folder in Folder.allCases {
+                do {
+                    try FileSystem.makeFolder(path(folder))
+                } catch {
+                    throw QueueError(.unavailable, "cannot create the spool at \(self.root.path): \(error.message)")
+                }
+            }
+        } else {
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: path(.status), isDirectory: &isDirectory),
+                isDirectory.boolValue
+            else {
+                throw QueueError(
+                    .unavailable,
+                    "there is no spool at \(self.root.path) (submit a job or start a worker to create it; see --spool)")
+            }
+        }
     }
 
     /// The spool location: `--spool`, else `$REEL_SPOOL`, else `$XDG_STATE_HOME/reel`, else
@@ -44,44 +77,49 @@ public final class SpoolStore: JobStore {
     func path(_ folder: Folder, _ name: String) -> String { path(folder) + "/" + name }
     /// The status file of a job.
     public func statusFile(_ id: String) -> String { path(.status, "\(id).json") }
+    public func statusFile(for id: String) -> String? { statusFile(id) }
 
     // MARK: - Submit
 
     /// `{id}` in the spec's output path is replaced by the new job's id (unique output names).
-    public func submit(_ spec: JobSpec) throws -> (status: JobStatus, created: Bool) {
+    public func submit(_ spec: JobSpec) async throws -> Submission {
         let now = Date()
         let id = SpoolStore.newID(now)
         var spec = spec
         spec.output = spec.output.replacingOccurrences(of: "{id}", with: id)
         if let key = spec.key {
             let keyPath = path(.keys, try SpoolStore.keyName(key))
-            if !(try FileSystem.createExclusively(Data(id.utf8), at: keyPath)) {
+            if !(try storage { try FileSystem.createExclusively(Data(id.utf8), at: keyPath) }) {
                 // The key exists: the job it names is the answer (wait briefly if it is being written).
                 for _ in 0..<50 {
                     if let existing = FileSystem.read(keyPath).map({ String(decoding: $0, as: UTF8.self) }),
-                        let status = try status(existing)
+                        let status = try status(id: existing)
                     {
-                        return (status, false)
+                        return Submission(status: status, created: false)
                     }
-                    usleep(10_000)
+                    try await Task.sleep(for: .milliseconds(10))
                 }
-                throw FileSystem.Failure(message: "the key \(key) names a job whose status cannot be read")
+                throw QueueError(.conflict, "the key \(key) names a job whose status cannot be read")
             }
         }
         let status = JobStatus(id: id, spec: spec, now: now)
-        try FileSystem.writeAtomically(try SpoolStore.encoder.encode(spec), to: path(.jobs, "\(id).json"))
-        try writeStatus(status)
-        // The marker goes last: a job is claimable only once its spec and status exist.
-        try FileSystem.writeAtomically(
-            Data(), to: path(.waiting, SpoolStore.waitingName(id: id, priority: spec.priority)))
-        logger.info("submitted", metadata: ["job": "\(id)", "preset": "\(spec.preset)", "asset": "\(spec.asset)"])
-        return (status, true)
+        let specData = try JSONCoding.prettyEncoder.encode(spec)
+        try storage {
+            try FileSystem.writeAtomically(specData, to: path(.jobs, "\(id).json"))
+            try writeStatus(status)
+            // The marker goes last: a job is claimable only once its spec and status exist.
+            try FileSystem.writeAtomically(
+                Data(), to: path(.waiting, SpoolStore.waitingName(id: id, priority: spec.priority)))
+        }
+        logger.debug("submitted", metadata: ["job": "\(id)", "preset": "\(spec.preset)", "asset": "\(spec.asset)"])
+        return Submission(status: status, created: true)
     }
 
     /// Job ids sort by creation time: `j` + microseconds since 1970 (13 hex digits) + 4 random hex.
     static func newID(_ now: Date) -> String {
         let microseconds = UInt64(max(0, now.timeIntervalSince1970) * 1_000_000)
-        return "j" + String(format: "%013llx", microseconds) + String(format: "%04x", UInt16.random(in: 0...UInt16.max))
+        return "j" + String(format: "%013llx", microseconds)
+            + String(format: "%04x", UInt16.random(in: 0...UInt16.max))
     }
 
     /// Waiting markers sort by priority (higher first), then by id (submission time).
@@ -95,41 +133,47 @@ public final class SpoolStore: JobStore {
         return id
     }
 
-    static func keyName(_ key: String) throws -> String {
+    static func keyName(_ key: String) throws(QueueError) -> String {
         let bytes = Array(key.utf8)
         guard !bytes.isEmpty, bytes.count <= 100 else {
-            throw FileSystem.Failure(message: "an idempotency key must be 1 to 100 bytes")
+            throw QueueError(.invalid, "an idempotency key must be 1 to 100 bytes")
         }
         return bytes.map { String(format: "%02x", $0) }.joined()
     }
 
     // MARK: - Status files
 
-    static let encoder: JSONEncoder = {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
-        encoder.dateEncodingStrategy = .iso8601
-        return encoder
-    }()
-
-    static let decoder: JSONDecoder = {
-        let decoder = JSONDecoder()
-        decoder.dateDecodingStrategy = .iso8601
-        return decoder
-    }()
-
-    func writeStatus(_ status: JobStatus) throws {
-        try FileSystem.writeAtomically(try SpoolStore.encoder.encode(status), to: statusFile(status.id))
+    /// Writes a status file atomically. `durable` fsyncs it first (claims, outcomes, submits);
+    /// progress-only updates skip that: a rename alone keeps readers from seeing half a file, and a
+    /// crash that loses a progress tick loses nothing that matters.
+    func writeStatus(_ status: JobStatus, durable: Bool = true) throws(FileSystem.Failure) {
+        let data: Data
+        do {
+            data = try JSONCoding.prettyEncoder.encode(status)
+        } catch {
+            throw FileSystem.Failure(message: "cannot encode the status of \(status.id): \(error)")
+        }
+        try FileSystem.writeAtomically(data, to: statusFile(status.id), durable: durable)
     }
 
-    public func status(_ id: String) throws -> JobStatus? {
+    public func status(_ id: String) async throws -> JobStatus? { try status(id: id) }
+
+    func status(id: String) throws(QueueError) -> JobStatus? {
         guard SpoolStore.isValidID(id), let data = FileSystem.read(statusFile(id)) else { return nil }
-        return try SpoolStore.decoder.decode(JobStatus.self, from: data)
+        do {
+            return try JSONCoding.decoder.decode(JobStatus.self, from: data)
+        } catch {
+            throw QueueError(.unavailable, "the status file of \(id) cannot be read: \(error)")
+        }
     }
 
-    func spec(_ id: String) throws -> JobSpec? {
+    func spec(_ id: String) throws(QueueError) -> JobSpec? {
         guard let data = FileSystem.read(path(.jobs, "\(id).json")) else { return nil }
-        return try SpoolStore.decoder.decode(JobSpec.self, from: data)
+        do {
+            return try JSONCoding.decoder.decode(JobSpec.self, from: data)
+        } catch {
+            throw QueueError(.unavailable, "the spec of \(id) cannot be read: \(error)")
+        }
     }
 
     static func isValidID(_ id: String) -> Bool {
@@ -137,10 +181,23 @@ public final class SpoolStore: JobStore {
     }
 
     /// Every job's status (reads every status file; for listing, not for hot paths).
-    public func all() -> [JobStatus] {
+    public func list(state: JobState? = nil) async throws -> [JobStatus] { all(state: state) }
+
+    func all(state: JobState? = nil) -> [JobStatus] {
         FileSystem.names(in: path(.status)).compactMap { name -> JobStatus? in
-            guard name.hasSuffix(".json") else { return nil }
-            return try? status(String(name.dropLast(5)))
+            guard name.hasSuffix(".json"), let status = try? status(id: String(name.dropLast(5))) else { return nil }
+            return state == nil || status.state == state ? status : nil
         }.sorted { $0.createdAt != $1.createdAt ? $0.createdAt < $1.createdAt : $0.id < $1.id }
+    }
+
+    /// Runs file-system work, turning its failures into the store's error.
+    func storage<T>(_ body: () throws -> T) throws(QueueError) -> T {
+        do {
+            return try body()
+        } catch let failure as FileSystem.Failure {
+            throw QueueError(.unavailable, failure.message)
+        } catch {
+            throw QueueError(.unavailable, "\(error)")
+        }
     }
 }

@@ -3,19 +3,22 @@ import Logging
 import ReelExport
 import Synchronization
 
-/// Runs queued jobs: N worker threads, each exporting one job at a time, off Swift's cooperative pool.
+/// Runs queued jobs from any `JobStore`: one dispatcher claims jobs while the core budget has room,
+/// each claimed job runs as its own task (its export on a thread of its own or in a child process),
+/// and a heartbeat per job renews its lease, reports its progress and stops it when it is cancelled
+/// or its lease is lost.
 ///
 /// A service with an explicit state: `running` → (`draining` on the first stop: no new claims, running
-/// jobs finish) → (`cancelling` on the second: running jobs are cancelled and handed back) → `stopped`.
+/// jobs finish) → (`cancelling` on the second: running jobs are stopped and handed back) → `stopped`.
 public final class WorkerPool: Sendable {
     public struct Configuration: Sendable {
-        /// Worker threads (jobs at once).
+        /// Jobs at once.
         public var jobs: Int
-        /// Exit once nothing is waiting or running.
+        /// Return once nothing is waiting or running in the store.
         public var drain: Bool
         public var presets: PresetLibrary
         public var limits: InputLimits
-        /// How often dead workers' jobs are looked for.
+        /// How often jobs of dead workers (or with expired leases) are looked for.
         public var recoveryInterval: TimeInterval
         /// Seconds without progress before a job fails as `stalled`.
         public var stallTimeout: TimeInterval
@@ -25,8 +28,7 @@ public final class WorkerPool: Sendable {
         public init(
             jobs: Int = WorkerPool.defaultJobs, drain: Bool = false, presets: PresetLibrary = .shipped,
             limits: InputLimits = Asset.defaultLimits, recoveryInterval: TimeInterval = 2,
-            stallTimeout: TimeInterval = 120,
-            isolation: Isolation? = nil
+            stallTimeout: TimeInterval = 120, isolation: Isolation? = nil
         ) {
             self.isolation = isolation
             self.stallTimeout = stallTimeout
@@ -46,52 +48,94 @@ public final class WorkerPool: Sendable {
 
     private struct Shared {
         var state = State.idle
-        var sessions: [String: any JobHandle] = [:]
+        /// Running jobs by lease token.
+        var jobs: [String: RunningJob] = [:]
     }
 
-    private let store: SpoolStore
+    private let store: any JobStore
     private let configuration: Configuration
     private let shared = Mutex(Shared())
     private let cores: CoreBudget
-    private let logger = Logger(label: "reel.worker")
+    private let runner: any ExportRunner
+    private let logger: Logger
+    private let name = "\(ProcessInfo.processInfo.hostName):\(getpid())"
 
-    public init(store: SpoolStore, configuration: Configuration) {
+    public init(store: any JobStore, configuration: Configuration, logger: Logger = Logger(label: "reel.worker")) {
         self.store = store
         self.configuration = configuration
-        // More workers than cores is the user's call: each then gets a unit of its own.
-        cores = CoreBudget(total: max(ProcessInfo.processInfo.activeProcessorCount, configuration.jobs))
+        self.logger = logger
+        // More jobs than cores is the user's call: each then gets a unit of its own.
+        cores = CoreBudget(
+            total: max(ProcessInfo.processInfo.activeProcessorCount, configuration.jobs), slots: configuration.jobs)
+        if let isolation = configuration.isolation {
+            runner = IsolatedRunner(
+                isolation: isolation, limits: configuration.limits, stallTimeout: configuration.stallTimeout,
+                logger: logger)
+        } else {
+            runner = InProcessRunner(
+                presets: configuration.presets, limits: configuration.limits, stallTimeout: configuration.stallTimeout)
+        }
     }
 
-    /// Runs the workers on the calling thread's behalf and returns when they have all stopped.
-    public func run() {
+    /// Runs until stopped (or, draining, until the store has nothing left), then returns once every
+    /// running job has finished or been handed back.
+    public func run() async {
         let start = shared.withLock { shared -> Bool in
             guard shared.state == .idle else { return false }
             shared.state = .running
             return true
         }
         guard start else { return }
-        logger.info("worker pool started", metadata: ["jobs": "\(configuration.jobs)", "spool": "\(store.root.path)"])
-        store.recover()
-        let group = DispatchGroup()
-        for index in 0..<configuration.jobs {
-            group.enter()
-            let thread = Thread { [self] in
-                workerLoop(name: "\(ProcessInfo.processInfo.hostName):\(getpid()):\(index)")
-                group.leave()
+        logger.info(
+            "worker pool started", metadata: ["jobs": "\(configuration.jobs)", "store": "\(store.location)"])
+        await rescue()
+        let maintenance = Task { [self] in
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .seconds(configuration.recoveryInterval))
+                if !Task.isCancelled { await rescue() }
             }
-            thread.name = "reel-worker-\(index)"
-            thread.stackSize = 4 << 20
-            thread.start()
         }
-        group.wait()
+        await withDiscardingTaskGroup { jobs in
+            while isRunning {
+                await cores.waitForRoom()
+                guard isRunning else { break }
+                let lease: Lease?
+                do {
+                    lease = try await store.claim(worker: name)
+                } catch {
+                    logger.error("cannot claim a job", metadata: ["store": "\(store.location)", "error": "\(error)"])
+                    try? await Task.sleep(for: .seconds(1))
+                    continue
+                }
+                if let lease {
+                    var alone = scalesWithCores(lease.spec)
+                    if alone { alone = !((try? await store.pendingWork().waiting) ?? true) }
+                    let units = cores.take(allFree: alone)
+                    let job = RunningJob(lease: lease)
+                    register(job)
+                    jobs.addTask { [self] in
+                        await execute(job, threads: cores.threads(holding: units))
+                        unregister(job)
+                        cores.release(units)
+                    }
+                    continue
+                }
+                let pending = try? await store.pendingWork()
+                if configuration.drain, let pending, pending.isEmpty { break }
+                // Sleep until a job arrives, a retry falls due, or half a second has passed.
+                let untilRetry = pending?.nextRetry.map { max(0.01, $0.timeIntervalSinceNow) } ?? .infinity
+                await store.waitForWork(timeout: .seconds(min(0.5, untilRetry)))
+            }
+        }
+        maintenance.cancel()
         shared.withLock { $0.state = .stopped }
         logger.info("worker pool stopped")
     }
 
-    /// First call: stop claiming and let running jobs finish. Second call (or `cancelRunning`): cancel
-    /// running jobs and hand them back to the queue.
+    /// First call: stop claiming and let running jobs finish. Second call (or `cancelRunning`): stop
+    /// running jobs and hand them back to the queue (their attempt is not counted).
     public func stop(cancelRunning: Bool = false) {
-        let sessions: [any JobHandle] = shared.withLock { shared in
+        let (jobs, state) = shared.withLock { shared -> ([RunningJob], State) in
             switch shared.state {
             case .idle, .running:
                 shared.state = cancelRunning ? .cancelling : .draining
@@ -100,13 +144,35 @@ public final class WorkerPool: Sendable {
             case .cancelling, .stopped:
                 break
             }
-            return shared.state == .cancelling ? Array(shared.sessions.values) : []
+            return (shared.state == .cancelling ? Array(shared.jobs.values) : [], shared.state)
         }
-        logger.info(sessions.isEmpty ? "stopping: finishing running jobs" : "stopping: handing running jobs back")
-        for session in sessions { session.stop() }
+        if state == .draining || state == .cancelling {
+            logger.info(state == .draining ? "stopping: finishing running jobs" : "stopping: handing running jobs back")
+        }
+        for job in jobs { job.stop(.handedBack) }
     }
 
     private var isRunning: Bool { shared.withLock { $0.state == .running } }
+
+    private func register(_ job: RunningJob) {
+        let handBack = shared.withLock { shared -> Bool in
+            shared.jobs[job.lease.token] = job
+            return shared.state == .cancelling
+        }
+        if handBack { job.stop(.handedBack) }
+    }
+
+    private func unregister(_ job: RunningJob) {
+        _ = shared.withLock { $0.jobs.removeValue(forKey: job.lease.token) }
+    }
+
+    private func rescue() async {
+        do {
+            try await store.rescueExpired()
+        } catch {
+            logger.error("cannot look for jobs of dead workers", metadata: ["error": "\(error)"])
+        }
+    }
 
     /// Whether more codec threads would speed the job up: a video preset (it may still turn out to be
     /// a smart passthrough, which leaves the extra units idle for that short while). Audio encoders and
@@ -116,54 +182,132 @@ public final class WorkerPool: Sendable {
         return preset.kind == .video && !spec.outputType.isAudioOnly
     }
 
-    private func workerLoop(name: String) {
-        let runner = JobRunner(
-            store: store, presets: configuration.presets, limits: configuration.limits,
-            stallTimeout: configuration.stallTimeout)
-        let isolated = configuration.isolation.map {
-            IsolatedRunner(store: store, isolation: $0, stallTimeout: configuration.stallTimeout)
+    // MARK: - One job
+
+    /// Runs one claimed job with its heartbeat, then records the outcome on its lease.
+    private func execute(_ job: RunningJob, threads: Int) async {
+        let began = ContinuousClock.now
+        let runner = runner
+        let attempt: ExportAttempt = await withTaskGroup(of: ExportAttempt?.self) { group in
+            group.addTask { await runner.run(job, threads: threads) }
+            group.addTask { [self] in
+                await heartbeat(job)
+                return nil
+            }
+            var attempt: ExportAttempt?
+            while let next = await group.next() {
+                guard let next else { continue }
+                attempt = next
+                job.markFinished()
+                group.cancelAll()
+            }
+            return attempt
+                ?? .failed(JobError(code: "internal", message: "the export ended without an outcome", retryable: true))
         }
-        let watcher = DirectoryWatcher(path: store.waitingFolder)
-        var lastRecovery = Date()
-        while isRunning {
-            if Date().timeIntervalSince(lastRecovery) >= configuration.recoveryInterval {
-                store.recover()
-                lastRecovery = Date()
-            }
-            // Claims go through the core budget: none while a lone job uses every core.
-            let admission = cores.admit(timeout: 0.5) { () -> Claim? in
-                do {
-                    return try store.claim(worker: name)
-                } catch {
-                    logger.error("cannot claim", metadata: ["error": "\(error)"])
-                    return nil
+        let lease = job.lease
+        let outcome: JobOutcome
+        switch (attempt, job.stopReason) {
+        case (_, .lost?):
+            logger.warning(
+                "lost the job's lease (it was given to another worker); its output was discarded",
+                metadata: ["job": "\(lease.id)", "attempt": "\(lease.attempt)"])
+            return
+        case (.completed(let result), _):
+            outcome = .completed(result)
+        case (.failed, .handedBack?):
+            outcome = .handBack
+        case (.failed, .cancelled?):
+            outcome = .cancelled
+        case (.failed(let error), _):
+            outcome = error.code == "cancelled" ? .cancelled : .failed(error)
+        }
+        log(outcome, of: lease, elapsed: ContinuousClock.now - began)
+        await record(outcome, of: lease)
+    }
+
+    /// Renews the job's lease every `renewInterval` with its latest progress, and stops the job when
+    /// someone cancels it or the lease is lost. A worker that cannot reach its store stops its job by
+    /// itself once its lease must have expired (measured on this machine's monotonic clock from the
+    /// last renewal that got through).
+    private func heartbeat(_ job: RunningJob) async {
+        var lastRenewed = ContinuousClock.now
+        while !Task.isCancelled && !job.isFinished {
+            try? await Task.sleep(for: store.renewInterval)
+            if Task.isCancelled || job.isFinished { return }
+            let sent = ContinuousClock.now
+            do {
+                switch try await store.renew(job.lease, progress: job.takeProgress()) {
+                case .held:
+                    lastRenewed = sent
+                case .cancelRequested:
+                    lastRenewed = sent
+                    job.stop(.cancelled)
+                case .lost:
+                    job.stop(.lost)
+                    return
                 }
-            } scales: { claim in
-                scalesWithCores(claim.spec) && !store.hasWaitingJobs()
-            }
-            if case .busy = admission { continue }
-            if case .admitted(let claim, let units) = admission {
-                defer { cores.release(units) }
-                let threads = cores.threads(holding: units)
-                let register: (JobHandle?) -> Void = { handle in
-                    let cancelNow = self.shared.withLock { shared -> Bool in
-                        shared.sessions[claim.id] = handle
-                        return shared.state == .cancelling
-                    }
-                    if cancelNow { handle?.stop() }
+            } catch {
+                logger.warning("cannot renew a job's lease", metadata: ["job": "\(job.lease.id)", "error": "\(error)"])
+                if let lease = store.leaseDuration, ContinuousClock.now - lastRenewed >= lease {
+                    logger.error(
+                        "stopping a job whose lease has expired while the store was unreachable",
+                        metadata: ["job": "\(job.lease.id)"])
+                    job.stop(.lost)
+                    return
                 }
-                let handBack: @Sendable () -> Bool = { [self] in shared.withLock { $0.state == .cancelling } }
-                if let isolated {
-                    isolated.run(claim, threads: threads, register: register, handBack: handBack)
-                } else {
-                    runner.run(claim, threads: threads, register: register, handBack: handBack)
-                }
-                continue
             }
-            if configuration.drain && !store.hasPendingWork() { break }
-            // Sleep until a job arrives (inotify), a retry falls due, or a recovery pass is due.
-            let retry = store.secondsUntilNextRetry() ?? .infinity
-            watcher.wait(seconds: min(0.5, retry, configuration.recoveryInterval))
+        }
+    }
+
+    /// Records an outcome, retrying while the store is unreachable and the lease may still be ours.
+    private func record(_ outcome: JobOutcome, of lease: Lease) async {
+        let deadline = ContinuousClock.now + (store.leaseDuration ?? .seconds(30))
+        var wait = Duration.milliseconds(250)
+        while true {
+            do {
+                if try await !store.finish(lease, outcome) {
+                    logger.warning(
+                        "lost the job's lease before recording its outcome", metadata: ["job": "\(lease.id)"])
+                }
+                return
+            } catch {
+                guard ContinuousClock.now + wait < deadline else {
+                    logger.error(
+                        "cannot record a job's outcome; the store will rescue the job",
+                        metadata: ["job": "\(lease.id)", "error": "\(error)"])
+                    return
+                }
+                logger.warning(
+                    "cannot record a job's outcome yet", metadata: ["job": "\(lease.id)", "error": "\(error)"])
+                try? await Task.sleep(for: wait)
+                wait = min(wait * 2, .seconds(5))
+            }
+        }
+    }
+
+    private func log(_ outcome: JobOutcome, of lease: Lease, elapsed: Duration) {
+        var metadata: Logger.Metadata = [
+            "job": "\(lease.id)", "attempt": "\(lease.attempt)", "asset": "\(lease.spec.asset)",
+            "output": "\(lease.spec.output)", "preset": "\(lease.spec.preset)",
+            "elapsed": "\(String(format: "%.3f", elapsed.seconds))",
+        ]
+        switch outcome {
+        case .completed(let result):
+            metadata["method"] = "\(result.method ?? "transcode")"
+            metadata["bytes"] = "\(result.bytes)"
+            if elapsed.seconds > 0 {
+                metadata["speed"] = "\(String(format: "%.2f", result.durationSeconds / elapsed.seconds))"
+            }
+            logger.info("job completed", metadata: metadata)
+        case .failed(let error):
+            metadata["code"] = "\(error.code)"
+            metadata["message"] = "\(error.message)"
+            metadata["retryable"] = "\(error.retryable)"
+            logger.error("job failed", metadata: metadata)
+        case .cancelled:
+            logger.info("job cancelled", metadata: metadata)
+        case .handBack:
+            logger.info("job handed back", metadata: metadata)
         }
     }
 }

@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import Logging
 import ReelExport
+import ReelQueue
 
 /// Presentation helpers shared by the commands.
 enum CLI {
@@ -16,6 +17,14 @@ enum CLI {
         case .unreadableInput, .unsupportedCodec, .incompatiblePreset, .limitExceeded: 65
         case .noSpace, .outputFailed, .outputExists: 74
         default: 1
+        }
+    }
+
+    static func exitCode(for error: QueueError) -> Int32 {
+        switch error.kind {
+        case .invalid: 64
+        case .unavailable: 69
+        case .notFound, .conflict: 1
         }
     }
 

@@ -60,10 +60,6 @@ struct ExportCommand: AsyncParsableCommand {
     @Flag(name: .long, help: "Print progress and the result (or the error) as JSON lines on stdout.")
     var json = false
 
-    /// Set by `reel work --isolate` for its child processes: exit at once if the worker dies.
-    @Flag(name: .customLong("die-with-parent"), help: .hidden)
-    var dieWithParent = false
-
     func validate() throws {
         if let type, OutputType(name: type) == nil {
             throw ValidationError("unknown output type '\(type)'; use mp4, mov, m4v or m4a")
@@ -81,7 +77,6 @@ struct ExportCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        if dieWithParent { ParentWatch.start() }
         do {
             try await runExport()
         } catch let error as ExportError where json {
@@ -151,19 +146,6 @@ struct ExportCommand: AsyncParsableCommand {
             facts.append(String(format: "in %.1f s", result.elapsedSeconds))
             CLI.printLine("wrote \(destination.path) (\(facts.joined(separator: ", ")))")
         }
-    }
-}
-
-/// Ends this process when its parent (an isolating worker) dies, so an orphaned export never races
-/// the worker that takes the job over.
-enum ParentWatch {
-    static func start() {
-        let parent = getppid()
-        let thread = Thread {
-            while getppid() == parent { usleep(200_000) }
-            kill(getpid(), SIGKILL)
-        }
-        thread.start()
     }
 }
 

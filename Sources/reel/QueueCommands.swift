@@ -12,7 +12,7 @@ struct WorkCommand: AsyncParsableCommand {
             "Run queued jobs until stopped (SIGINT/SIGTERM: finish running jobs; a second signal hands them back).")
 
     @OptionGroup var global: GlobalOptions
-    @OptionGroup var spoolOptions: SpoolOptions
+    @OptionGroup var storeOptions: StoreOptions
     @OptionGroup var input: InputOptions
 
     @Option(name: .long, help: "Jobs at once (default: one per core, at most 8).")
@@ -35,7 +35,7 @@ struct WorkCommand: AsyncParsableCommand {
 
     func run() async throws {
         let presets = try global.prepare(logLevel: .info)
-        let store = try spoolOptions.open()
+        let store = try storeOptions.open(create: true)
         let pool = WorkerPool(
             store: store,
             configuration: WorkerPool.Configuration(
@@ -43,32 +43,32 @@ struct WorkCommand: AsyncParsableCommand {
                 stallTimeout: stallTimeout, isolation: isolate ? try isolation() : nil))
         let sources = CLI.onTerminationSignals { pool.stop() }
         defer { sources.forEach { $0.cancel() } }
-        // The pool blocks; run it on its own thread so no cooperative thread waits on it.
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let thread = Thread {
-                pool.run()
-                continuation.resume()
-            }
-            thread.start()
-        }
+        await pool.run()
     }
-}
 
-extension WorkCommand {
-    /// This executable and the arguments that give a child the same limits and presets.
+    /// This executable, to run `reel _run-job` for each export.
     func isolation() throws -> Isolation {
         guard let executable = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") else {
             throw CLIFailure(message: "cannot find this executable to run isolated exports")
         }
-        let limits = input.limits
-        var arguments = [
-            "--max-file-size", String(max(1, limits.maxFileBytes >> 20)), "--max-duration",
-            String(limits.maxDurationSeconds),
-            "--max-dimension", String(limits.maxDimension), "--max-streams", String(limits.maxStreams),
-        ]
-        for root in input.allowedRoots { arguments += ["--allow-root", root] }
-        if let folder = global.presetsDirectory { arguments += ["--presets-dir", folder] }
-        return Isolation(executable: executable, arguments: arguments)
+        return Isolation(executable: executable, presetsFolder: global.presetsFolder, verbose: global.verbose)
+    }
+}
+
+/// The export process of `reel work --isolate`: reads a `ChildRequest` on stdin, writes `ExportEvent`
+/// lines on stdout. Not for people: the worker starts it.
+struct RunJobCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "_run-job", abstract: "Run one queued export for a worker (internal).", shouldDisplay: false)
+
+    func run() async throws {
+        CLI.bootstrapLogging(verbose: false)
+        let request = FileHandle.standardInput.readDataToEndOfFile()
+        let runner = ChildRunner()
+        let sources = CLI.onTerminationSignals { runner.cancel() }
+        defer { sources.forEach { $0.cancel() } }
+        let status = await runner.run(request: request) { event in CLI.printLine(event.jsonLine) }
+        if status != 0 { throw ExitCode(status) }
     }
 }
 
@@ -77,7 +77,7 @@ struct StatusCommand: AsyncParsableCommand {
         commandName: "status", abstract: "Show jobs' status (all jobs when no id is given).")
 
     @OptionGroup var global: GlobalOptions
-    @OptionGroup var spoolOptions: SpoolOptions
+    @OptionGroup var storeOptions: StoreOptions
 
     @Argument(help: "Job ids.")
     var ids: [String] = []
@@ -87,14 +87,14 @@ struct StatusCommand: AsyncParsableCommand {
 
     func run() async throws {
         _ = try global.prepare()
-        let store = try spoolOptions.open()
-        let statuses: [JobStatus]
+        let store = try storeOptions.open(create: false)
+        var statuses: [JobStatus] = []
         if ids.isEmpty {
-            statuses = store.all()
+            statuses = try await store.list(state: nil)
         } else {
-            statuses = try ids.map { id in
-                guard let status = try store.status(id) else { throw CLIFailure(message: "no job \(id)") }
-                return status
+            for id in ids {
+                guard let status = try await store.status(id) else { throw CLIFailure(message: "no job \(id)") }
+                statuses.append(status)
             }
         }
         JobPrinter.print(statuses, json: json, table: false)
@@ -105,7 +105,7 @@ struct ListCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "list", abstract: "List jobs, oldest first.")
 
     @OptionGroup var global: GlobalOptions
-    @OptionGroup var spoolOptions: SpoolOptions
+    @OptionGroup var storeOptions: StoreOptions
 
     @Option(name: .long, help: "Only jobs in this state: waiting, exporting, completed, failed, cancelled.")
     var state: String?
@@ -121,9 +121,8 @@ struct ListCommand: AsyncParsableCommand {
 
     func run() async throws {
         _ = try global.prepare()
-        let store = try spoolOptions.open()
-        let wanted = state.flatMap(JobState.init(rawValue:))
-        let statuses = store.all().filter { wanted == nil || $0.state == wanted }
+        let store = try storeOptions.open(create: false)
+        let statuses = try await store.list(state: state.flatMap(JobState.init(rawValue:)))
         JobPrinter.print(statuses, json: json, table: isatty(STDOUT_FILENO) == 1)
     }
 }
@@ -133,7 +132,7 @@ struct WaitCommand: AsyncParsableCommand {
         commandName: "wait", abstract: "Wait until jobs end; exit 0 only if every one completed.")
 
     @OptionGroup var global: GlobalOptions
-    @OptionGroup var spoolOptions: SpoolOptions
+    @OptionGroup var storeOptions: StoreOptions
 
     @Argument(help: "Job ids.")
     var ids: [String]
@@ -146,79 +145,90 @@ struct WaitCommand: AsyncParsableCommand {
 
     func run() async throws {
         _ = try global.prepare()
-        let store = try spoolOptions.open()
-        let deadline = timeout.map { Date().addingTimeInterval($0) }
+        let store = try storeOptions.open(create: false)
+        let deadline = timeout.map { ContinuousClock.now + .seconds($0) }
         while true {
-            let statuses = try ids.map { id in
-                guard let status = try store.status(id) else { throw CLIFailure(message: "no job \(id)") }
-                return status
+            var statuses: [JobStatus] = []
+            for id in ids {
+                guard let status = try await store.status(id) else { throw CLIFailure(message: "no job \(id)") }
+                statuses.append(status)
             }
             if statuses.allSatisfy({ $0.state.isTerminal }) {
                 JobPrinter.print(statuses, json: json, table: false)
                 if statuses.allSatisfy({ $0.state == .completed }) { return }
                 throw CLIFailure(message: "not every job completed", exitCode: 1)
             }
-            if let deadline, Date() >= deadline {
+            if let deadline, ContinuousClock.now >= deadline {
                 JobPrinter.print(statuses, json: json, table: false)
-                throw CLIFailure(
-                    message:
-                        "timed out waiting for \(statuses.filter { !$0.state.isTerminal }.map(\.id).joined(separator: ", "))",
-                    exitCode: 2)
+                let open = statuses.filter { !$0.state.isTerminal }.map(\.id)
+                throw CLIFailure(message: "timed out waiting for \(open.joined(separator: ", "))", exitCode: 2)
             }
             try await Task.sleep(for: .milliseconds(200))
         }
     }
 }
 
-struct CancelCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "cancel",
-        abstract: "Cancel jobs: a waiting job never starts; a running one stops and leaves no output.")
+/// `cancel` and `retry`: one change per job id, a line each, an error naming the ids not found.
+protocol JobIDCommand: AsyncParsableCommand {
+    var global: GlobalOptions { get }
+    var storeOptions: StoreOptions { get }
+    var ids: [String] { get }
+    /// Does the change; returns the line to print, or nil when there is no such job.
+    func apply(to id: String, in store: any JobStore) async throws -> String?
+}
 
-    @OptionGroup var global: GlobalOptions
-    @OptionGroup var spoolOptions: SpoolOptions
-
-    @Argument(help: "Job ids.")
-    var ids: [String]
-
+extension JobIDCommand {
     func run() async throws {
         _ = try global.prepare()
-        let store = try spoolOptions.open()
+        let store = try storeOptions.open(create: false)
         var missing: [String] = []
         for id in ids {
-            switch try store.cancel(id) {
-            case .cancelled: CLI.printLine("\(id)  cancelled")
-            case .requested: CLI.printLine("\(id)  cancelling (its worker stops it)")
-            case .alreadyEnded(let state): CLI.printLine("\(id)  already \(state.rawValue)")
-            case .notFound: missing.append(id)
+            if let line = try await apply(to: id, in: store) {
+                CLI.printLine("\(id)  \(line)")
+            } else {
+                missing.append(id)
             }
         }
         if !missing.isEmpty { throw CLIFailure(message: "no job \(missing.joined(separator: ", "))") }
     }
 }
 
-struct RetryCommand: AsyncParsableCommand {
+struct CancelCommand: JobIDCommand {
     static let configuration = CommandConfiguration(
-        commandName: "retry", abstract: "Queue failed or cancelled jobs again, with fresh attempts.")
+        commandName: "cancel",
+        abstract: "Cancel jobs: a waiting job never starts; a running one stops and leaves no output.")
 
     @OptionGroup var global: GlobalOptions
-    @OptionGroup var spoolOptions: SpoolOptions
+    @OptionGroup var storeOptions: StoreOptions
 
     @Argument(help: "Job ids.")
     var ids: [String]
 
-    func run() async throws {
-        _ = try global.prepare()
-        let store = try spoolOptions.open()
-        for id in ids {
-            do {
-                guard try store.retry(id) != nil else { throw CLIFailure(message: "no job \(id)") }
-                CLI.printLine("\(id)  waiting")
-            } catch let failure as CLIFailure {
-                throw failure
-            } catch {
-                throw CLIFailure(message: "\(error)")
-            }
+    func apply(to id: String, in store: any JobStore) async throws -> String? {
+        switch try await store.cancel(id) {
+        case .cancelled: "cancelled"
+        case .requested: "cancelling (its worker stops it)"
+        case .alreadyEnded(let state): "already \(state.rawValue)"
+        case .notFound: nil
+        }
+    }
+}
+
+struct RetryCommand: JobIDCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "retry", abstract: "Queue failed or cancelled jobs again, with fresh attempts.")
+
+    @OptionGroup var global: GlobalOptions
+    @OptionGroup var storeOptions: StoreOptions
+
+    @Argument(help: "Job ids.")
+    var ids: [String]
+
+    func apply(to id: String, in store: any JobStore) async throws -> String? {
+        do {
+            return "\(try await store.retry(id).state.rawValue)"
+        } catch let error as QueueError where error.kind == .notFound {
+            return nil
         }
     }
 }

@@ -13,6 +13,7 @@ struct Reel: AsyncParsableCommand {
         subcommands: [
             ExportCommand.self, SubmitCommand.self, WorkCommand.self, StatusCommand.self, ListCommand.self,
             WaitCommand.self, CancelCommand.self, RetryCommand.self, ProbeCommand.self, PresetsCommand.self,
+            RunJobCommand.self,
         ])
 
     /// Runs the command, printing failures as one `reel: error: …` line and exiting non-zero.
@@ -33,6 +34,9 @@ struct Reel: AsyncParsableCommand {
         } catch let error as CLIFailure {
             CLI.printError(error.message)
             Foundation.exit(error.exitCode)
+        } catch let error as QueueError {
+            CLI.printError(error.message)
+            Foundation.exit(CLI.exitCode(for: error))
         } catch {
             exit(withError: error)
         }
@@ -54,9 +58,12 @@ struct GlobalOptions: ParsableArguments {
     /// Sets up logging (quiet unless --verbose) and loads the presets.
     func prepare(logLevel: Logger.Level = .warning) throws -> PresetLibrary {
         CLI.bootstrapLogging(verbose: verbose, level: logLevel)
-        let folder =
-            presetsDirectory ?? ProcessInfo.processInfo.environment["REEL_PRESETS"].flatMap { $0.isEmpty ? nil : $0 }
-        return try PresetLibrary(userFolder: folder.map { URL(fileURLWithPath: $0) })
+        return try PresetLibrary(userFolder: presetsFolder.map { URL(fileURLWithPath: $0) })
+    }
+
+    /// `--presets-dir`, else `$REEL_PRESETS`.
+    var presetsFolder: String? {
+        presetsDirectory ?? ProcessInfo.processInfo.environment["REEL_PRESETS"].flatMap { $0.isEmpty ? nil : $0 }
     }
 }
 
@@ -93,7 +100,7 @@ struct InputOptions: ParsableArguments {
 }
 
 /// Where the queue lives.
-struct SpoolOptions: ParsableArguments {
+struct StoreOptions: ParsableArguments {
     @Option(
         name: .long,
         help: ArgumentHelp(
@@ -101,13 +108,11 @@ struct SpoolOptions: ParsableArguments {
             valueName: "dir"))
     var spool: String?
 
-    func open() throws -> SpoolStore {
+    /// Opens the store. Only commands that add work (`submit`, `work`) create a missing spool; the
+    /// others fail with an error naming it.
+    func open(create: Bool) throws -> any JobStore {
         let root = spool.map { URL(fileURLWithPath: $0) } ?? SpoolStore.defaultRoot()
-        do {
-            return try SpoolStore(root: root)
-        } catch {
-            throw CLIFailure(message: "cannot open the spool \(root.path): \(error)")
-        }
+        return try SpoolStore(root: root, create: create)
     }
 }
 

@@ -8,7 +8,7 @@ struct SubmitCommand: AsyncParsableCommand {
         commandName: "submit", abstract: "Queue export jobs; `reel work` runs them.")
 
     @OptionGroup var global: GlobalOptions
-    @OptionGroup var spoolOptions: SpoolOptions
+    @OptionGroup var storeOptions: StoreOptions
     @OptionGroup var input: InputOptions
 
     @Argument(help: "Media files to export (one job each).")
@@ -72,7 +72,7 @@ struct SubmitCommand: AsyncParsableCommand {
 
     func run() async throws {
         let presets = try global.prepare()
-        let store = try spoolOptions.open()
+        let store = try storeOptions.open(create: true)
         var specs: [JobSpec] = []
         if let manifest {
             specs += try ManifestReader(presets: presets, limits: input.limits).read(manifest)
@@ -90,12 +90,14 @@ struct SubmitCommand: AsyncParsableCommand {
             }
         }
         for spec in specs {
-            let (status, created) = try store.submit(spec)
+            let submission = try await store.submit(spec)
+            let (status, created) = (submission.status, submission.created)
             if json {
                 CLI.printLine(
                     CLI.jsonLine(
                         SubmitReport(
-                            id: status.id, statusFile: store.statusFile(status.id), state: status.state.rawValue,
+                            id: status.id, statusFile: store.statusFile(for: status.id) ?? "",
+                            state: status.state.rawValue,
                             output: status.output, created: created)))
             } else {
                 CLI.printLine(

@@ -107,29 +107,26 @@ struct CLITests {
 
     @Test func interruptCancelsAndLeavesNothing() async throws {
         let folder = Fixtures.scratchFolder("cli-interrupt")
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: ReelBinary.path)
-        process.arguments = [
+        let export = try ReelBinary.start([
             "export", try await Fixtures.url(Fixtures.long).path, "--preset", "HighestQuality", "-o",
             folder.appendingPathComponent("out.mp4").path, "--json", "--force-transcode",
-        ]
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        ])
         // Wait until frames are being encoded, so the export is really under way.
-        let handle = out.fileHandleForReading
-        var seen = ""
-        while !seen.contains("\"frames\":1") && !seen.contains("\"frames\":2") && !seen.contains("\"frames\":3") {
-            let chunk = handle.availableData
-            if chunk.isEmpty { break }
-            seen += String(decoding: chunk, as: UTF8.self)
+        func events() -> [[String: Any]] {
+            export.output.split(separator: "\n").compactMap {
+                try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+            }
         }
-        kill(process.processIdentifier, SIGINT)
-        seen += String(decoding: handle.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        #expect(process.terminationStatus != 0, "stdout: \(seen.suffix(600))")
-        #expect(seen.contains("\"code\":\"cancelled\""))
+        let encoding = await eventually {
+            events().contains { $0["event"] as? String == "progress" && ($0["frames"] as? Int ?? 0) > 0 } ? true : nil
+        }
+        #expect(encoding != nil, "no progress: \(export.output.suffix(600))")
+        export.signal(SIGINT)
+        let ended = try await export.exit()
+        #expect(ended.status != 0, "output: \(export.output.suffix(600))")
+        let last = try #require(events().last)
+        #expect(last["event"] as? String == "failed")
+        #expect((last["error"] as? [String: Any])?["code"] as? String == "cancelled", "\(last)")
         #expect((try? FileManager.default.contentsOfDirectory(atPath: folder.path))?.isEmpty == true)
     }
 
@@ -148,7 +145,7 @@ struct CLITests {
         try process.run()
         _ = out.fileHandleForReading.availableData
         try out.fileHandleForReading.close()
-        process.waitUntilExit()
+        try await process.exit()
         #expect(process.terminationReason == .exit)
         #expect((try? FileManager.default.contentsOfDirectory(atPath: folder.path)) == ["out.mp4"])
     }

@@ -6,62 +6,45 @@ import Testing
 @Suite("Core budget")
 struct CoreBudgetTests {
     @Test func aBacklogGetsOneCoreEachAndALoneVideoJobGetsThemAll() {
-        let budget = CoreBudget(total: 2)
-        // Two jobs admitted while others wait: one unit each, single-threaded codecs.
-        guard case .admitted(_, let first) = budget.admit(timeout: 0, claim: { "a" }, scales: { _ in false }),
-            case .admitted(_, let second) = budget.admit(timeout: 0, claim: { "b" }, scales: { _ in false })
-        else {
-            Issue.record("two jobs were not admitted")
-            return
-        }
+        let budget = CoreBudget(total: 2, slots: 2)
+        // Two jobs started while others wait: one unit each, single-threaded codecs.
+        let first = budget.take(allFree: false)
+        let second = budget.take(allFree: false)
         #expect(first == 1 && second == 1)
         #expect(budget.threads(holding: first) == 1)
-        // Every unit is held: a third worker neither claims nor waits past its timeout.
-        var claimed = false
-        guard
-            case .busy = budget.admit(
-                timeout: 0.05,
-                claim: {
-                    claimed = true
-                    return "c"
-                }, scales: { _ in true })
-        else {
-            Issue.record("a job was admitted with no free unit")
-            return
-        }
-        #expect(!claimed)
+        // Every unit is held: there is no room, and nothing more is taken.
+        #expect(!budget.hasRoom)
+        #expect(budget.take(allFree: true) == 0)
         budget.release(first)
         budget.release(second)
         // A video job with nothing behind it takes the whole machine: the codecs choose their threads.
-        guard case .admitted(_, let units) = budget.admit(timeout: 0, claim: { "d" }, scales: { _ in true }) else {
-            Issue.record("the lone job was not admitted")
-            return
-        }
+        let units = budget.take(allFree: true)
         #expect(units == 2 && budget.threads(holding: units) == 0)
-        // An empty queue claims nothing and keeps no unit.
+        #expect(!budget.hasRoom)
         budget.release(units)
-        guard case .nothingToDo = budget.admit(timeout: 0, claim: { String?.none }, scales: { _ in true }) else {
-            Issue.record("an empty claim was admitted")
-            return
-        }
-        guard case .admitted(_, let again) = budget.admit(timeout: 0, claim: { "e" }, scales: { _ in true }) else {
-            Issue.record("the unit of the empty claim was not given back")
-            return
-        }
-        #expect(again == 2)
+        #expect(budget.free == 2 && budget.hasRoom)
     }
 
-    @Test func aWaitingWorkerIsAdmittedWhenAUnitIsReleased() {
-        let budget = CoreBudget(total: 1)
-        guard case .admitted(_, let held) = budget.admit(timeout: 0, claim: { 1 }, scales: { _ in true }) else {
-            Issue.record("the first job was not admitted")
-            return
+    @Test func slotsLimitJobsEvenWithFreeCores() {
+        // `reel work --jobs 1` on two cores: one job at a time, which may hold both cores.
+        let budget = CoreBudget(total: 2, slots: 1)
+        #expect(budget.take(allFree: false) == 1)
+        #expect(budget.free == 1 && !budget.hasRoom)
+        #expect(budget.take(allFree: false) == 0)
+        budget.release(1)
+        #expect(budget.take(allFree: true) == 2)
+    }
+
+    @Test func aWaitingDispatcherIsWokenWhenAJobEnds() async {
+        let budget = CoreBudget(total: 1, slots: 1)
+        let held = budget.take(allFree: true)
+        let woken = Task {
+            await budget.waitForRoom()
+            return budget.take(allFree: false)
         }
-        DispatchQueue.global().asyncAfter(deadline: .now() + 0.1) { budget.release(held) }
-        guard case .admitted(let job, _) = budget.admit(timeout: 5, claim: { 2 }, scales: { _ in false }) else {
-            Issue.record("the waiting worker was not admitted after the release")
-            return
-        }
-        #expect(job == 2)
+        // It cannot get room until the unit comes back.
+        #expect(!budget.hasRoom)
+        budget.release(held)
+        #expect(await woken.value == 1)
     }
 }

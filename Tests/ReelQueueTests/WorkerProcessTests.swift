@@ -22,7 +22,10 @@ struct WorkerProcessTests {
 
         func submit(_ recipe: Fixtures.Recipe, preset: String, extra: [String] = []) async throws -> String {
             let result = try await ReelBinary.run(
-                ["submit", try await Fixtures.url(recipe).path, "--preset", preset, "--output-dir", outputs.path, "--json"]
+                [
+                    "submit", try await Fixtures.url(recipe).path, "--preset", preset, "--output-dir", outputs.path,
+                    "--json",
+                ]
                     + extra,
                 environment: environment)
             guard result.status == 0 else { throw ToolFailure(message: result.stderr) }
@@ -31,7 +34,8 @@ struct WorkerProcessTests {
             return id
         }
 
-        func status(_ id: String) -> JobStatus? { try? store.status(id) }
+        /// The job's status file, read as a poller reads it.
+        func status(_ id: String) -> JobStatus? { try? store.status(id: id) }
 
         /// Waits until `predicate` holds for the job's status (polling its status file).
         func waitFor(_ id: String, seconds: Double = 60, _ predicate: (JobStatus) -> Bool) async -> JobStatus? {
@@ -60,7 +64,7 @@ struct WorkerProcessTests {
         let workers = try ["--isolate", "--no-isolate", "--isolate"].map { mode in
             try ReelBinary.start(["work", "--drain", "--jobs", "2", mode], environment: spool.environment)
         }
-        for worker in workers { #expect(try await worker.exit().status == 0) }
+        for worker in workers { #expect(try await worker.exit().status == 0, "\(worker.output)") }
         for id in submitted {
             let status = try #require(spool.status(id))
             #expect(
@@ -80,7 +84,7 @@ struct WorkerProcessTests {
             ids.append(try await backlog.submit(Fixtures.landscape, preset: "LowQuality", extra: ["--force-transcode"]))
         }
         let worker = try ReelBinary.start(["work", "--drain", "--jobs", "2", mode], environment: backlog.environment)
-        #expect(try await worker.exit().status == 0)
+        #expect(try await worker.exit().status == 0, "\(worker.output)")
         // The first two were claimed with a third still waiting.
         for id in ids.prefix(2) {
             let status = try #require(backlog.status(id))
@@ -152,14 +156,14 @@ struct WorkerProcessTests {
             while !stop.withLock({ $0 }) {
                 for file in files {
                     guard let data = FileManager.default.contents(atPath: file) else { continue }
-                    let ok = (try? SpoolStore.decoder.decode(JobStatus.self, from: data)) != nil
+                    let ok = (try? JSONCoding.decoder.decode(JobStatus.self, from: data)) != nil
                     reads.withLock { ok ? ($0.good += 1) : ($0.torn += 1) }
                 }
                 await Task.yield()
             }
         }
         let worker = try ReelBinary.start(["work", "--drain", "--jobs", "2"], environment: spool.environment)
-        #expect(try await worker.exit().status == 0)
+        #expect(try await worker.exit().status == 0, "\(worker.output)")
         stop.withLock { $0 = true }
         await poller.value
         let counted = reads.withLock { $0 }
@@ -176,36 +180,39 @@ struct WorkerProcessTests {
                 asset: try await Fixtures.url(Fixtures.landscape).path, preset: "LowQuality", outputType: .mp4,
                 output: spool.outputs.appendingPathComponent("\(name).mp4").path)
         }
-        let completed = try store.submit(try await spec("completed")).status.id
-        try store.finish(try #require(try store.claim(worker: "old")), .completed(JobResult.empty))
-        let failed = try store.submit(try await spec("failed")).status.id
-        try store.finish(
-            try #require(try store.claim(worker: "old")),
+        let empty = JobResult(
+            bytes: 0, durationSeconds: 0, width: nil, height: nil, videoCodec: nil, audioCodec: nil,
+            networkOptimized: true, elapsedSeconds: 0)
+        let completed = try await store.submit(try await spec("completed")).status.id
+        try await store.finish(try #require(try await store.claim(worker: "old")), .completed(empty))
+        let failed = try await store.submit(try await spec("failed")).status.id
+        try await store.finish(
+            try #require(try await store.claim(worker: "old")),
             .failed(JobError(code: "unreadable-input", message: "bad", retryable: false)))
-        let cancelled = try store.submit(try await spec("cancelled")).status.id
-        _ = try store.cancel(cancelled)
-        let orphan = try store.submit(try await spec("orphan")).status.id
-        let dead = try #require(try store.claim(worker: "crashed"))
+        let cancelled = try await store.submit(try await spec("cancelled")).status.id
+        _ = try await store.cancel(cancelled)
+        let orphan = try await store.submit(try await spec("orphan")).status.id
+        let dead = try #require(try await store.claim(worker: "crashed"))
         // An interrupted export's temporary file, as a killed worker leaves it.
         try Data("partial".utf8).write(to: spool.outputs.appendingPathComponent(".orphan.mp4.reel-1234abcd.partial"))
-        dead.lock.release()
-        let delayed = try store.submit(try await spec("delayed")).status.id
-        let retrying = try #require(try store.claim(worker: "old"))
+        store.releaseLock(of: dead)
+        let delayed = try await store.submit(try await spec("delayed")).status.id
+        let retrying = try #require(try await store.claim(worker: "old"))
         #expect(retrying.id == delayed)
-        try store.finish(retrying, .failed(JobError(code: "no-space", message: "full", retryable: true)))
-        let waiting = try store.submit(try await spec("waiting")).status.id
-        #expect(try store.status(delayed)?.state == .waiting)
+        try await store.finish(retrying, .failed(JobError(code: "no-space", message: "full", retryable: true)))
+        let waiting = try await store.submit(try await spec("waiting")).status.id
+        #expect(spool.status(delayed)?.state == .waiting)
 
         let worker = try ReelBinary.start(["work", "--drain", "--jobs", "2"], environment: spool.environment)
-        #expect(try await worker.exit().status == 0)
-        #expect(try store.status(completed)?.state == .completed)
-        #expect(try store.status(failed)?.state == .failed)
-        #expect(try store.status(cancelled)?.state == .cancelled)
-        let recovered = try #require(try store.status(orphan))
+        #expect(try await worker.exit().status == 0, "\(worker.output)")
+        #expect(spool.status(completed)?.state == .completed)
+        #expect(spool.status(failed)?.state == .failed)
+        #expect(spool.status(cancelled)?.state == .cancelled)
+        let recovered = try #require(spool.status(orphan))
         #expect(recovered.state == .completed && recovered.attempts == 2)
-        #expect(try store.status(waiting)?.state == .completed)
-        #expect(try store.status(delayed)?.state == .completed)
-        #expect(try store.status(delayed)?.attempts == 2)
+        #expect(spool.status(waiting)?.state == .completed)
+        #expect(spool.status(delayed)?.state == .completed)
+        #expect(spool.status(delayed)?.attempts == 2)
         #expect(spool.outputFiles() == ["delayed.mp4", "orphan.mp4", "waiting.mp4"])
     }
 
@@ -237,7 +244,8 @@ struct WorkerProcessTests {
         {"asset": "/nonexistent.mp4", "preset": "LowQuality"}
         {"asset": "\(source)", "preset": "LowQuality", "priority": "high"}
         """.write(to: manifest, atomically: true, encoding: .utf8)
-        let rejected = try await ReelBinary.run(["submit", "--manifest", manifest.path], environment: spool.environment)
+        let rejected = try await ReelBinary.run(
+            ["submit", "--manifest", manifest.path], environment: spool.environment)
         #expect(rejected.status != 0)
         #expect(
             rejected.stderr.hasPrefix("reel: error: ") && rejected.stderr.contains("line 2")

@@ -66,7 +66,8 @@ public enum Tools {
         kill.cancel()
         let (stdout, stderr, timedOut) = collected.withLock { ($0.stdout, $0.stderr, $0.timedOut) }
         if timedOut {
-            throw ToolFailure(message: "\(tool) \(arguments.joined(separator: " ")) ran longer than \(timeLimit); killed")
+            throw ToolFailure(
+                message: "\(tool) \(arguments.joined(separator: " ")) ran longer than \(timeLimit); killed")
         }
         return ToolResult(
             status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
@@ -223,5 +224,17 @@ public struct SeededGenerator: RandomNumberGenerator, Sendable {
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
         z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
         return z ^ (z >> 31)
+    }
+}
+
+extension Process {
+    /// Waits for a process started elsewhere without blocking a thread; kills it and throws when it
+    /// outlives `timeLimit`.
+    public func exit(within timeLimit: Duration = .seconds(120)) async throws {
+        let ended = await eventually(within: timeLimit, every: .milliseconds(20)) { isRunning ? nil : true }
+        if ended == nil {
+            kill(processIdentifier, SIGKILL)
+            throw ToolFailure(message: "process \(processIdentifier) ran longer than \(timeLimit); killed")
+        }
     }
 }

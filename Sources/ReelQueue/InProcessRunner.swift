@@ -1,0 +1,44 @@
+import Foundation
+import ReelExport
+
+/// Runs exports in the worker's own process (`reel work --no-isolate`): no process start per job, but
+/// a crash inside a codec takes the worker down with every job it runs (a restart queues them again).
+struct InProcessRunner: ExportRunner {
+    let presets: PresetLibrary
+    let limits: InputLimits
+    let stallTimeout: TimeInterval
+
+    func run(_ job: RunningJob, threads: Int) async -> ExportAttempt {
+        let spec = job.lease.spec
+        do throws(ExportError) {
+            let asset = try await Asset.load(URL(fileURLWithPath: spec.asset), limits: limits)
+            let session = try ExportSession(asset: asset, presetName: spec.preset, presets: presets, limits: limits)
+            spec.configure(session, stallTimeout: stallTimeout, threads: threads)
+            session.progressHandler = { progress in
+                if progress.status == .exporting { job.report(JobProgress(progress)) }
+            }
+            job.attach(session)
+            try await session.export()
+            guard let result = session.result else {
+                throw ExportError(.internal, "the export finished without a result")
+            }
+            return .completed(JobResult(result))
+        } catch {
+            return .failed(JobError(error))
+        }
+    }
+}
+
+extension JobSpec {
+    /// Sets a session up to export this spec.
+    func configure(_ session: ExportSession, stallTimeout: TimeInterval, threads: Int) {
+        session.outputURL = URL(fileURLWithPath: output)
+        session.outputFileType = outputType
+        session.timeRange = timeRange
+        session.metadataPolicy = metadata
+        session.shouldOptimizeForNetworkUse = optimizeForNetwork
+        session.stallTimeout = stallTimeout
+        session.forceTranscode = forceTranscode
+        session.codecThreads = threads
+    }
+}

@@ -1,0 +1,105 @@
+import Foundation
+import ReelExport
+import Synchronization
+
+/// Something running a job's export that can be told to stop (an export session, a child process).
+protocol JobHandle: Sendable {
+    func stop()
+}
+
+extension ExportSession: JobHandle {
+    func stop() { cancelExport() }
+}
+
+/// A job a worker pool is running: the lease, the latest progress (handed from the export's thread to
+/// the heartbeat without any I/O on the export's thread), and why it was stopped, if it was.
+final class RunningJob: Sendable {
+    /// Why the worker stopped the export. When several apply, the strongest wins: a lost lease, then a
+    /// user's cancel, then a stall, then a shutdown's hand-back.
+    enum StopReason: Int, Sendable, Comparable {
+        case handedBack, stalled, cancelled, lost
+        static func < (a: StopReason, b: StopReason) -> Bool { a.rawValue < b.rawValue }
+    }
+
+    private struct State {
+        var progress: JobProgress?
+        var progressIsNew = false
+        var stop: StopReason?
+        var handle: (any JobHandle)?
+        var finished = false
+    }
+
+    let lease: Lease
+    private let state = Mutex(State())
+
+    init(lease: Lease) { self.lease = lease }
+
+    /// Records progress (called on the export's thread; cheap).
+    func report(_ progress: JobProgress) {
+        state.withLock {
+            $0.progress = progress
+            $0.progressIsNew = true
+        }
+    }
+
+    /// Progress reported since the last call, if any.
+    func takeProgress() -> JobProgress? {
+        state.withLock { state in
+            guard state.progressIsNew else { return nil }
+            state.progressIsNew = false
+            return state.progress
+        }
+    }
+
+    /// Stops the export (now, or as soon as it has a handle) for `reason`.
+    func stop(_ reason: StopReason) {
+        let handle = state.withLock { state -> (any JobHandle)? in
+            if let current = state.stop, current >= reason { return nil }
+            state.stop = reason
+            return state.finished ? nil : state.handle
+        }
+        handle?.stop()
+    }
+
+    var stopReason: StopReason? { state.withLock { $0.stop } }
+
+    /// Gives the job the thing that runs its export; a job stopped before that is stopped at once.
+    func attach(_ handle: any JobHandle) {
+        let stopNow = state.withLock { state -> Bool in
+            state.handle = handle
+            return state.stop != nil
+        }
+        if stopNow { handle.stop() }
+    }
+
+    /// The export has ended; nothing is stopped any more.
+    func markFinished() {
+        state.withLock {
+            $0.finished = true
+            $0.handle = nil
+        }
+    }
+
+    var isFinished: Bool { state.withLock { $0.finished } }
+}
+
+/// How an export attempt ended, as the export saw it.
+enum ExportAttempt: Sendable {
+    case completed(JobResult)
+    case failed(JobError)
+}
+
+/// Runs a claimed job's export, in this process or in a child process.
+protocol ExportRunner: Sendable {
+    /// Runs the export of `job.lease.spec` with `threads` codec threads (0: the codecs choose).
+    /// Progress goes to `job.report`; `job.stop` ends it early.
+    func run(_ job: RunningJob, threads: Int) async -> ExportAttempt
+}
+
+extension JobProgress {
+    init(_ progress: ExportSession.Progress) {
+        self.init(
+            fraction: progress.fraction, phase: progress.phase.rawValue, framesPerSecond: progress.framesPerSecond,
+            secondsRemaining: progress.secondsRemaining)
+    }
+}

@@ -1,0 +1,309 @@
+import Foundation
+import ReelExport
+import ReelQueue
+import Synchronization
+import TestSupport
+import Testing
+
+/// What the contract needs from a store under test, beyond the `JobStore` protocol itself.
+public protocol StoreHarness: Sendable {
+    /// A fresh, empty store.
+    func makeStore() async throws -> any JobStore
+    /// A second handle on the same jobs, as another worker process would open it.
+    func reopen(_ store: any JobStore) async throws -> any JobStore
+    /// Makes the worker holding `lease` dead as far as the store can tell (its lock dropped, its lease
+    /// expired), without it recording anything.
+    func killWorker(holding lease: Lease, in store: any JobStore) async throws
+    /// Makes every retry that is backing off due now (a fake clock, not a sleep).
+    func makeRetriesDue(in store: any JobStore) async throws
+}
+
+/// The queue's contract, store-agnostic: every store runs these cases (the spool in ReelQueueTests,
+/// PostgreSQL in the fleet's tests).
+public enum JobStoreContract {
+    public struct Case: Sendable, CustomStringConvertible {
+        public let description: String
+        let body: @Sendable (any StoreHarness) async throws -> Void
+        /// Runs the case against a store made by `harness`.
+        public func run(_ harness: any StoreHarness) async throws { try await body(harness) }
+    }
+
+    /// Every case of the contract.
+    public static let cases: [Case] = [
+        Case(description: "priority first, then first in, first out", body: priorityFirstThenFirstInFirstOut),
+        Case(description: "every job is claimed exactly once by concurrent workers", body: claimedExactlyOnce),
+        Case(description: "an idempotency key returns the existing job", body: idempotencyKey),
+        Case(description: "{id} in an output path becomes the job's id", body: outputNamesCarryTheJobID),
+        Case(description: "a dead worker's job is queued again; a poison job fails", body: deadWorkersAndPoison),
+        Case(description: "a stale owner cannot overwrite the new one", body: staleOwnerIsFenced),
+        Case(description: "a cancelled waiting job never starts and can be retried", body: cancelWaiting),
+        Case(description: "a cancel reaches a running job through its lease", body: cancelRunning),
+        Case(description: "a cancel asked during a shutdown wins over the hand-back", body: cancelDuringHandBack),
+        Case(description: "a dead worker's cancelled job ends cancelled", body: cancelOfADeadWorkersJob),
+        Case(description: "retryable failures back off, then run again", body: retryableFailuresBackOff),
+        Case(description: "a hand-back does not spend an attempt", body: handBackKeepsTheAttempt),
+        Case(description: "retry: fresh attempts for failed and cancelled jobs only", body: retryRules),
+        Case(description: "renew records progress while the lease is held", body: renewRecordsProgress),
+        Case(description: "pending work says what is waiting, backing off and running", body: pendingWork),
+        Case(description: "list filters by state, oldest first", body: listing),
+    ]
+
+    // MARK: - Helpers
+
+    static func spec(priority: Int = 0, key: String? = nil, maxAttempts: Int = 3, output: String? = nil)
+        async throws -> JobSpec
+    {
+        JobSpec(
+            asset: try await Fixtures.url(Fixtures.landscape).path, preset: "LowQuality", outputType: .mp4,
+            output: output ?? Fixtures.folder.appendingPathComponent("never-{id}.mp4").path, priority: priority,
+            key: key, maxAttempts: maxAttempts)
+    }
+
+    static let emptyResult = JobResult(
+        bytes: 0, durationSeconds: 0, width: nil, height: nil, videoCodec: nil, audioCodec: nil, networkOptimized: true,
+        elapsedSeconds: 0)
+
+    static func submit(_ store: any JobStore, priority: Int = 0, maxAttempts: Int = 3) async throws -> String {
+        try await store.submit(try await spec(priority: priority, maxAttempts: maxAttempts)).status.id
+    }
+
+    // MARK: - Cases
+
+    static func priorityFirstThenFirstInFirstOut(_ harness: any StoreHarness) async throws {
+        let store = try await harness.makeStore()
+        let low = try await submit(store, priority: -5)
+        let a = try await submit(store)
+        let b = try await submit(store)
+        let high = try await submit(store, priority: 10)
+        let c = try await submit(store)
+        var order: [String] = []
+        while let lease = try await store.claim(worker: "test") {
+            order.append(lease.id)
+            try await store.finish(lease, .completed(emptyResult))
+        }
+        #expect(order == [high, a, b, c, low])
+    }
+
+    static func claimedExactlyOnce(_ harness: any StoreHarness) async throws {
+        let store = try await harness.makeStore()
+        var submitted = Set<String>()
+        for _ in 0..<120 { submitted.insert(try await submit(store)) }
+        let claimed = try await withThrowingTaskGroup(of: [String].self) { group in
+            for worker in 0..<6 {
+                // Each worker has its own handle on the store, as separate processes would.
+                let mine = try await harness.reopen(store)
+                group.addTask {
+                    var ids: [String] = []
+                    while let lease = try await mine.claim(worker: "w\(worker)") {
+                        ids.append(lease.id)
+                        #expect(try await mine.finish(lease, .completed(emptyResult)))
+                    }
+                    return ids
+                }
+            }
+            return try await group.reduce(into: []) { $0 += $1 }
+        }
+        #expect(claimed.count == 120)
+        #expect(Set(claimed) == submitted)
+        for id in submitted {
+            let status = try await store.status(id)
+            #expect(status?.state == .completed && status?.attempts == 1, "\(id)")
+        }
+    }
+
+    static func idempotencyKey(_ harness: any StoreHarness) async throws {
+        let store = try await harness.makeStore()
+        let first = try await store.submit(try await spec(key: "order-42"))
+        let second = try await store.submit(try await spec(key: "order-42"))
+        #expect(first.created && !second.created)
+        #expect(first.status.id == second.status.id)
+        #expect(try await store.list(state: nil).count == 1)
+        let other = try await store.submit(try await spec(key: "order-43"))
+        #expect(other.created && other.status.id != first.status.id)
+    }
+
+    static func outputNamesCarryTheJobID(_ harness: any StoreHarness) async throws {
+        let store = try await harness.makeStore()
+        let status = try await store.submit(try await spec()).status
+        #expect(status.output.hasSuffix("never-\(status.id).mp4"))
+        #expect(try await store.status(status.id)?.output == status.output)
+    }
+
+    static func deadWorkersAndPoison(_ harness: any StoreHarness) async throws {
+        let store = try await harness.makeStore()
+        let id = try await submit(store, maxAttempts: 3)
+        for attempt in 1...3 {
+            let lease = try #require(try await store.claim(worker: "doomed"))
+            #expect(lease.attempt == attempt)
+            #expect(try await store.rescueExpired() == 0, "a live lease must not be rescued")
+            try await harness.killWorker(holding: lease, in: store)
+            #expect(try await store.rescueExpired() == 1)
+            #expect(try await store.renew(lease, progress: nil) == .lost)
+        }
+        let status = try #require(try await store.status(id))
+        #expect(status.state == .failed)
+        #expect(status.error?.code == "worker-crashed" && status.error?.retryable == false)
+        #expect(try await store.claim(worker: "next") == nil)
+    }
+
+    static func staleOwnerIsFenced(_ harness: any StoreHarness) async throws {
+        let store = try await harness.makeStore()
+        let id = try await submit(store)
+        let stale = try #require(try await store.claim(worker: "stale"))
+        try await harness.killWorker(holding: stale, in: store)  // presumed dead…
+        try await store.rescueExpired()
+        let fresh = try #require(try await store.claim(worker: "fresh"))
+        #expect(fresh.token != stale.token && fresh.attempt == 2)
+        // …but it wakes up and tries to write: refused, and nothing changes.
+        let progress = JobProgress(fraction: 0.9, phase: "transcoding", framesPerSecond: nil, secondsRemaining: nil)
+        #expect(try await store.renew(stale, progress: progress) == .lost)
+        #expect(
+            try await store.finish(stale, .failed(JobError(code: "internal", message: "stale", retryable: false)))
+                == false)
+        #expect(try await store.status(id)?.state == .exporting)
+        #expect(try await store.status(id)?.progress == 0)
+        #expect(try await store.renew(fresh, progress: progress) == .held)
+        #expect(try await store.finish(fresh, .completed(emptyResult)))
+        #expect(try await store.status(id)?.state == .completed)
+        #expect(try await store.status(id)?.attempts == 2)
+        #expect(try await store.finish(fresh, .completed(emptyResult)) == false, "a finished lease is spent")
+    }
+
+    static func cancelWaiting(_ harness: any StoreHarness) async throws {
+        let store = try await harness.makeStore()
+        let id = try await submit(store)
+        #expect(try await store.cancel(id) == .cancelled)
+        #expect(try await store.claim(worker: "w") == nil)
+        #expect(try await store.status(id)?.state == .cancelled)
+        #expect(try await store.status(id)?.error?.code == "cancelled")
+        #expect(try await store.cancel(id) == .alreadyEnded(.cancelled))
+        #expect(try await store.cancel("jnosuchjob0000") == .notFound)
+        #expect(try await store.retry(id).state == .waiting)
+        #expect(try await store.claim(worker: "w")?.id == id)
+    }
+
+    static func cancelRunning(_ harness: any StoreHarness) async throws {
+        let store = try await harness.makeStore()
+        let id = try await submit(store)
+        let lease = try #require(try await store.claim(worker: "w"))
+        #expect(try await store.renew(lease, progress: nil) == .held)
+        let other = try await harness.reopen(store)
+        #expect(try await other.cancel(id) == .requested)
+        #expect(try await store.renew(lease, progress: nil) == .cancelRequested)
+        #expect(try await store.finish(lease, .cancelled))
+        let status = try #require(try await store.status(id))
+        #expect(status.state == .cancelled && status.finishedAt != nil && status.worker == nil)
+    }
+
+    static func cancelDuringHandBack(_ harness: any StoreHarness) async throws {
+        let store = try await harness.makeStore()
+        let id = try await submit(store)
+        let lease = try #require(try await store.claim(worker: "w"))
+        #expect(try await store.cancel(id) == .requested)
+        #expect(try await store.finish(lease, .handBack))
+        #expect(try await store.status(id)?.state == .cancelled)
+        #expect(try await store.claim(worker: "w") == nil)
+    }
+
+    static func cancelOfADeadWorkersJob(_ harness: any StoreHarness) async throws {
+        let store = try await harness.makeStore()
+        let id = try await submit(store)
+        let lease = try #require(try await store.claim(worker: "w"))
+        #expect(try await store.cancel(id) == .requested)
+        try await harness.killWorker(holding: lease, in: store)
+        #expect(try await store.rescueExpired() == 1)
+        #expect(try await store.status(id)?.state == .cancelled)
+        #expect(try await store.claim(worker: "w") == nil)
+    }
+
+    static func retryableFailuresBackOff(_ harness: any StoreHarness) async throws {
+        let store = try await harness.makeStore()
+        let id = try await submit(store)
+        let lease = try #require(try await store.claim(worker: "w"))
+        #expect(
+            try await store.finish(lease, .failed(JobError(code: "no-space", message: "disk full", retryable: true))))
+        let waiting = try #require(try await store.status(id))
+        #expect(waiting.state == .waiting && waiting.error?.code == "no-space")
+        let due = try #require(waiting.notBefore)
+        #expect(due > waiting.updatedAt && due <= waiting.updatedAt.addingTimeInterval(2.01))
+        #expect(try await store.claim(worker: "w") == nil, "claimed before its backoff ended")
+        let pending = try await store.pendingWork()
+        #expect(!pending.waiting && pending.nextRetry != nil && !pending.isEmpty)
+        try await harness.makeRetriesDue(in: store)
+        let again = try #require(try await store.claim(worker: "w"))
+        #expect(again.attempt == 2)
+        #expect(
+            try await store.finish(
+                again, .failed(JobError(code: "unreadable-input", message: "corrupt", retryable: false))))
+        let failed = try #require(try await store.status(id))
+        #expect(failed.state == .failed && failed.error?.code == "unreadable-input" && failed.notBefore == nil)
+    }
+
+    static func handBackKeepsTheAttempt(_ harness: any StoreHarness) async throws {
+        let store = try await harness.makeStore()
+        let id = try await submit(store)
+        let lease = try #require(try await store.claim(worker: "w"))
+        #expect(try await store.finish(lease, .handBack))
+        let status = try #require(try await store.status(id))
+        #expect(status.state == .waiting && status.attempts == 0 && status.worker == nil)
+        #expect(try await store.claim(worker: "w")?.attempt == 1)
+    }
+
+    static func retryRules(_ harness: any StoreHarness) async throws {
+        let store = try await harness.makeStore()
+        let id = try await submit(store, maxAttempts: 1)
+        await #expect(throws: QueueError.self) { try await store.retry(id) }  // waiting
+        let lease = try #require(try await store.claim(worker: "w"))
+        #expect(try await store.finish(lease, .failed(JobError(code: "stalled", message: "stuck", retryable: true))))
+        #expect(try await store.status(id)?.state == .failed, "no attempts left")
+        let retried = try await store.retry(id)
+        #expect(retried.state == .waiting && retried.attempts == 0 && retried.error == nil && retried.finishedAt == nil)
+        #expect(try await store.claim(worker: "w")?.attempt == 1)
+        do {
+            _ = try await store.retry("jnosuchjob0000")
+            Issue.record("retried a job that does not exist")
+        } catch let error as QueueError {
+            #expect(error.kind == .notFound)
+        }
+    }
+
+    static func renewRecordsProgress(_ harness: any StoreHarness) async throws {
+        let store = try await harness.makeStore()
+        let id = try await submit(store)
+        let lease = try #require(try await store.claim(worker: "host:1"))
+        let claimed = try #require(try await store.status(id))
+        #expect(claimed.state == .exporting && claimed.worker == "host:1" && claimed.startedAt != nil)
+        let report = JobProgress(fraction: 0.4567, phase: "transcoding", framesPerSecond: 61.26, secondsRemaining: 3.14)
+        #expect(try await store.renew(lease, progress: report) == .held)
+        let status = try #require(try await store.status(id))
+        #expect(status.progress == 0.457 && status.fps == 61.3 && status.etaSeconds == 3.1)
+        #expect(try await store.finish(lease, .completed(emptyResult)))
+        let done = try #require(try await store.status(id))
+        #expect(done.progress == 1 && done.fps == nil && done.etaSeconds == nil && done.phase == nil)
+        #expect(done.result == emptyResult && done.finishedAt != nil)
+    }
+
+    static func pendingWork(_ harness: any StoreHarness) async throws {
+        let store = try await harness.makeStore()
+        #expect(try await store.pendingWork().isEmpty)
+        _ = try await submit(store)
+        #expect(try await store.pendingWork().waiting)
+        let lease = try #require(try await store.claim(worker: "w"))
+        let running = try await store.pendingWork()
+        #expect(!running.waiting && running.running && running.nextRetry == nil)
+        #expect(try await store.finish(lease, .completed(emptyResult)))
+        #expect(try await store.pendingWork().isEmpty)
+    }
+
+    static func listing(_ harness: any StoreHarness) async throws {
+        let store = try await harness.makeStore()
+        let first = try await submit(store)
+        let second = try await submit(store)
+        let third = try await submit(store)
+        #expect(try await store.cancel(second) == .cancelled)
+        #expect(try await store.list(state: nil).map(\.id) == [first, second, third])
+        #expect(try await store.list(state: .waiting).map(\.id) == [first, third])
+        #expect(try await store.list(state: .cancelled).map(\.id) == [second])
+        #expect(try await store.list(state: .completed).isEmpty)
+    }
+}
