@@ -118,15 +118,18 @@ enum FileSystem {
 final class FileLock: Sendable {
     private let descriptor: Atomic<Int32>
 
-    /// Takes the lock without waiting; nil if someone else holds it.
-    init?(path: String) {
+    /// Takes the lock; without `wait`, nil if someone else holds it; with `wait`, blocks until it is
+    /// free (for short critical sections only).
+    init?(path: String, wait: Bool = false) {
         // A failable class initializer that returns nil after setting every property still runs
         // deinit: failure paths go through `release()`, which closes the descriptor exactly once (a
         // second close could close another thread's newly opened file).
         let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
         descriptor = Atomic(fd)
         guard fd >= 0 else { return nil }
-        if flock(fd, LOCK_EX | LOCK_NB) != 0 {
+        var locked: Int32
+        repeat { locked = flock(fd, wait ? LOCK_EX : LOCK_EX | LOCK_NB) } while locked != 0 && wait && errno == EINTR
+        if locked != 0 {
             release()
             return nil
         }

@@ -50,6 +50,35 @@ public struct JobSpec: Sendable, Codable, Equatable {
     }
 }
 
+extension JobSpec {
+    /// The spec as far as a status file without one (an older spool's) tells it.
+    public init(_ status: JobStatus) {
+        self.init(
+            asset: status.asset, preset: status.preset, outputType: OutputType(rawValue: status.outputType) ?? .mp4,
+            output: status.output, priority: status.priority, key: status.key, maxAttempts: status.maxAttempts)
+    }
+
+    /// What a client asked for, field by field, for telling an idempotent resubmission from a
+    /// conflicting one: the names of the fields where `other` differs (`output` compared once `{id}` is
+    /// replaced by `id`).
+    public func differences(from other: JobSpec, id: String) -> [String] {
+        var fields: [String] = []
+        if asset != other.asset { fields.append("asset (\(other.asset), not \(asset))") }
+        if preset.lowercased() != other.preset.lowercased() { fields.append("preset (\(other.preset), not \(preset))") }
+        if outputType != other.outputType {
+            fields.append("type (\(other.outputType.rawValue), not \(outputType.rawValue))")
+        }
+        let mine = output.replacingOccurrences(of: "{id}", with: id)
+        let theirs = other.output.replacingOccurrences(of: "{id}", with: id)
+        if mine != theirs { fields.append("output (\(theirs), not \(mine))") }
+        if timeRange != other.timeRange {
+            fields.append(
+                "time range (\(other.timeRange?.description ?? "none"), not \(timeRange?.description ?? "none"))")
+        }
+        return fields
+    }
+}
+
 /// A job's error as the status file shows it.
 public struct JobError: Sendable, Codable, Equatable {
     /// `unreadable-input`, `incompatible-preset`, `worker-crashed`, … (see README).
@@ -149,8 +178,17 @@ public struct JobStatus: Sendable, Codable, Equatable {
     public var notBefore: Date?
     /// The process running it, while exporting.
     public var worker: String?
+    /// When its worker last showed it was alive, while exporting: refreshed at least every 5 s, so
+    /// a poller may take a job whose heartbeat is older than 15 s as orphaned.
+    public var heartbeatAt: Date?
     public var error: JobError?
     public var result: JobResult?
+    /// What was submitted, in full (older spools' status files lack it).
+    public var spec: JobSpec?
+    /// Only in what `reel status`/`list`/`wait` print (never in status files): true for an exporting
+    /// job whose worker is gone (its lock is free or its lease expired) and which no live worker has
+    /// picked up yet.
+    public var orphaned: Bool?
 
     /// A new job's status: waiting, no attempt yet.
     public init(id: String, spec: JobSpec, now: Date) {
@@ -167,6 +205,7 @@ public struct JobStatus: Sendable, Codable, Equatable {
         maxAttempts = spec.maxAttempts
         createdAt = now
         updatedAt = now
+        self.spec = spec
     }
 
     /// Always encode every field, nulls included, so pollers see a stable shape.
@@ -193,7 +232,10 @@ public struct JobStatus: Sendable, Codable, Equatable {
         try c.encode(finishedAt, forKey: .finishedAt)
         try c.encode(notBefore, forKey: .notBefore)
         try c.encode(worker, forKey: .worker)
+        try c.encode(heartbeatAt, forKey: .heartbeatAt)
         try c.encode(error, forKey: .error)
         try c.encode(result, forKey: .result)
+        try c.encode(spec, forKey: .spec)
+        try c.encodeIfPresent(orphaned, forKey: .orphaned)
     }
 }

@@ -33,6 +33,7 @@ extension JobStatus {
         startedAt = now
         updatedAt = now
         notBefore = nil
+        heartbeatAt = now
         self.worker = worker
     }
 
@@ -43,6 +44,7 @@ extension JobStatus {
         fps = report.framesPerSecond.map { ($0 * 10).rounded() / 10 }
         etaSeconds = report.secondsRemaining.map { ($0 * 10).rounded() / 10 }
         updatedAt = now
+        heartbeatAt = now
     }
 
     /// An attempt ended. `backoff` gives the wait before the next attempt after `attempts` attempts.
@@ -116,6 +118,7 @@ extension JobStatus {
         fps = nil
         etaSeconds = nil
         worker = nil
+        heartbeatAt = nil
         error = nil
         result = nil
         finishedAt = nil
@@ -133,6 +136,7 @@ extension JobStatus {
     /// Clears what only a running job has.
     private mutating func leaveWorker(now: Date) {
         worker = nil
+        heartbeatAt = nil
         phase = nil
         fps = nil
         etaSeconds = nil

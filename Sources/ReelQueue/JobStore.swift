@@ -29,13 +29,17 @@ public protocol JobStore: Sendable {
 
     // MARK: Clients
 
-    /// Adds a job, or returns the existing one when its idempotency key was seen before.
+    /// Adds a job, or returns the existing one when its idempotency key was seen before with the
+    /// same request. Throws `QueueError` (`.conflict`) when the key names a job with a different
+    /// request (naming the job and the fields that differ), or when a waiting or running job already
+    /// writes to the same output path (naming that job).
     func submit(_ spec: JobSpec) async throws -> Submission
 
-    /// The status of one job, or nil when there is no such job.
+    /// The status of one job, or nil when there is no such job. An exporting job whose worker is gone
+    /// (not yet rescued) has `orphaned` set.
     func status(_ id: String) async throws -> JobStatus?
 
-    /// Every job (or those in one state), oldest first.
+    /// Every job (or those in one state), oldest first, with `orphaned` set as `status` sets it.
     func list(state: JobState?) async throws -> [JobStatus]
 
     /// Cancels a job: a waiting job never starts; a running one is asked to stop.
@@ -44,6 +48,11 @@ public protocol JobStore: Sendable {
     /// Puts a failed or cancelled job back in the queue with a fresh set of attempts.
     /// Throws `QueueError` when there is no such job or it is not failed or cancelled.
     func retry(_ id: String) async throws -> JobStatus
+
+    /// Deletes jobs that ended (in one of `states`) before `cutoff`, with everything the store keeps
+    /// for them; their idempotency keys become free. Returns how many were deleted.
+    @discardableResult
+    func prune(finishedBefore cutoff: Date, states: Set<JobState>) async throws -> Int
 
     // MARK: Workers
 

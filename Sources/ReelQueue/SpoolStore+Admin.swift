@@ -24,6 +24,7 @@ extension SpoolStore {
         unlink(path(.running, id))
         unlink(path(.cancel, id))
         unlink(path(.locks, "\(id).lock"))
+        releaseTarget(of: status)
         logger.debug("cancelled", metadata: ["job": "\(id)"])
         return .cancelled
     }
@@ -39,6 +40,7 @@ extension SpoolStore {
             throw QueueError(
                 .conflict, "job \(id) is \(status.state.rawValue); only failed or cancelled jobs can be retried")
         }
+        try reserveTarget(status.output, for: id)
         status.requeue(now: Date())
         try storage {
             try writeStatus(status)
@@ -47,6 +49,36 @@ extension SpoolStore {
         }
         logger.debug("retried", metadata: ["job": "\(id)"])
         return status
+    }
+
+    /// Deletes finished jobs: their status file (and an older spool's spec file), lock, cancel request,
+    /// idempotency key and output reservation, whichever exist.
+    @discardableResult
+    public func prune(finishedBefore cutoff: Date, states: Set<JobState>) async throws -> Int {
+        var pruned = 0
+        for status in all() where status.state.isTerminal && states.contains(status.state) {
+            guard (status.finishedAt ?? status.updatedAt) < cutoff else { continue }
+            // Under the job's lock, so a concurrent retry cannot bring it back half-deleted.
+            guard let lock = FileLock(path: path(.locks, "\(status.id).lock")) else { continue }
+            defer { lock.release() }
+            guard let current = try? self.status(id: status.id), current.state.isTerminal,
+                (current.finishedAt ?? current.updatedAt) < cutoff
+            else { continue }
+            if let key = current.key, let name = try? SpoolStore.keyName(key) {
+                let file = path(.keys, name)
+                if FileSystem.read(file).map({ String(decoding: $0, as: UTF8.self) }) == current.id { unlink(file) }
+            }
+            releaseTarget(of: current)
+            unlink(path(.cancel, current.id))
+            unlink(path(.jobs, "\(current.id).json"))
+            unlink(statusFile(current.id))
+            unlink(path(.locks, "\(current.id).lock"))
+            pruned += 1
+        }
+        if pruned > 0 {
+            logger.info("pruned finished jobs", metadata: ["count": "\(pruned)", "spool": "\(root.path)"])
+        }
+        return pruned
     }
 
     public func pendingWork() async throws -> PendingWork {

@@ -51,11 +51,24 @@ extension SpoolStore {
         FileSystem.read(path(.running, lease.id)).map { String(decoding: $0, as: UTF8.self) } == lease.token
     }
 
+    /// Checks the lease (its token in the running marker) and a cancel request, and writes progress
+    /// into the status file; without news, the status file is still rewritten every 5 s so its
+    /// `heartbeatAt` shows the worker is alive.
     public func renew(_ lease: Lease, progress: JobProgress?) async throws -> LeaseState {
         guard holds(lease) else { return .lost }
         if cancelRequested(lease.id) { return .cancelRequested }
-        if let progress, var status = try status(id: lease.id) {
-            status.record(progress, now: Date())
+        let now = Date()
+        let due = lastStatusWrite.withLock { last in
+            guard progress != nil || now.timeIntervalSince(last[lease.token] ?? .distantPast) >= 5 else { return false }
+            last[lease.token] = now
+            return true
+        }
+        if due, var status = try status(id: lease.id) {
+            if let progress {
+                status.record(progress, now: now)
+            } else {
+                status.heartbeatAt = now
+            }
             try storage { try writeStatus(status, durable: false) }
         }
         return .held
@@ -83,7 +96,10 @@ extension SpoolStore {
         }
         unlink(path(.running, lease.id))
         unlink(path(.cancel, lease.id))
-        if status.state.isTerminal { unlink(path(.locks, "\(lease.id).lock")) }
+        if status.state.isTerminal {
+            unlink(path(.locks, "\(lease.id).lock"))
+            releaseTarget(of: status)
+        }
         logger.debug(
             "finished",
             metadata: [
@@ -109,6 +125,7 @@ extension SpoolStore {
 
     /// Gives up the lock of a lease this instance holds.
     func releaseLock(of lease: Lease) {
+        _ = lastStatusWrite.withLock { $0.removeValue(forKey: lease.token) }
         heldLocks.withLock { $0.removeValue(forKey: lease.token) }?.release()
     }
 
@@ -158,7 +175,10 @@ extension SpoolStore {
             }
             unlink(path(.running, id))
             unlink(path(.cancel, id))
-            if status.state.isTerminal { unlink(path(.locks, "\(id).lock")) }
+            if status.state.isTerminal {
+                unlink(path(.locks, "\(id).lock"))
+                releaseTarget(of: status)
+            }
             recovered += 1
             logger.warning(
                 "recovered a job from a dead worker", metadata: ["job": "\(id)", "state": "\(status.state.rawValue)"])

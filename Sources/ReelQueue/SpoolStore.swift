@@ -15,6 +15,11 @@ import Synchronization
 /// - `locks/<id>.lock` — `flock`ed by the process running the job; the kernel drops it on death.
 /// - `cancel/<id>` — a cancel request for a running job.
 /// - `keys/<hex key>` — idempotency keys, each holding its job id.
+/// - `targets/<hash of output path>` — the output path of each waiting or running job, holding its
+///   job id and the path: two such jobs never write one file.
+///
+/// The status file also carries the job's spec; spools from before kept it in `jobs/<id>.json`,
+/// which is still read.
 ///
 /// A lease is the job's `flock` plus the token in its running marker: it lasts exactly as long as the
 /// worker process (so `leaseDuration` is nil), and `rescueExpired` finds a dead worker's jobs by
@@ -26,6 +31,8 @@ public final class SpoolStore: JobStore {
     let heldLocks = Mutex<[String: FileLock]>([:])
     /// Watches `waiting/` for new markers (created on first use by a worker).
     let watcher = Mutex<DirectoryWatcher?>(nil)
+    /// When each lease this instance holds last wrote its status (heartbeats write at least every 5 s).
+    let lastStatusWrite = Mutex<[String: Date]>([:])
 
     public var location: String { "spool \(root.path)" }
     /// Progress is written at most four times a second; a cancel request is seen within this time.
@@ -33,7 +40,7 @@ public final class SpoolStore: JobStore {
     public var leaseDuration: Duration? { nil }
 
     enum Folder: String, CaseIterable {
-        case jobs, status, waiting, delayed, running, locks, cancel, keys
+        case jobs, status, waiting, delayed, running, locks, cancel, keys, targets
     }
 
     /// Opens the spool at `root`. With `create` (submitting, working) a missing spool is made;
@@ -85,34 +92,57 @@ public final class SpoolStore: JobStore {
     public func submit(_ spec: JobSpec) async throws -> Submission {
         let now = Date()
         let id = SpoolStore.newID(now)
+        let request = spec
         var spec = spec
         spec.output = spec.output.replacingOccurrences(of: "{id}", with: id)
+        var keyFile: String?
         if let key = spec.key {
-            let keyPath = path(.keys, try SpoolStore.keyName(key))
-            if !(try storage { try FileSystem.createExclusively(Data(id.utf8), at: keyPath) }) {
-                // The key exists: the job it names is the answer (wait briefly if it is being written).
-                for _ in 0..<50 {
-                    if let existing = FileSystem.read(keyPath).map({ String(decoding: $0, as: UTF8.self) }),
-                        let status = try status(id: existing)
-                    {
-                        return Submission(status: status, created: false)
-                    }
-                    try await Task.sleep(for: .milliseconds(10))
-                }
-                throw QueueError(.conflict, "the key \(key) names a job whose status cannot be read")
+            let file = path(.keys, try SpoolStore.keyName(key))
+            if !(try storage { try FileSystem.createExclusively(Data(id.utf8), at: file) }) {
+                return try await existing(key: key, file: file, request: request)
             }
+            keyFile = file
+        }
+        do {
+            try reserveTarget(spec.output, for: id)
+        } catch {
+            if let keyFile { unlink(keyFile) }
+            throw error
         }
         let status = JobStatus(id: id, spec: spec, now: now)
-        let specData = try JSONCoding.prettyEncoder.encode(spec)
         try storage {
-            try FileSystem.writeAtomically(specData, to: path(.jobs, "\(id).json"))
             try writeStatus(status)
-            // The marker goes last: a job is claimable only once its spec and status exist.
+            // The marker goes last: a job is claimable only once its status exists.
             try FileSystem.writeAtomically(
                 Data(), to: path(.waiting, SpoolStore.waitingName(id: id, priority: spec.priority)))
         }
         logger.debug("submitted", metadata: ["job": "\(id)", "preset": "\(spec.preset)", "asset": "\(spec.asset)"])
         return Submission(status: status, created: true)
+    }
+
+    /// The job an idempotency key already names: returned when it was asked for with the same request,
+    /// a conflict naming the job and the differing fields otherwise.
+    private func existing(key: String, file: String, request: JobSpec) async throws -> Submission {
+        // Wait briefly if the job is still being written.
+        for _ in 0..<50 {
+            if let named = FileSystem.read(file).map({ String(decoding: $0, as: UTF8.self) }),
+                let status = try status(id: named)
+            {
+                let submitted = status.spec ?? JobSpec(status)
+                let differences = submitted.differences(from: request, id: status.id)
+                guard differences.isEmpty else {
+                    throw QueueError(
+                        .conflict,
+                        "the key '\(key)' already names job \(status.id) (\(status.state.rawValue)), which differs in "
+                            + differences.joined(separator: ", ")
+                            + "; use a new key for a different export, or 'reel retry \(status.id)' to run that job again"
+                    )
+                }
+                return Submission(status: status, created: false)
+            }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        throw QueueError(.conflict, "the key '\(key)' names a job whose status cannot be read")
     }
 
     /// Job ids sort by creation time: `j` + microseconds since 1970 (13 hex digits) + 4 random hex.
@@ -156,7 +186,19 @@ public final class SpoolStore: JobStore {
         try FileSystem.writeAtomically(data, to: statusFile(status.id), durable: durable)
     }
 
-    public func status(_ id: String) async throws -> JobStatus? { try status(id: id) }
+    public func status(_ id: String) async throws -> JobStatus? { try status(id: id).map(markingOrphan) }
+
+    /// Sets `orphaned` on an exporting job whose lock nobody holds (its worker died; no live worker
+    /// has rescued it yet).
+    func markingOrphan(_ status: JobStatus) -> JobStatus {
+        guard status.state == .exporting, let lock = FileLock(path: path(.locks, "\(status.id).lock")) else {
+            return status
+        }
+        lock.release()
+        var orphan = status
+        orphan.orphaned = true
+        return orphan
+    }
 
     func status(id: String) throws(QueueError) -> JobStatus? {
         guard SpoolStore.isValidID(id), let data = FileSystem.read(statusFile(id)) else { return nil }
@@ -168,6 +210,7 @@ public final class SpoolStore: JobStore {
     }
 
     func spec(_ id: String) throws(QueueError) -> JobSpec? {
+        if let spec = try status(id: id)?.spec { return spec }
         guard let data = FileSystem.read(path(.jobs, "\(id).json")) else { return nil }
         do {
             return try JSONCoding.decoder.decode(JobSpec.self, from: data)
@@ -181,7 +224,7 @@ public final class SpoolStore: JobStore {
     }
 
     /// Every job's status (reads every status file; for listing, not for hot paths).
-    public func list(state: JobState? = nil) async throws -> [JobStatus] { all(state: state) }
+    public func list(state: JobState? = nil) async throws -> [JobStatus] { all(state: state).map(markingOrphan) }
 
     func all(state: JobState? = nil) -> [JobStatus] {
         FileSystem.names(in: path(.status)).compactMap { name -> JobStatus? in

@@ -24,12 +24,15 @@ public final class WorkerPool: Sendable {
         public var stallTimeout: TimeInterval
         /// Run each export in a child process (nil: in this process).
         public var isolation: Isolation?
+        /// Delete jobs that ended longer ago than this (checked every minute); nil keeps them.
+        public var keepFinished: TimeInterval?
 
         public init(
             jobs: Int = WorkerPool.defaultJobs, drain: Bool = false, presets: PresetLibrary = .shipped,
             limits: InputLimits = Asset.defaultLimits, recoveryInterval: TimeInterval = 2,
-            stallTimeout: TimeInterval = 120, isolation: Isolation? = nil
+            stallTimeout: TimeInterval = 120, isolation: Isolation? = nil, keepFinished: TimeInterval? = nil
         ) {
+            self.keepFinished = keepFinished
             self.isolation = isolation
             self.stallTimeout = stallTimeout
             self.jobs = max(1, jobs)
@@ -89,10 +92,17 @@ public final class WorkerPool: Sendable {
         logger.info(
             "worker pool started", metadata: ["jobs": "\(configuration.jobs)", "store": "\(store.location)"])
         await rescue()
+        await prune()
         let maintenance = Task { [self] in
+            var lastPrune = ContinuousClock.now
             while !Task.isCancelled {
                 try? await Task.sleep(for: .seconds(configuration.recoveryInterval))
-                if !Task.isCancelled { await rescue() }
+                if Task.isCancelled { return }
+                await rescue()
+                if ContinuousClock.now - lastPrune >= .seconds(60) {
+                    await prune()
+                    lastPrune = .now
+                }
             }
         }
         await withDiscardingTaskGroup { jobs in
@@ -171,6 +181,17 @@ public final class WorkerPool: Sendable {
             try await store.rescueExpired()
         } catch {
             logger.error("cannot look for jobs of dead workers", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// Deletes finished jobs past `keepFinished`, if set.
+    private func prune() async {
+        guard let keep = configuration.keepFinished else { return }
+        do {
+            try await store.prune(
+                finishedBefore: Date(timeIntervalSinceNow: -keep), states: [.completed, .failed, .cancelled])
+        } catch {
+            logger.error("cannot prune finished jobs", metadata: ["error": "\(error)"])
         }
     }
 

@@ -33,6 +33,29 @@ struct WorkCommand: AsyncParsableCommand {
     )
     var isolate = true
 
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Delete jobs that ended longer ago than this (e.g. 7d, 12h, 30m), checked every minute.",
+            valueName: "age"))
+    var keepFinished: String?
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "How often to look for jobs whose worker died (their next attempt starts within this time).",
+            valueName: "seconds"))
+    var rescueInterval: Double = 2
+
+    func validate() throws {
+        if !(0.1...3600).contains(rescueInterval) {
+            throw ValidationError("--rescue-interval must be between 0.1 and 3600 seconds")
+        }
+        if let keepFinished, Age.seconds(keepFinished) == nil {
+            throw ValidationError("cannot read the age '\(keepFinished)'; write e.g. 7d, 12h, 30m or 90s")
+        }
+    }
+
     func run() async throws {
         let presets = try global.prepare(logLevel: .info)
         let store = try storeOptions.open(create: true)
@@ -40,7 +63,9 @@ struct WorkCommand: AsyncParsableCommand {
             store: store,
             configuration: WorkerPool.Configuration(
                 jobs: jobs ?? WorkerPool.defaultJobs, drain: drain, presets: presets, limits: input.limits,
-                stallTimeout: stallTimeout, isolation: isolate ? try isolation() : nil))
+                recoveryInterval: rescueInterval, stallTimeout: stallTimeout,
+                isolation: isolate ? try isolation() : nil,
+                keepFinished: keepFinished.flatMap(Age.seconds)))
         let sources = CLI.onTerminationSignals { pool.stop() }
         defer { sources.forEach { $0.cancel() } }
         await pool.run()
@@ -168,6 +193,58 @@ struct WaitCommand: AsyncParsableCommand {
     }
 }
 
+struct PruneCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "prune",
+        abstract: "Delete finished jobs (status files, keys) that ended longer ago than an age.")
+
+    @OptionGroup var global: GlobalOptions
+    @OptionGroup var storeOptions: StoreOptions
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp("Only jobs that ended longer ago than this (7d, 12h, 30m, 90s).", valueName: "age"))
+    var olderThan: String
+
+    @Option(
+        name: .long, help: "Only jobs in this state (completed, failed or cancelled; repeatable). Default: all three.")
+    var state: [String] = []
+
+    func validate() throws {
+        if Age.seconds(olderThan) == nil {
+            throw ValidationError("cannot read the age '\(olderThan)'; write e.g. 7d, 12h, 30m or 90s")
+        }
+        for name in state where ![JobState.completed, .failed, .cancelled].contains(JobState(rawValue: name)) {
+            throw ValidationError("cannot prune '\(name)' jobs; use completed, failed or cancelled")
+        }
+    }
+
+    func run() async throws {
+        _ = try global.prepare()
+        let store = try storeOptions.open(create: false)
+        let states =
+            state.isEmpty ? [.completed, .failed, .cancelled] : Set(state.compactMap(JobState.init(rawValue:)))
+        let cutoff = Date(timeIntervalSinceNow: -(Age.seconds(olderThan) ?? 0))
+        let count = try await store.prune(finishedBefore: cutoff, states: states)
+        CLI.printLine("pruned \(count) job\(count == 1 ? "" : "s")")
+    }
+}
+
+/// Ages such as `7d`, `12h`, `30m`, `90s` or plain seconds.
+enum Age {
+    static func seconds(_ text: String) -> TimeInterval? {
+        let units: [Character: Double] = ["s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604_800]
+        var number = text.trimmingCharacters(in: .whitespaces)
+        var unit = 1.0
+        if let last = number.last, let factor = units[last] {
+            unit = factor
+            number.removeLast()
+        }
+        guard let value = Double(number), value >= 0, value.isFinite else { return nil }
+        return value * unit
+    }
+}
+
 /// `cancel` and `retry`: one change per job id, a line each, an error naming the ids not found.
 protocol JobIDCommand: AsyncParsableCommand {
     var global: GlobalOptions { get }
@@ -245,10 +322,15 @@ enum JobPrinter {
         }
         for status in statuses {
             let progress = String(format: "%5.1f%%", status.progress * 100)
-            let detail = status.error.map { "\($0.code): \($0.message)" } ?? status.output
+            var detail = status.error.map { "\($0.code): \($0.message)" } ?? status.output
+            // An exporting job whose worker is gone says so until a live worker picks it up.
+            let state = status.orphaned == true ? "orphaned" : status.state.rawValue
+            if status.orphaned == true { detail = "its worker is gone; a running worker picks it up within 2 s" }
             let preset = status.preset.padding(toLength: 18, withPad: " ", startingAt: 0)
+            let id = status.id.padding(toLength: 18, withPad: " ", startingAt: 0)
+            let tries = "\(status.attempts)/\(status.maxAttempts)"
             CLI.printLine(
-                "\(status.id.padding(toLength: 18, withPad: " ", startingAt: 0))  \(status.state.rawValue.padding(toLength: 9, withPad: " ", startingAt: 0))  \(progress)    \(status.attempts)/\(status.maxAttempts)    \(preset)  \(detail)"
+                "\(id)  \(state.padding(toLength: 9, withPad: " ", startingAt: 0))  \(progress)    \(tries)    \(preset)  \(detail)"
             )
         }
     }

@@ -13,7 +13,7 @@ struct Reel: AsyncParsableCommand {
         subcommands: [
             ExportCommand.self, SubmitCommand.self, WorkCommand.self, StatusCommand.self, ListCommand.self,
             WaitCommand.self, CancelCommand.self, RetryCommand.self, ProbeCommand.self, PresetsCommand.self,
-            RunJobCommand.self,
+            PruneCommand.self, RunJobCommand.self,
         ])
 
     /// Runs the command, printing failures as one `reel: error: …` line and exiting non-zero.

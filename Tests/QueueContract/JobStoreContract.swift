@@ -46,6 +46,10 @@ public enum JobStoreContract {
         Case(description: "renew records progress while the lease is held", body: renewRecordsProgress),
         Case(description: "pending work says what is waiting, backing off and running", body: pendingWork),
         Case(description: "list filters by state, oldest first", body: listing),
+        Case(description: "a key reused for a different request is a conflict naming the job", body: keyConflicts),
+        Case(description: "one waiting or running job per output path", body: oneJobPerOutput),
+        Case(description: "prune deletes old finished jobs by state and frees their keys", body: pruning),
+        Case(description: "a dead worker's job shows as orphaned until it is rescued", body: orphans),
     ]
 
     // MARK: - Helpers
@@ -293,6 +297,91 @@ public enum JobStoreContract {
         #expect(!running.waiting && running.running && running.nextRetry == nil)
         #expect(try await store.finish(lease, .completed(emptyResult)))
         #expect(try await store.pendingWork().isEmpty)
+    }
+
+    static func keyConflicts(_ harness: any StoreHarness) async throws {
+        let store = try await harness.makeStore()
+        let first = try await store.submit(try await spec(key: "upload-7"))
+        // The same request again is the same job, whatever became of it (a client retrying a submit).
+        let lease = try #require(try await store.claim(worker: "w"))
+        #expect(
+            try await store.finish(lease, .failed(JobError(code: "unreadable-input", message: "x", retryable: false))))
+        let again = try await store.submit(try await spec(key: "upload-7"))
+        #expect(!again.created && again.status.id == first.status.id && again.status.state == .failed)
+        // A different request under the same key is refused, naming the job and what differs.
+        var other = try await spec(key: "upload-7")
+        other.preset = "640x480"
+        other.timeRange = TimeRange(start: 1, end: 2)
+        do {
+            _ = try await store.submit(other)
+            Issue.record("a conflicting request was accepted under a used key")
+        } catch let error as QueueError {
+            #expect(error.kind == .conflict)
+            #expect(error.message.contains(first.status.id) && error.message.contains("preset"))
+            #expect(error.message.contains("time range") && !error.message.contains("asset"))
+        }
+        #expect(try await store.list(state: nil).count == 1)
+    }
+
+    static func oneJobPerOutput(_ harness: any StoreHarness) async throws {
+        let store = try await harness.makeStore()
+        let target = Fixtures.scratchFolder("target").appendingPathComponent("same.mp4").path
+        let first = try await store.submit(try await spec(output: target)).status.id
+        do {
+            _ = try await store.submit(try await spec(output: target))
+            Issue.record("two waiting jobs write one file")
+        } catch let error as QueueError {
+            #expect(error.kind == .conflict && error.message.contains(first) && error.message.contains(target))
+        }
+        // Still refused while the first runs; free once it has ended.
+        let lease = try #require(try await store.claim(worker: "w"))
+        await #expect(throws: QueueError.self) { try await store.submit(try await spec(output: target)) }
+        #expect(try await store.finish(lease, .failed(JobError(code: "stalled", message: "x", retryable: false))))
+        let second = try await store.submit(try await spec(output: target)).status.id
+        // The first cannot be retried into the second's file while the second waits.
+        await #expect(throws: QueueError.self) { try await store.retry(first) }
+        #expect(try await store.cancel(second) == .cancelled)
+        #expect(try await store.retry(first).state == .waiting)
+        #expect(try await store.list(state: nil).count == 2)
+    }
+
+    static func pruning(_ harness: any StoreHarness) async throws {
+        let store = try await harness.makeStore()
+        let done = try await store.submit(try await spec(key: "k-done")).status.id
+        let lease = try #require(try await store.claim(worker: "w"))
+        #expect(try await store.finish(lease, .completed(emptyResult)))
+        let dropped = try await submit(store)
+        #expect(try await store.cancel(dropped) == .cancelled)
+        let waiting = try await submit(store)
+        // Nothing ended before now minus an hour.
+        #expect(
+            try await store.prune(finishedBefore: Date().addingTimeInterval(-3600), states: [.completed, .cancelled])
+                == 0)
+        // A clock an hour ahead: only the states asked for go.
+        let later = Date().addingTimeInterval(3600)
+        #expect(try await store.prune(finishedBefore: later, states: [.cancelled]) == 1)
+        #expect(try await store.status(dropped) == nil)
+        #expect(try await store.status(done)?.state == .completed)
+        #expect(try await store.prune(finishedBefore: later, states: [.completed, .failed, .cancelled]) == 1)
+        #expect(try await store.status(done) == nil)
+        #expect(try await store.status(waiting)?.state == .waiting, "an unfinished job is never pruned")
+        // The pruned job's key is free again.
+        let reused = try await store.submit(try await spec(key: "k-done"))
+        #expect(reused.created && reused.status.id != done)
+    }
+
+    static func orphans(_ harness: any StoreHarness) async throws {
+        let store = try await harness.makeStore()
+        let id = try await submit(store)
+        let lease = try #require(try await store.claim(worker: "w"))
+        let running = try #require(try await store.status(id))
+        #expect(running.orphaned != true && running.heartbeatAt != nil)
+        try await harness.killWorker(holding: lease, in: store)
+        #expect(try await store.status(id)?.orphaned == true)
+        #expect(try await store.list(state: .exporting).first?.orphaned == true)
+        #expect(try await store.rescueExpired() == 1)
+        let rescued = try #require(try await store.status(id))
+        #expect(rescued.state == .waiting && rescued.orphaned != true && rescued.heartbeatAt == nil)
     }
 
     static func listing(_ harness: any StoreHarness) async throws {

@@ -1,0 +1,89 @@
+import Foundation
+import ReelExport
+import TestSupport
+import Testing
+
+@testable import ReelQueue
+
+/// The queue's contract as a client meets it through the command line.
+@Suite("Queue contract through the CLI", .serialized, .timeLimit(.minutes(5)))
+struct QueueContractCLITests {
+    typealias Spool = WorkerProcessTests.Spool
+
+    @Test(arguments: ["status", "list", "wait", "cancel", "retry", "prune"])
+    func readingCommandsRefuseAMissingSpool(_ command: String) async throws {
+        let missing = Fixtures.scratchFolder("no-spool").appendingPathComponent("spool")
+        var arguments = [command]
+        if ["status", "wait", "cancel", "retry"].contains(command) { arguments.append("j0000000000000abcd") }
+        if command == "prune" { arguments += ["--older-than", "1d"] }
+        let result = try await ReelBinary.run(arguments, environment: ["REEL_SPOOL": missing.path])
+        #expect(result.status != 0)
+        #expect(result.stderr.hasPrefix("reel: error: there is no spool at \(missing.path)"), "\(result.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: missing.path))
+    }
+
+    @Test func keysAndOutputsCannotLie() async throws {
+        let spool = Spool()
+        let asset = try await Fixtures.url(Fixtures.landscape).path
+        let target = spool.outputs.appendingPathComponent("one.mp4").path
+        func submit(_ extra: [String]) async throws -> ToolResult {
+            try await ReelBinary.run(["submit", asset, "--json"] + extra, environment: spool.environment)
+        }
+        let first = try await submit(["--preset", "LowQuality", "-o", target, "--key", "k1"])
+        #expect(first.status == 0, "\(first.stderr)")
+        let id = try #require(
+            (try JSONSerialization.jsonObject(with: Data(first.stdout.utf8)) as? [String: Any])?["id"] as? String)
+        // The same request under the same key: the same job.
+        let same = try await submit(["--preset", "LowQuality", "-o", target, "--key", "k1"])
+        #expect(same.status == 0 && same.stdout.contains(id))
+        // Another preset under the same key: refused, naming the job and the field.
+        let conflict = try await submit(["--preset", "640x480", "-o", target, "--key", "k1"])
+        #expect(conflict.status != 0)
+        #expect(conflict.stderr.hasPrefix("reel: error: ") && conflict.stderr.contains(id))
+        #expect(conflict.stderr.contains("preset"), "\(conflict.stderr)")
+        // Another job into the same file while the first waits: refused, naming the first.
+        let duplicate = try await submit(["--preset", "640x480", "-o", target])
+        #expect(duplicate.status != 0 && duplicate.stderr.contains(id), "\(duplicate.stderr)")
+        #expect(spool.store.all().count == 1)
+    }
+
+    @Test func pruneDeletesFinishedJobsByAgeAndState() async throws {
+        let spool = Spool()
+        let kept = try await spool.submit(Fixtures.landscape, preset: "LowQuality")
+        let gone = try await spool.submit(Fixtures.landscape, preset: "LowQuality")
+        #expect(try await ReelBinary.run(["cancel", gone], environment: spool.environment).status == 0)
+        let young = try await ReelBinary.run(["prune", "--older-than", "1h"], environment: spool.environment)
+        #expect(young.status == 0 && young.stdout.contains("pruned 0 jobs"), "\(young.stdout)")
+        // Cancelled a moment ago: older than 0 s, and only cancelled jobs go.
+        let pruned = try await ReelBinary.run(
+            ["prune", "--older-than", "0s", "--state", "cancelled"], environment: spool.environment)
+        #expect(pruned.status == 0 && pruned.stdout.contains("pruned 1 job"), "\(pruned.stdout)")
+        #expect(spool.status(gone) == nil && spool.status(kept)?.state == .waiting)
+        let status = try await ReelBinary.run(["status", gone], environment: spool.environment)
+        #expect(status.status != 0 && status.stderr.contains("no job \(gone)"))
+    }
+
+    @Test func aKilledWorkersJobShowsOrphanedThenARunningWorkerFinishesIt() async throws {
+        let spool = Spool()
+        let id = try await spool.submit(
+            Fixtures.long, preset: "HighestQuality", extra: ["--time-range", "0-6", "--force-transcode"])
+        let doomed = try ReelBinary.start(["work", "--jobs", "1"], environment: spool.environment)
+        #expect(await spool.waitFor(id) { $0.state == .exporting && $0.progress > 0.02 } != nil)
+        // A second worker already runs; it looks for dead workers' jobs every 10 s.
+        let survivor = try ReelBinary.start(
+            ["work", "--jobs", "1", "--rescue-interval", "10"], environment: spool.environment)
+        _ = await eventually { survivor.output.contains("worker pool started") ? true : nil }
+        doomed.signal(SIGKILL)
+        try await doomed.exit()
+        let shown = try await ReelBinary.run(["status", id, "--json"], environment: spool.environment)
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(shown.stdout.utf8)) as? [String: Any])
+        #expect(json["state"] as? String == "exporting" && json["orphaned"] as? Bool == true, "\(shown.stdout)")
+        let table = try await ReelBinary.run(["list"], environment: spool.environment)
+        #expect(table.stdout.contains("orphaned"), "\(table.stdout)")
+        // Within the survivor's rescue interval the job runs again, without any restart.
+        let done = await spool.waitFor(id, seconds: 90) { $0.state == .completed }
+        #expect(done?.attempts == 2, "\(survivor.output)")
+        #expect(spool.outputFiles().count == 1)
+        await survivor.stop()
+    }
+}
