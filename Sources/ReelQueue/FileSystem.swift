@@ -101,12 +101,17 @@ enum FileSystem {
         }
     }
 
+    /// Creates a folder and its missing parents (`mkdir -p`), with errors in plain words
+    /// ("cannot create /srv/spool: Permission denied").
     static func makeFolder(_ path: String) throws(Failure) {
-        do {
-            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-        } catch {
-            throw Failure(message: "cannot create \(path): \(error.localizedDescription)")
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) {
+            if isDirectory.boolValue { return }
+            throw Failure(message: "cannot create \(path): a file of that name is in the way")
         }
+        let parent = (path as NSString).deletingLastPathComponent
+        if !parent.isEmpty && parent != path { try makeFolder(parent) }
+        if mkdir(path, 0o755) != 0 && errno != EEXIST { throw .errno("cannot create", path) }
     }
 }
 

@@ -9,13 +9,19 @@ public struct Isolation: Sendable {
     public var executable: String
     /// A folder of user presets the child loads too.
     public var presetsFolder: String?
-    /// Pass the child's FFmpeg log through to the worker's stderr.
+    /// The child shows FFmpeg's own log too (`reel work --verbose`).
     public var verbose: Bool
+    /// Environment the child gets besides the worker's own (its log level and format, so its lines,
+    /// which the worker passes through to its stderr, look like the worker's).
+    public var environment: [String: String]
 
-    public init(executable: String, presetsFolder: String? = nil, verbose: Bool = false) {
+    public init(
+        executable: String, presetsFolder: String? = nil, verbose: Bool = false, environment: [String: String] = [:]
+    ) {
         self.executable = executable
         self.presetsFolder = presetsFolder
         self.verbose = verbose
+        self.environment = environment
     }
 }
 
@@ -67,7 +73,7 @@ struct IsolatedRunner: ExportRunner {
         process.arguments = ["_run-job"]
         // Swift's crash backtracer would keep a crashed child alive while it symbolicates (seconds to
         // minutes); the worker records the signal instead.
-        var environment = ProcessInfo.processInfo.environment
+        var environment = ProcessInfo.processInfo.environment.merging(isolation.environment) { $1 }
         environment["SWIFT_BACKTRACE"] = "enable=no"
         process.environment = environment
         let input = Pipe()
@@ -113,11 +119,12 @@ struct IsolatedRunner: ExportRunner {
             ended.leave()
         }
         ended.enter()
-        let verbose = isolation.verbose
         DispatchQueue.global().async {
             Self.forEachLine(of: errors.fileHandleForReading) { line in
+                // The child logs what its level lets through (warnings and worse unless asked): the
+                // worker's stderr carries it on, one whole line at a time.
                 let text = String(decoding: line, as: UTF8.self)
-                if verbose { try? FileHandle.standardError.write(contentsOf: Data((text + "\n").utf8)) }
+                try? FileHandle.standardError.write(contentsOf: Data((text + "\n").utf8))
                 report.withLock { report in
                     report.stderrTail.append(text)
                     if report.stderrTail.count > 5 { report.stderrTail.removeFirst() }

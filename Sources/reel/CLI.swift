@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import ReelExport
 import ReelQueue
+import Synchronization
 
 /// Presentation helpers shared by the commands.
 enum CLI {
@@ -28,18 +29,39 @@ enum CLI {
         }
     }
 
-    nonisolated(unsafe) private static var loggingReady = false
+    /// How logging was set up, once per process.
+    struct LogSettings: Sendable {
+        var level: Logger.Level
+        var format: ReelLogHandler.Format
+    }
+    private static let logSettings = Mutex<LogSettings?>(nil)
 
-    static func bootstrapLogging(verbose: Bool, level: Logger.Level = .warning) {
-        guard !loggingReady else { return }
-        loggingReady = true
+    /// Sets up swift-log (Reel's handler on stderr) and FFmpeg's log route, once: the level is `level`,
+    /// else `$REEL_LOG_LEVEL`, else `defaultLevel`; the format likewise with `$REEL_LOG_FORMAT`, else
+    /// text. `verbose` shows FFmpeg's own log and Reel's debug messages.
+    static func bootstrapLogging(
+        verbose: Bool, level: Logger.Level? = nil, format: ReelLogHandler.Format? = nil,
+        defaultLevel: Logger.Level = .warning
+    ) {
+        let environment = ProcessInfo.processInfo.environment
+        let level = level ?? environment["REEL_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? defaultLevel
+        let format =
+            format ?? environment["REEL_LOG_FORMAT"].flatMap(ReelLogHandler.Format.init(rawValue:)) ?? .text
+        let settings = LogSettings(level: verbose ? min(level, .debug) : level, format: format)
+        let first = logSettings.withLock { current -> Bool in
+            guard current == nil else { return false }
+            current = settings
+            return true
+        }
+        guard first else { return }
         LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = verbose ? .debug : level
-            return handler
+            ReelLogHandler(label: label, format: settings.format, logLevel: settings.level)
         }
         MediaLog.configure(verbose: verbose)
     }
+
+    /// The log settings in force (for child processes to inherit).
+    static var currentLogSettings: LogSettings? { logSettings.withLock { $0 } }
 
     /// Runs `handler` on every SIGINT and SIGTERM (instead of dying) until the returned sources are
     /// cancelled.

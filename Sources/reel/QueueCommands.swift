@@ -76,7 +76,17 @@ struct WorkCommand: AsyncParsableCommand {
         guard let executable = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") else {
             throw CLIFailure(message: "cannot find this executable to run isolated exports")
         }
-        return Isolation(executable: executable, presetsFolder: global.presetsFolder, verbose: global.verbose)
+        var environment: [String: String] = [:]
+        if let settings = CLI.currentLogSettings {
+            // The child logs like the worker; without --verbose it stays at warning (its per-job info
+            // would only repeat the worker's).
+            environment["REEL_LOG_LEVEL"] =
+                global.verbose ? settings.level.rawValue : max(settings.level, .warning).rawValue
+            environment["REEL_LOG_FORMAT"] = settings.format.rawValue
+        }
+        return Isolation(
+            executable: executable, presetsFolder: global.presetsFolder, verbose: global.verbose,
+            environment: environment)
     }
 }
 
@@ -87,6 +97,7 @@ struct RunJobCommand: AsyncParsableCommand {
         commandName: "_run-job", abstract: "Run one queued export for a worker (internal).", shouldDisplay: false)
 
     func run() async throws {
+        // The worker passes its log settings in REEL_LOG_LEVEL / REEL_LOG_FORMAT.
         CLI.bootstrapLogging(verbose: false)
         let request = FileHandle.standardInput.readDataToEndOfFile()
         let runner = ChildRunner()

@@ -21,8 +21,26 @@ struct Reel: AsyncParsableCommand {
         // A closed stdout (`reel export --json | head`) must not kill an export half-way through and
         // leave its temporary file behind: writes then fail quietly instead.
         signal(SIGPIPE, SIG_IGN)
+        var command: any ParsableCommand
         do {
-            var command = try parseAsRoot()
+            command = try parseAsRoot()
+        } catch {
+            // Help and --version print as usual; a usage error is one `reel: error:` line (exit 64).
+            let code = exitCode(for: error)
+            if code == .success {
+                exit(withError: error)
+            }
+            let text = message(for: error).split(separator: "\n").first.map(String.init) ?? "invalid arguments"
+            // Name the command's help, taken from the usage line ("Usage: reel export …").
+            let usage = fullMessage(for: error).split(separator: "\n").first { $0.hasPrefix("Usage:") }
+            let words = usage?.split(separator: " ").dropFirst().prefix {
+                !$0.hasPrefix("<") && !$0.hasPrefix("[") && !$0.hasPrefix("-")
+            }
+            let command = words.map { $0.joined(separator: " ") } ?? "reel"
+            CLI.printError("\(text) (see '\(command) --help')")
+            Foundation.exit(code == .validationFailure ? 64 : code.rawValue)
+        }
+        do {
             if var asyncCommand = command as? AsyncParsableCommand {
                 try await asyncCommand.run()
             } else {
@@ -49,16 +67,34 @@ struct GlobalOptions: ParsableArguments {
     var verbose = false
 
     @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Log level: trace, debug, info, notice, warning, error, critical (env REEL_LOG_LEVEL; default warning, info for work).",
+            valueName: "level"))
+    var logLevel: Logger.Level?
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp("Log lines as text or json, on stderr (env REEL_LOG_FORMAT).", valueName: "format"))
+    var logFormat: ReelLogHandler.Format?
+
+    @Option(
         name: .customLong("presets-dir"),
         help: ArgumentHelp(
             "A folder of preset JSON files that add to or override the shipped presets (env REEL_PRESETS).",
             valueName: "dir"))
     var presetsDirectory: String?
 
-    /// Sets up logging (quiet unless --verbose) and loads the presets.
-    func prepare(logLevel: Logger.Level = .warning) throws -> PresetLibrary {
-        CLI.bootstrapLogging(verbose: verbose, level: logLevel)
+    /// Sets up logging (quiet unless --verbose or --log-level) and loads the presets. `logLevel` is the
+    /// command's default level.
+    func prepare(logLevel defaultLevel: Logger.Level = .warning) throws -> PresetLibrary {
+        bootstrapLogging(defaultLevel: defaultLevel)
         return try PresetLibrary(userFolder: presetsFolder.map { URL(fileURLWithPath: $0) })
+    }
+
+    /// Sets up logging: `--log-level`, else `$REEL_LOG_LEVEL`, else the command's default.
+    func bootstrapLogging(defaultLevel: Logger.Level = .warning) {
+        CLI.bootstrapLogging(verbose: verbose, level: logLevel, format: logFormat, defaultLevel: defaultLevel)
     }
 
     /// `--presets-dir`, else `$REEL_PRESETS`.
@@ -121,3 +157,5 @@ struct CLIFailure: Error {
     var message: String
     var exitCode: Int32 = 1
 }
+
+extension Logger.Level: @retroactive ExpressibleByArgument {}

@@ -86,4 +86,40 @@ struct QueueContractCLITests {
         #expect(spool.outputFiles().count == 1)
         await survivor.stop()
     }
+
+    @Test func logLinesAreJSONWithTheDocumentedFields() async throws {
+        let spool = Spool()
+        let good = try await spool.submit(Fixtures.landscape, preset: "LowQuality")
+        // An asset that disappears after it was queued fails on the worker.
+        let doomed = Fixtures.scratchFolder("doomed").appendingPathComponent("gone.mp4")
+        try FileManager.default.copyItem(at: try await Fixtures.url(Fixtures.landscape), to: doomed)
+        let submitted = try await ReelBinary.run(
+            ["submit", doomed.path, "--preset", "LowQuality", "--output-dir", spool.outputs.path, "--json"],
+            environment: spool.environment)
+        #expect(submitted.status == 0, "\(submitted.stderr)")
+        try FileManager.default.removeItem(at: doomed)
+        let worker = try await ReelBinary.run(
+            ["work", "--drain", "--jobs", "1", "--log-format", "json"], environment: spool.environment)
+        #expect(worker.status == 0)
+        let lines = worker.stderr.split(separator: "\n").map(String.init)
+        #expect(!lines.isEmpty)
+        var events: [[String: Any]] = []
+        for line in lines {
+            let object = try #require(
+                try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], "not JSON: \(line)")
+            let timestamp = try #require(object["timestamp"] as? String)
+            #expect(timestamp.wholeMatch(of: /\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z/) != nil, "\(timestamp)")
+            #expect(object["level"] is String && object["label"] is String && object["message"] is String)
+            events.append(object)
+        }
+        let failed = try #require(events.first { $0["message"] as? String == "job failed" }, "\(worker.stderr)")
+        #expect(failed["level"] as? String == "error")
+        let failure = try #require(failed["metadata"] as? [String: Any])
+        #expect(failure["code"] as? String == "unreadable-input" && failure["asset"] as? String == doomed.path)
+        #expect(failure["message"] is String && failure["output"] is String && failure["elapsed"] is String)
+        let completed = try #require(events.first { $0["message"] as? String == "job completed" })
+        let result = try #require(completed["metadata"] as? [String: Any])
+        #expect(result["job"] as? String == good && result["method"] as? String == "transcode")
+        #expect(result["bytes"] is String && result["speed"] is String)
+    }
 }
