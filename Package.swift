@@ -3,7 +3,6 @@ import PackageDescription
 
 let package = Package(
     name: "Reel",
-    platforms: [.macOS(.v15)],
     products: [
         .executable(name: "reel", targets: ["reel"]),
         .library(name: "ReelExport", targets: ["ReelExport"]),
@@ -13,8 +12,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.0"),
     ],
     targets: [
-        // FFmpeg 5.1's libraries, as Debian 12 ships them. The module map links every library; the
-        // header bridges only what Swift cannot import (macros, variadic callbacks).
+        // FFmpeg 5.1's libraries and headers, as Debian 12 ships them; the module map links every library.
+        // Linux only (the queue uses inotify and /proc, the shim glibc), so no Apple platform is named.
         .systemLibrary(
             name: "CFFmpeg",
             pkgConfig: "libavformat",
@@ -25,10 +24,14 @@ let package = Package(
                 ])
             ]
         ),
-        // The only module that imports CFFmpeg: owners for FFmpeg objects and the transcode loop's parts.
+        // Bridges for what Swift cannot import from FFmpeg (macros, the variadic log callback) and two
+        // glibc calls; a C target so the log sink's state has one definition (shim.c).
+        .target(name: "CFFmpegShim", dependencies: ["CFFmpeg"]),
+        // The only module that imports CFFmpeg and CFFmpegShim: owners for FFmpeg objects and the
+        // transcode and remux pipelines.
         .target(
             name: "ReelMedia",
-            dependencies: ["CFFmpeg", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["CFFmpeg", "CFFmpegShim", .product(name: "Logging", package: "swift-log")]
         ),
         // Asset, Preset, OutputType and ExportSession: what an app developer sees.
         .target(

@@ -1,4 +1,5 @@
-import CFFmpeg
+internal import CFFmpeg
+internal import CFFmpegShim
 
 /// Owns an `AVAudioFifo` (freed with `av_audio_fifo_free`): the encoder wants exactly `frame_size`
 /// samples per frame, the resampler produces whatever it produces.

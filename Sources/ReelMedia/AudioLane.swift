@@ -1,4 +1,5 @@
-import CFFmpeg
+internal import CFFmpeg
+internal import CFFmpegShim
 
 /// The audio half of a transcode: decoder → resampler (rate, format, downmix) → FIFO of `frame_size`
 /// samples → AAC encoder. Output timestamps count samples from the first kept one, which is placed

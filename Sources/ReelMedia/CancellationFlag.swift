@@ -1,23 +1,29 @@
-import CFFmpeg
+internal import CFFmpeg
+import Synchronization
 
-/// A flag one thread raises and another polls, also readable by FFmpeg's interrupt callback so a
-/// blocking read returns promptly once the flag is up.
-///
-/// Thread-safe: the flag is a single `int` read and written only with atomic operations, and the
-/// storage lives as long as the object. That is why this one type is `@unchecked Sendable`.
-public final class CancellationFlag: @unchecked Sendable {
-    let storage: UnsafeMutablePointer<Int32>
+/// A flag one thread raises and others poll, also read by FFmpeg's interrupt callback so a blocking
+/// read returns promptly once the flag is up.
+public final class CancellationFlag: Sendable {
+    private let raised = Atomic<Bool>(false)
 
-    public init() {
-        storage = .allocate(capacity: 1)
-        storage.initialize(to: 0)
-    }
-
-    deinit { storage.deallocate() }
+    public init() {}
 
     /// Raises the flag. Idempotent.
-    public func raise() { reel_atomic_store_int(storage, 1) }
+    public func raise() { raised.store(true, ordering: .relaxed) }
 
     /// Whether the flag has been raised.
-    public var isRaised: Bool { reel_atomic_load_int(storage) != 0 }
+    public var isRaised: Bool { raised.load(ordering: .relaxed) }
+
+    /// Makes `context`'s blocking calls (opening, reading) return `AVERROR_EXIT` once the flag is up.
+    /// The callback holds the flag unretained: whoever owns `context` keeps the flag alive as long.
+    func interrupts(_ context: UnsafeMutablePointer<AVFormatContext>) {
+        context.pointee.interrupt_callback = AVIOInterruptCB(
+            callback: interruptCallback, opaque: Unmanaged.passUnretained(self).toOpaque())
+    }
+}
+
+/// FFmpeg's interrupt callback: non-zero stops the blocking call. `opaque` is a `CancellationFlag`.
+private let interruptCallback: @convention(c) (UnsafeMutableRawPointer?) -> Int32 = { opaque in
+    guard let opaque else { return 0 }
+    return Unmanaged<CancellationFlag>.fromOpaque(opaque)._withUnsafeGuaranteedRef { $0.isRaised } ? 1 : 0
 }

@@ -1,4 +1,5 @@
-import CFFmpeg
+internal import CFFmpeg
+internal import CFFmpegShim
 
 /// What a receive call produced: a frame or packet, a request for more input, or the end.
 enum ReceiveResult {

@@ -1,4 +1,4 @@
-import CFFmpeg
+internal import CFFmpeg
 
 /// An `AVDictionary` of options for one call, freed when the value goes away.
 ///

@@ -1,4 +1,5 @@
-import CFFmpeg
+internal import CFFmpeg
+internal import CFFmpegShim
 
 /// Owns an encoding `AVCodecContext` (freed with `avcodec_free_context`).
 final class Encoder {

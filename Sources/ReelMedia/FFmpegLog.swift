@@ -1,4 +1,5 @@
-import CFFmpeg
+internal import CFFmpeg
+internal import CFFmpegShim
 import Logging
 
 /// Routes FFmpeg's own log lines (decoder warnings, x264's summary, …) into swift-log.

@@ -1,4 +1,4 @@
-import CFFmpeg
+internal import CFFmpeg
 
 /// Owns one `AVFrame` (freed with `av_frame_free`).
 ///

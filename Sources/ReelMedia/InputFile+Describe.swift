@@ -1,4 +1,5 @@
-import CFFmpeg
+internal import CFFmpeg
+internal import CFFmpegShim
 
 extension InputFile {
     /// Reads the facts of an opened, probed context into Swift values.

@@ -1,4 +1,5 @@
-import CFFmpeg
+internal import CFFmpeg
+internal import CFFmpegShim
 import Foundation
 
 /// Owns an input `AVFormatContext` (closed with `avformat_close_input`), opened under an `InputPolicy`.
@@ -30,7 +31,7 @@ final class InputFile {
             throw MediaError(kind: .internalFailure, call: "avformat_alloc_context", message: "out of memory")
         }
         var context: UnsafeMutablePointer<AVFormatContext>? = allocated
-        if let interrupt { reel_set_interrupt(allocated, interrupt.storage) }
+        interrupt?.interrupts(allocated)
         let options = try OptionDictionary([
             ("protocol_whitelist", "file"),
             ("format_whitelist", policy.allowedDemuxers.joined(separator: ",")),

@@ -1,4 +1,4 @@
-import CFFmpeg
+internal import CFFmpeg
 
 /// What this FFmpeg build can do, asked without opening any file.
 public enum MediaCapabilities {

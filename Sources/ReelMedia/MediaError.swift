@@ -1,4 +1,5 @@
-import CFFmpeg
+internal import CFFmpeg
+internal import CFFmpegShim
 
 /// A failed FFmpeg call (or a check Reel makes around one), with the call's name and FFmpeg's message.
 ///

@@ -1,4 +1,5 @@
-import CFFmpeg
+internal import CFFmpeg
+internal import CFFmpegShim
 import Foundation
 
 /// Owns an output `AVFormatContext` (freed with `avformat_free_context`) and the file it writes.

@@ -1,4 +1,4 @@
-import CFFmpeg
+internal import CFFmpeg
 
 /// Owns one `AVPacket` (freed with `av_packet_free`). Reused across reads: `unref()` between uses.
 ///

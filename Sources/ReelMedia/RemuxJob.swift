@@ -1,4 +1,5 @@
-import CFFmpeg
+internal import CFFmpeg
+internal import CFFmpegShim
 
 /// A Passthrough export: copies the chosen streams' packets unchanged into a new container
 /// (remux), with faststart. A time range cuts at the keyframe at or before its start.

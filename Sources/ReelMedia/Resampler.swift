@@ -1,4 +1,4 @@
-import CFFmpeg
+internal import CFFmpeg
 
 /// Owns a swresample context (freed with `swr_free`) converting decoded audio to the encoder's
 /// sample format, rate and channel layout (downmixing when there are more channels).

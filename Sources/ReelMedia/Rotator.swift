@@ -1,4 +1,4 @@
-import CFFmpeg
+internal import CFFmpeg
 
 /// Applies a display rotation (a quarter turn clockwise, a half turn, or a quarter turn
 /// counter-clockwise) to the pixels of a planar YUV frame, which swscale cannot do.

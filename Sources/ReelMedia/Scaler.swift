@@ -1,4 +1,4 @@
-import CFFmpeg
+internal import CFFmpeg
 
 /// Owns a swscale context (freed with `sws_freeContext`) that converts frames of one size and pixel
 /// format into another, also converting the colour matrix to BT.709 limited range.

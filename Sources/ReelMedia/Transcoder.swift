@@ -1,4 +1,5 @@
-import CFFmpeg
+internal import CFFmpeg
+internal import CFFmpegShim
 import Foundation
 
 /// Runs one `TranscodePlan` on the calling thread: FFmpeg's transcode loop (demux → decode →

@@ -1,4 +1,5 @@
-import CFFmpeg
+internal import CFFmpeg
+internal import CFFmpegShim
 
 /// The encoding half of the video path, run on the pipeline's encoder thread: takes scaled frames,
 /// encodes them (libx264 or libx265) and hands packets to the muxer.

@@ -1,4 +1,5 @@
-import CFFmpeg
+internal import CFFmpeg
+internal import CFFmpegShim
 
 /// Receives encoded packets, ready for the muxer (stream index and time base already set).
 typealias PacketSink = (Packet) throws(MediaError) -> Void
