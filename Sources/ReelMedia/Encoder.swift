@@ -9,6 +9,7 @@ final class Encoder {
     /// Allocates a context for the named encoder (`libx264`, `libx265`, `aac`). Configure `context`,
     /// then call `open(options:)`.
     init(name: String) throws(MediaError) {
+        FFmpegLog.installIfNeeded()
         guard let codec = avcodec_find_encoder_by_name(name) else {
             throw MediaError(
                 kind: .unsupportedCodec, call: "avcodec_find_encoder_by_name",

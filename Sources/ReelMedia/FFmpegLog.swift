@@ -4,15 +4,25 @@ import Logging
 
 /// Routes FFmpeg's own log lines (decoder warnings, x264's summary, …) into swift-log.
 ///
-/// FFmpeg's callback is process-global, so this is too. By default FFmpeg is quiet (errors only, and
-/// those go to the logger at `debug`, because Reel reports failures itself); `verbose` lets everything
-/// down to FFmpeg's `info` level through at the logger's `info` level.
+/// FFmpeg's callback is process-global, so this is too. ReelMedia installs the route itself the
+/// first time it opens a file or a codec, so no host gets FFmpeg's chatter on stderr: by default
+/// FFmpeg is quiet (errors only, and those go to the logger at `debug`, because Reel reports
+/// failures itself); `configure(verbose: true)` lets everything down to FFmpeg's `info` level
+/// through at the logger's `info` level.
 public enum FFmpegLog {
-    /// Installs the log route. Call once at start-up; safe to call again to change verbosity.
+    /// Changes verbosity (installing the route if nothing has yet). Safe to call at any time.
     public static func configure(verbose: Bool) {
+        installIfNeeded()
         av_log_set_level(verbose ? AV_LOG_INFO : AV_LOG_ERROR)
-        reel_install_log_sink(sink)
     }
+
+    /// Installs the route once, quiet; every owner of an FFmpeg context calls this before creating it.
+    static func installIfNeeded() { _ = installed }
+
+    private static let installed: Void = {
+        av_log_set_level(AV_LOG_ERROR)
+        reel_install_log_sink(sink)
+    }()
 }
 
 private let ffmpegLogger = Logger(label: "reel.ffmpeg")

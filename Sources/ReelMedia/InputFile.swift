@@ -24,6 +24,7 @@ final class InputFile {
     init(
         path: String, policy: InputPolicy, interrupt: CancellationFlag? = nil, analysis: Analysis = .full
     ) throws(MediaError) {
+        FFmpegLog.installIfNeeded()
         self.path = path
         let (resolved, fileBytes) = try InputFile.checkRegularFile(path, policy: policy)
 

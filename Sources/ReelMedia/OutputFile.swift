@@ -16,6 +16,7 @@ final class OutputFile {
 
     /// Creates `path` (which must not exist) for the named muxer (`mp4`, `mov`).
     init(path: String, muxer: String) throws(MediaError) {
+        FFmpegLog.installIfNeeded()
         self.path = path
         var allocated: UnsafeMutablePointer<AVFormatContext>? = nil
         try check(
