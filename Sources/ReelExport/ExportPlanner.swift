@@ -96,7 +96,8 @@ public enum ExportPlanner {
             }
         }
         var plan = TranscodePlan(
-            inputPath: asset.url.path, outputPath: "", container: type.container, faststart: optimizeForNetwork,
+            inputPath: asset.url.path, outputPath: "", container: type.container,
+            mode: .transcode(video: nil, audio: nil), faststart: optimizeForNetwork,
             metadata: metadataToWrite(asset.metadata, policy: metadata),
             startSeconds: timeRange.map(\.start).flatMap { $0 > 0 ? $0 : nil }, endSeconds: timeRange?.end,
             policy: limits)
@@ -133,7 +134,7 @@ public enum ExportPlanner {
             if copy.isEmpty {
                 throw ExportError(.incompatiblePreset, "Passthrough found no video or audio track to copy")
             }
-            plan.copyStreams = copy
+            plan.mode = .copy(streams: copy)
             decision.method = .passthrough
             decision.reason = "the Passthrough preset copies every stream"
             if let video = asset.videoTrack, let size = video.displaySize {
@@ -149,8 +150,8 @@ public enum ExportPlanner {
                     .incompatiblePreset,
                     "\(preset.name) needs an audio track and \(asset.url.lastPathComponent) has none")
             }
-            plan.audioStream = track.index
-            plan.audio = audioEncoding(audio, track: track)
+            plan.mode = .transcode(
+                video: nil, audio: StreamEncoding(stream: track.index, encoding: audioEncoding(audio, track: track)))
         case .video:
             if type.isAudioOnly {
                 throw ExportError(
@@ -163,6 +164,7 @@ public enum ExportPlanner {
             if asset.videoTrack == nil && asset.audioTrack == nil {
                 throw ExportError(.unreadableInput, "\(asset.url.lastPathComponent) has no video or audio track")
             }
+            var video: StreamEncoding<VideoEncoding>?
             if let track = asset.videoTrack {
                 guard let display = track.displaySize, display.width > 0, display.height > 0 else {
                     throw ExportError(.unreadableInput, "the video track of \(asset.url.lastPathComponent) has no size")
@@ -170,19 +172,21 @@ public enum ExportPlanner {
                 let size = preset.outputSize(forDisplayWidth: display.width, height: display.height)
                 let highBit =
                     settings.codec == .hevc && (settings.keepHighBitDepth ?? false) && (track.bitDepth ?? 8) > 8
-                plan.videoStream = track.index
-                plan.video = VideoEncoding(
-                    codec: settings.codec, width: size.width, height: size.height, rotation: track.rotation ?? 0,
-                    tenBit: highBit, color: highBit ? .keepSource : .bt709, encoderPreset: settings.encoderPreset,
-                    crf: settings.crf, maxBitrate: settings.maxBitrate, bufferSize: settings.bufferSize,
-                    maxFrameRate: settings.maxFrameRate, profile: settings.profile)
+                video = StreamEncoding(
+                    stream: track.index,
+                    encoding: VideoEncoding(
+                        codec: settings.codec, width: size.width, height: size.height, rotation: track.rotation ?? 0,
+                        tenBit: highBit, color: highBit ? .keepSource : .bt709, encoderPreset: settings.encoderPreset,
+                        crf: settings.crf, maxBitrate: settings.maxBitrate, bufferSize: settings.bufferSize,
+                        maxFrameRate: settings.maxFrameRate, profile: settings.profile))
                 decision.width = size.width
                 decision.height = size.height
             }
-            if let track = asset.audioTrack {
-                plan.audioStream = track.index
-                plan.audio = audioEncoding(audio, track: track)
-            }
+            plan.mode = .transcode(
+                video: video,
+                audio: asset.audioTrack.map {
+                    StreamEncoding(stream: $0.index, encoding: audioEncoding(audio, track: $0))
+                })
             // Smart passthrough: a source that already is what the preset would make is copied.
             let verdict =
                 forceTranscode
@@ -191,11 +195,7 @@ public enum ExportPlanner {
             if let verdict {
                 decision.reason = "re-encoded: \(verdict)"
             } else {
-                plan.copyStreams = [asset.videoTrack?.index, asset.audioTrack?.index].compactMap { $0 }
-                plan.videoStream = nil
-                plan.video = nil
-                plan.audioStream = nil
-                plan.audio = nil
+                plan.mode = .copy(streams: [asset.videoTrack?.index, asset.audioTrack?.index].compactMap { $0 })
                 decision.method = .smartPassthrough
                 decision.reason =
                     "copied: the source already fits \(preset.name) (codec, size, frame rate, bit rate, audio)"

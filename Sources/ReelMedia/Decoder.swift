@@ -8,10 +8,10 @@ enum ReceiveResult {
     case endOfStream
 }
 
-/// Owns a decoding `AVCodecContext` (freed with `avcodec_free_context`) for one input stream.
+/// Owns a decoding `AVCodecContext` (freed with `avcodec_free_context`) for one input stream
+/// (`index` names it in errors).
 final class Decoder {
     let context: UnsafeMutablePointer<AVCodecContext>
-    let streamIndex: Int
 
     init(stream: UnsafeMutablePointer<AVStream>, index: Int, threads: Int = 0) throws(MediaError) {
         let parameters = stream.pointee.codecpar!
@@ -25,7 +25,6 @@ final class Decoder {
             throw MediaError(kind: .internalFailure, call: "avcodec_alloc_context3", message: "out of memory")
         }
         self.context = context
-        streamIndex = index
         try check(avcodec_parameters_to_context(context, parameters), "avcodec_parameters_to_context")
         context.pointee.pkt_timebase = stream.pointee.time_base
         if parameters.pointee.codec_type == AVMEDIA_TYPE_VIDEO {
@@ -77,7 +76,7 @@ final class Decoder {
     }
 
     /// Sends a packet, draining frames through `drain` whenever the decoder is full. A decoder that
-    /// stays full (its lane stopped taking frames at the end of a time range) drops the packet.
+    /// stays full (its stage stopped taking frames at the end of a time range) drops the packet.
     func feed(_ packet: Packet?, drain: () throws(MediaError) -> Void) throws(MediaError) {
         for _ in 0..<64 {
             switch try send(packet) {

@@ -1,6 +1,9 @@
 internal import CFFmpeg
 internal import CFFmpegShim
 
+/// Receives encoded packets, ready for the muxer (stream index and time base already set).
+typealias PacketSink = (Packet) throws(MediaError) -> Void
+
 /// Owns an encoding `AVCodecContext` (freed with `avcodec_free_context`).
 final class Encoder {
     let context: UnsafeMutablePointer<AVCodecContext>
@@ -49,13 +52,12 @@ final class Encoder {
         try check(code, "avcodec_send_frame", kind: .internalFailure, context: "the encoder refused a frame")
     }
 
-    /// Receives every packet the encoder has ready into `packet`, stamps it for `stream` (index and
-    /// time base) and hands it to `sink` (the muxer takes its data and leaves it blank).
-    func drain(into packet: Packet, for stream: UnsafeMutablePointer<AVStream>, to sink: PacketSink) throws(MediaError)
-    {
+    /// Receives every packet the encoder has ready into `packet`, stamps it for `target` (stream
+    /// index and time base) and hands it to `sink` (the muxer takes its data and leaves it blank).
+    func drain(into packet: Packet, for target: StreamTarget, to sink: PacketSink) throws(MediaError) {
         while try receive(packet) == .produced {
-            packet.pointer.pointee.stream_index = stream.pointee.index
-            av_packet_rescale_ts(packet.pointer, context.pointee.time_base, stream.pointee.time_base)
+            packet.pointer.pointee.stream_index = target.index
+            av_packet_rescale_ts(packet.pointer, context.pointee.time_base, target.timeBase)
             try sink(packet)
         }
     }

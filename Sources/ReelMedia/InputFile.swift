@@ -92,6 +92,9 @@ final class InputFile {
 
     func stream(_ index: Int) -> UnsafeMutablePointer<AVStream> { context.pointee.streams[index]! }
 
+    /// The `language` tag of stream `index`, if it has one.
+    func language(ofStream index: Int) -> String? { readDictionary(stream(index).pointee.metadata)["language"] }
+
     /// Reads the next packet. Returns `false` at end of file.
     func read(into packet: Packet) throws(MediaError) -> Bool {
         let code = av_read_frame(context, packet.pointer)

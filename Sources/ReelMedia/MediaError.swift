@@ -1,4 +1,3 @@
-internal import CFFmpeg
 internal import CFFmpegShim
 
 /// A failed FFmpeg call (or a check Reel makes around one), with the call's name and FFmpeg's message.
@@ -11,6 +10,8 @@ public struct MediaError: Error, CustomStringConvertible, Sendable, Equatable {
         private enum Value: String, Hashable, Sendable {
             case unreadableInput, unsupportedCodec, invalidArgument, noSpace, outputFailed, cancelled,
                 limitExceeded, internalFailure
+            // Internal: control flow between ReelMedia's own parts, never seen outside it.
+            case pipelineStopped, moovReservationTooSmall
         }
         private let value: Value
         private init(_ value: Value) { self.value = value }
@@ -30,6 +31,12 @@ public struct MediaError: Error, CustomStringConvertible, Sendable, Equatable {
         public static let limitExceeded = Kind(.limitExceeded)
         /// Anything else: a bug or an out-of-memory condition.
         public static let internalFailure = Kind(.internalFailure)
+        /// The other thread of a pipeline gave up (its own error is the cause): what a `BoundedQueue`
+        /// throws once aborted.
+        static let pipelineStopped = Kind(.pipelineStopped)
+        /// A remux's moov did not fit the space reserved for it; the remux is redone without a
+        /// reservation.
+        static let moovReservationTooSmall = Kind(.moovReservationTooSmall)
         public var description: String { value.rawValue }
     }
 
@@ -74,6 +81,10 @@ public struct MediaError: Error, CustomStringConvertible, Sendable, Equatable {
 
     static func cancelled() -> MediaError {
         MediaError(kind: .cancelled, call: "cancel", message: "the export was cancelled")
+    }
+
+    static func pipelineStopped() -> MediaError {
+        MediaError(kind: .pipelineStopped, call: "pipeline", message: "the pipeline stopped")
     }
 }
 

@@ -12,7 +12,6 @@ final class OutputFile {
     let path: String
     private let sink: ByteSink
     private var io: UnsafeMutablePointer<AVIOContext>?
-    private var headerWritten = false
 
     /// Creates `path` (which must not exist) for the named muxer (`mp4`, `mov`).
     init(path: String, muxer: String) throws(MediaError) {
@@ -94,6 +93,26 @@ final class OutputFile {
         return stream
     }
 
+    /// Adds a stream described by an encoder's parameters (`CodecParameters`), before the header is
+    /// written; returns its index, for `target(ofStream:)` once the header is written.
+    func addStream(describedBy parameters: CodecParameters, timeBase: AVRational, language: String?)
+        throws(MediaError) -> Int32
+    {
+        let stream = try addStream()
+        try check(avcodec_parameters_copy(stream.pointee.codecpar, parameters.pointer), "avcodec_parameters_copy")
+        stream.pointee.time_base = timeBase
+        if let language {
+            try check(av_dict_set(&stream.pointee.metadata, "language", language, 0), "av_dict_set")
+        }
+        return stream.pointee.index
+    }
+
+    /// Where packets for stream `index` go. Read it after the header is written: the muxer may change
+    /// a stream's time base then, never afterwards.
+    func target(ofStream index: Int32) -> StreamTarget {
+        StreamTarget(context.pointee.streams[Int(index)]!)
+    }
+
     /// Writes the header with muxer options (e.g. `movflags`); unrecognised options are an error.
     func writeHeader(metadata: [String: String], options: [(String, String)]) throws(MediaError) {
         for (key, value) in metadata.sorted(by: { $0.key < $1.key }) {
@@ -104,7 +123,6 @@ final class OutputFile {
         try check(
             avformat_write_header(context, &dictionary.pointer), "avformat_write_header",
             kind: .outputFailed, context: "cannot write the output header")
-        headerWritten = true
         let leftover = dictionary.leftoverKeys
         if !leftover.isEmpty {
             throw MediaError(
@@ -132,6 +150,17 @@ final class OutputFile {
             }
         }
         try sink.sync()
+    }
+}
+
+/// Where an encoder's packets go: an output stream's index and time base, as values.
+struct StreamTarget: Sendable {
+    let index: Int32
+    let timeBase: AVRational
+
+    init(_ stream: UnsafeMutablePointer<AVStream>) {
+        index = stream.pointee.index
+        timeBase = stream.pointee.time_base
     }
 }
 

@@ -6,10 +6,13 @@ internal import CFFmpeg
 /// The destination frame has the rotated size: width and height swap for 90 and 270 degrees.
 enum Rotator {
     /// Rotates every plane of `source` clockwise by `degrees` (90, 180 or 270) into `destination`.
+    /// Throws when a frame lacks a plane its pixel format has (frames must own their buffers).
     static func rotate(
         _ source: UnsafeMutablePointer<AVFrame>, into destination: UnsafeMutablePointer<AVFrame>, degrees: Int
-    ) {
-        guard let descriptor = av_pix_fmt_desc_get(AVPixelFormat(rawValue: source.pointee.format)) else { return }
+    ) throws(MediaError) {
+        guard let descriptor = av_pix_fmt_desc_get(AVPixelFormat(rawValue: source.pointee.format)) else {
+            throw MediaError(kind: .internalFailure, call: "rotate", message: "unknown pixel format")
+        }
         let bytesPerSample = Int(descriptor.pointee.comp.0.step)  // planar formats: 1 or 2 bytes
         let planeCount = Int(av_pix_fmt_count_planes(AVPixelFormat(rawValue: source.pointee.format)))
         for plane in 0..<planeCount {
@@ -18,8 +21,9 @@ enum Rotator {
             let shiftH = chroma ? Int(descriptor.pointee.log2_chroma_h) : 0
             let width = (Int(source.pointee.width) + (1 << shiftW) - 1) >> shiftW
             let height = (Int(source.pointee.height) + (1 << shiftH) - 1) >> shiftH
-            let sourcePlane = planePointer(source, plane)
-            let destinationPlane = planePointer(destination, plane)
+            guard let sourcePlane = data(source, plane), let destinationPlane = data(destination, plane) else {
+                throw MediaError(kind: .internalFailure, call: "rotate", message: "frame plane \(plane) has no data")
+            }
             let sourceStride = Int(lineSize(source, plane))
             let destinationStride = Int(lineSize(destination, plane))
             if bytesPerSample == 2 {
@@ -37,7 +41,7 @@ enum Rotator {
 
     /// Rotates one plane of `width`×`height` samples. Strides are in samples.
     @inline(__always)
-    private static func rotatePlane<Sample>(
+    static func rotatePlane<Sample>(
         _ source: UnsafePointer<Sample>, _ sourceStride: Int, _ destination: UnsafeMutablePointer<Sample>,
         _ destinationStride: Int, width: Int, height: Int, degrees: Int
     ) {
@@ -65,17 +69,18 @@ enum Rotator {
             break
         }
     }
-}
 
-/// The data pointer of plane `index` of a frame.
-func planePointer(_ frame: UnsafeMutablePointer<AVFrame>, _ index: Int) -> UnsafeMutablePointer<UInt8> {
-    let offset =
-        MemoryLayout<AVFrame>.offset(of: \AVFrame.data)! + index * MemoryLayout<UnsafeMutablePointer<UInt8>?>.stride
-    return UnsafeMutableRawPointer(frame).load(fromByteOffset: offset, as: UnsafeMutablePointer<UInt8>.self)
-}
+    /// The data pointer of plane `index` of a frame (`AVFrame.data` is a C array, imported as a
+    /// tuple), nil when the frame has no such plane.
+    private static func data(_ frame: UnsafeMutablePointer<AVFrame>, _ index: Int) -> UnsafeMutablePointer<UInt8>? {
+        let offset =
+            MemoryLayout<AVFrame>.offset(of: \AVFrame.data)! + index * MemoryLayout<UnsafeMutablePointer<UInt8>?>.stride
+        return UnsafeMutableRawPointer(frame).load(fromByteOffset: offset, as: UnsafeMutablePointer<UInt8>?.self)
+    }
 
-/// The line size (stride in bytes) of plane `index` of a frame.
-func lineSize(_ frame: UnsafeMutablePointer<AVFrame>, _ index: Int) -> Int32 {
-    let offset = MemoryLayout<AVFrame>.offset(of: \AVFrame.linesize)! + index * MemoryLayout<Int32>.stride
-    return UnsafeMutableRawPointer(frame).load(fromByteOffset: offset, as: Int32.self)
+    /// The line size (stride in bytes) of plane `index` of a frame.
+    private static func lineSize(_ frame: UnsafeMutablePointer<AVFrame>, _ index: Int) -> Int32 {
+        let offset = MemoryLayout<AVFrame>.offset(of: \AVFrame.linesize)! + index * MemoryLayout<Int32>.stride
+        return UnsafeMutableRawPointer(frame).load(fromByteOffset: offset, as: Int32.self)
+    }
 }

@@ -76,8 +76,27 @@ public struct Container: Sendable, Equatable {
     }
 }
 
+/// One source stream and how to re-encode it.
+public struct StreamEncoding<Encoding: Sendable & Equatable>: Sendable, Equatable {
+    /// The source stream's index.
+    public var stream: Int
+    public var encoding: Encoding
+    public init(stream: Int, encoding: Encoding) {
+        self.stream = stream
+        self.encoding = encoding
+    }
+}
+
 /// Everything one export needs, as plain values. Paths are absolute.
 public struct TranscodePlan: Sendable {
+    /// What an export does with the source's streams.
+    public enum Mode: Sendable, Equatable {
+        /// Decode and re-encode the video stream, the audio stream, or both (nil leaves one out).
+        case transcode(video: StreamEncoding<VideoEncoding>?, audio: StreamEncoding<AudioEncoding>?)
+        /// Copy these streams' packets unchanged (remux).
+        case copy(streams: [Int])
+    }
+
     public var inputPath: String
     /// Where to write; must not exist. The caller renames it into place.
     public var outputPath: String
@@ -89,13 +108,7 @@ public struct TranscodePlan: Sendable {
     /// Optional time range within the source, in seconds from its start.
     public var startSeconds: Double?
     public var endSeconds: Double?
-    /// Stream to transcode and how; nil leaves video out.
-    public var videoStream: Int?
-    public var video: VideoEncoding?
-    public var audioStream: Int?
-    public var audio: AudioEncoding?
-    /// Streams to copy unchanged (Passthrough). When non-empty, video and audio must be nil.
-    public var copyStreams: [Int]
+    public var mode: Mode
     public var policy: InputPolicy
     /// Threads the video decoder and encoder may each use (the scaler always uses one): 0 lets them
     /// choose (every core; x264 takes 1.5 per core); 1 keeps them single-threaded, for a worker that
@@ -103,24 +116,19 @@ public struct TranscodePlan: Sendable {
     public var threads: Int
 
     public init(
-        inputPath: String, outputPath: String, container: Container, faststart: Bool = true,
+        inputPath: String, outputPath: String, container: Container, mode: Mode, faststart: Bool = true,
         metadata: [String: String] = [:], startSeconds: Double? = nil, endSeconds: Double? = nil,
-        videoStream: Int? = nil, video: VideoEncoding? = nil, audioStream: Int? = nil, audio: AudioEncoding? = nil,
-        copyStreams: [Int] = [], policy: InputPolicy = .standard, threads: Int = 0
+        policy: InputPolicy = .standard, threads: Int = 0
     ) {
         self.threads = max(0, threads)
         self.inputPath = inputPath
         self.outputPath = outputPath
         self.container = container
+        self.mode = mode
         self.faststart = faststart
         self.metadata = metadata
         self.startSeconds = startSeconds
         self.endSeconds = endSeconds
-        self.videoStream = videoStream
-        self.video = video
-        self.audioStream = audioStream
-        self.audio = audio
-        self.copyStreams = copyStreams
         self.policy = policy
     }
 }
@@ -143,8 +151,13 @@ public struct TranscodeProgress: Sendable, Equatable {
 }
 
 /// What an export produced.
-public struct TranscodeOutcome: Sendable {
+public struct TranscodeOutcome: Sendable, Equatable {
+    /// Bytes of the finished file.
     public var bytes: Int64
-    public var videoFrames: Int
-    public var audioFrames: Int
+    /// Video frames encoded (0 when copying).
+    public var videoFramesEncoded: Int
+    /// Audio frames encoded (0 when copying).
+    public var audioFramesEncoded: Int
+    /// Packets copied unchanged (0 when re-encoding).
+    public var packetsCopied: Int
 }

@@ -1,10 +1,9 @@
-internal import CFFmpeg
 internal import CFFmpegShim
 import Foundation
 
-/// Runs one `TranscodePlan` on the calling thread: FFmpeg's transcode loop (demux → decode →
-/// scale/rotate → encode → mux, and decode → resample → FIFO → AAC → mux), or a remux when the plan
-/// copies streams.
+/// Runs one `TranscodePlan` on the calling thread: a `TranscodePipeline` (demux → decode →
+/// scale/rotate → encode → mux, and decode → resample → FIFO → AAC → mux) for `.transcode`, or a
+/// `RemuxPipeline` for `.copy`.
 ///
 /// Blocking: call it from a dedicated thread, never from Swift's cooperative pool. Raising `cancel`
 /// stops it within one packet (and interrupts a blocking read). On any failure the partially written
@@ -24,30 +23,34 @@ public enum Transcoder {
         // one after another in one process does not keep the largest one's footprint forever.
         defer { reel_trim_heap() }
         // Copying packets needs no decoded frames: the header suffices where it describes the streams.
-        let analysis: InputFile.Analysis = plan.copyStreams.isEmpty ? .full : .headerSuffices
+        let analysis: InputFile.Analysis
+        if case .copy = plan.mode { analysis = .headerSuffices } else { analysis = .full }
         let input = try InputFile(path: plan.inputPath, policy: plan.policy, interrupt: cancel, analysis: analysis)
         input.heartbeat = heartbeat
         if cancel.isRaised { throw MediaError.cancelled() }
         try validate(plan, against: input.info)
-        if plan.copyStreams.isEmpty {
-            let job = try TranscodeJob(
-                plan: plan, input: input, cancel: cancel, heartbeat: heartbeat, progress: progress)
-            return try job.run()
-        } else {
+        switch plan.mode {
+        case .transcode(let video, let audio):
+            let pipeline = try TranscodePipeline(
+                plan: plan, video: video, audio: audio, input: input, cancel: cancel, heartbeat: heartbeat,
+                progress: progress)
+            return try pipeline.run()
+        case .copy(let streams):
             do {
-                let job = try RemuxJob(
-                    plan: plan, input: input, cancel: cancel, heartbeat: heartbeat, progress: progress)
-                return try job.run()
-            } catch  where error.call == RemuxJob.reservationTooSmall {
+                let pipeline = try RemuxPipeline(
+                    plan: plan, streams: streams, input: input, cancel: cancel, heartbeat: heartbeat,
+                    progress: progress)
+                return try pipeline.run()
+            } catch  where error.kind == .moovReservationTooSmall {
                 // The moov did not fit the space reserved for it: copy again with the classic rewrite.
                 unlink(plan.outputPath)
                 let again = try InputFile(
                     path: plan.inputPath, policy: plan.policy, interrupt: cancel, analysis: analysis)
                 again.heartbeat = heartbeat
-                let job = try RemuxJob(
-                    plan: plan, input: again, cancel: cancel, heartbeat: heartbeat, progress: progress,
-                    reserveMoov: false)
-                return try job.run()
+                let pipeline = try RemuxPipeline(
+                    plan: plan, streams: streams, input: again, cancel: cancel, heartbeat: heartbeat,
+                    progress: progress, reserveMoov: false)
+                return try pipeline.run()
             }
         }
     }
@@ -66,9 +69,13 @@ public enum Transcoder {
                     message: "stream \(index) is not \(role == "audio" ? "an" : "a") \(role) stream")
             }
         }
-        try require(plan.videoStream, .video, "video")
-        try require(plan.audioStream, .audio, "audio")
-        for index in plan.copyStreams { try require(index, nil, "copied") }
+        switch plan.mode {
+        case .transcode(let video, let audio):
+            try require(video?.stream, .video, "video")
+            try require(audio?.stream, .audio, "audio")
+        case .copy(let streams):
+            for index in streams { try require(index, nil, "copied") }
+        }
     }
 
     /// The muxer options every export uses.
@@ -104,47 +111,4 @@ public enum Transcoder {
         }
         progress(TranscodeProgress(phase: .finalizing, fraction: 1 - share, frames: frames, mediaSeconds: mediaSeconds))
     }
-}
-
-/// The part of the source an export covers, on the source's own clock.
-struct TimeWindow {
-    /// Source time (microseconds) that becomes 0 in the output.
-    let originMicroseconds: Int64
-    /// Source time (microseconds) where the output ends, when a range end was asked for.
-    let endMicroseconds: Int64?
-    /// Seconds of media the export covers (the progress bar's length).
-    let totalSeconds: Double
-    /// Whether the export starts after the source's start: a seek and a cut.
-    let hasRangeStart: Bool
-
-    init(plan: TranscodePlan, info: MediaInfo) {
-        let start = saneStart(info.startSeconds)
-        let rangeStart = plan.startSeconds ?? 0
-        originMicroseconds = start + Int64((rangeStart * Double(AV_TIME_BASE)).rounded())
-        endMicroseconds = plan.endSeconds.map { start + Int64(($0 * Double(AV_TIME_BASE)).rounded()) }
-        let rangeEnd = plan.endSeconds.map { min($0, info.durationSeconds) } ?? info.durationSeconds
-        totalSeconds = max(rangeEnd - rangeStart, 0.001)
-        hasRangeStart = rangeStart > 0
-    }
-}
-
-/// A timestamp, or nil when it is missing or so large that arithmetic on it could overflow (only a
-/// corrupt or hostile file has those).
-func sane(_ value: Int64) -> Int64? {
-    value == reel_nopts_value() || value > 1 << 62 || value < -(1 << 62) ? nil : value
-}
-
-/// The container's start time in microseconds, or 0 when it is absurd.
-func saneStart(_ seconds: Double) -> Int64 {
-    guard seconds.isFinite, abs(seconds) < 1e9 else { return 0 }
-    return Int64((seconds * Double(AV_TIME_BASE)).rounded())
-}
-
-/// Converts seconds to a stream's time base.
-func toTimeBase(_ seconds: Double, _ timeBase: AVRational) -> Int64 {
-    Int64((seconds * Double(timeBase.den) / Double(timeBase.num)).rounded())
-}
-
-func seconds(_ value: Int64, _ timeBase: AVRational) -> Double {
-    Double(value) * Double(timeBase.num) / Double(timeBase.den)
 }

@@ -1,22 +1,23 @@
 internal import CFFmpeg
 internal import CFFmpegShim
 
-/// Receives encoded packets, ready for the muxer (stream index and time base already set).
-typealias PacketSink = (Packet) throws(MediaError) -> Void
-
-/// The decoding half of the video path, run on the pipeline's reader thread: decoder → scaler
+/// The decoding half of the video path, run on a transcode's reader thread: decoder → scaler
 /// (→ rotation) into frames taken from a bounded pool, with timestamps carried from the source
 /// (variable frame rate preserved) and an optional frame-rate cap. Ready frames go to `emit`.
-final class VideoLane {
+final class VideoDecodeStage {
     let inputIndex: Int
-    let inputStream: UnsafeMutablePointer<AVStream>
+    /// Keeps the context `inputStream` points into alive.
+    private let input: InputFile
+    private let inputStream: UnsafeMutablePointer<AVStream>
     private let decoder: Decoder
     private let encoding: VideoEncoding
+    /// The frames' pixel format (8- or 10-bit 4:2:0).
     let outputFormat: AVPixelFormat
     private var scaler: Scaler?
     /// Scaled, not yet rotated (only when rotating).
     private var scaled: Frame?
     private let decoded: Frame
+    /// The source's time base, which the frames' timestamps keep.
     let timeBase: AVRational
     /// The output frame rate: the source's, capped by the preset.
     let frameRate: AVRational
@@ -29,28 +30,32 @@ final class VideoLane {
     private var nextSlot: Double = -.infinity
     private let frameDuration: Int64
     /// Free frames of the output size; a frame comes back here once the encoder is done with it.
-    let pool: BoundedQueue<Handoff<Frame>>
-    /// Receives each ready frame (its pts in `timeBase`).
-    var emit: ((Frame) throws(MediaError) -> Void)?
-    private(set) var framesProduced = 0
+    private let pool: BoundedQueue<Frame>
+    /// Receives each ready frame (its pts in `timeBase`); the frame is not touched again until it
+    /// comes back through `pool`.
+    private let emit: (Frame) throws(MediaError) -> Void
     private(set) var mediaSeconds = 0.0
     private(set) var finished = false
 
+    /// Opens the decoder for stream `streamIndex` of `input` and fills `pool` with `poolSize` frames.
     init(
-        input: InputFile, streamIndex: Int, encoding: VideoEncoding, originMicroseconds: Int64,
-        endMicroseconds: Int64?, hasRangeStart: Bool, poolSize: Int, decoderThreads: Int
+        input: InputFile, streamIndex: Int, encoding: VideoEncoding, window: TimeWindow, pool: BoundedQueue<Frame>,
+        poolSize: Int, decoderThreads: Int, emit: @escaping (Frame) throws(MediaError) -> Void
     ) throws(MediaError) {
+        self.input = input
         inputIndex = streamIndex
         inputStream = input.stream(streamIndex)
         self.encoding = encoding
+        self.pool = pool
+        self.emit = emit
         decoder = try Decoder(stream: inputStream, index: streamIndex, threads: decoderThreads)
         let timeBase = inputStream.pointee.time_base
         self.timeBase = timeBase
         let microseconds = reel_time_base_q()
-        let origin = av_rescale_q(originMicroseconds, microseconds, timeBase)
+        let origin = av_rescale_q(window.originMicroseconds, microseconds, timeBase)
         originPts = origin
-        dropBeforePts = hasRangeStart ? origin : nil
-        endPts = endMicroseconds.map { av_rescale_q($0, microseconds, timeBase) }
+        dropBeforePts = window.hasRangeStart ? origin : nil
+        endPts = window.endMicroseconds.map { av_rescale_q($0, microseconds, timeBase) }
         decoded = try Frame()
         let format = encoding.tenBit ? AV_PIX_FMT_YUV420P10LE : AV_PIX_FMT_YUV420P
         outputFormat = format
@@ -61,16 +66,19 @@ final class VideoLane {
         }
         frameRate = rate
         frameDuration = max(1, av_rescale_q(1, av_inv_q(rate), timeBase))
-        pool = BoundedQueue(capacity: poolSize)
         for _ in 0..<poolSize {
-            try pool.push(
-                Handoff(try Frame(width: Int32(encoding.width), height: Int32(encoding.height), format: format)))
+            try pool.push(try Frame(width: Int32(encoding.width), height: Int32(encoding.height), format: format))
         }
         if encoding.rotation == 90 || encoding.rotation == 270 {
             scaled = try Frame(width: Int32(encoding.height), height: Int32(encoding.width), format: format)
         } else if encoding.rotation == 180 {
             scaled = try Frame(width: Int32(encoding.width), height: Int32(encoding.height), format: format)
         }
+    }
+
+    /// What the encoder needs to know of the source stream: its parameters (colours) and language.
+    func describeSource() throws(MediaError) -> (parameters: CodecParameters, language: String?) {
+        (try CodecParameters(copying: inputStream.pointee.codecpar), input.language(ofStream: inputIndex))
     }
 
     /// Decodes one packet and emits whatever frames it yields.
@@ -129,23 +137,21 @@ final class VideoLane {
                 keepColorSpace: encoding.color == .keepSource, threads: 1)
         }
         // A free frame from the pool; waits while the encoder holds them all (back-pressure).
-        guard let target = try pool.pop()?.value else {
+        guard let target = try pool.pop() else {
             throw MediaError(kind: .internalFailure, call: "pipeline", message: "the frame pool was closed")
         }
         try target.makeWritable()
         if let scaled {
             try scaled.makeWritable()
             try scaler!.scale(frame, into: scaled.pointer)
-            Rotator.rotate(scaled.pointer, into: target.pointer, degrees: encoding.rotation)
+            try Rotator.rotate(scaled.pointer, into: target.pointer, degrees: encoding.rotation)
         } else {
             try scaler!.scale(frame, into: target.pointer)
         }
         target.pointer.pointee.pts = outputPts
         target.pointer.pointee.pict_type = AV_PICTURE_TYPE_NONE
         target.pointer.pointee.sample_aspect_ratio = AVRational(num: 1, den: 1)
-        framesProduced += 1
         mediaSeconds = seconds(outputPts, timeBase)
-        guard let emit else { throw MediaError(kind: .internalFailure, call: "pipeline", message: "no frame consumer") }
         try emit(target)
     }
 }

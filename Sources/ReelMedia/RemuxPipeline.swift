@@ -2,9 +2,9 @@ internal import CFFmpeg
 internal import CFFmpegShim
 
 /// A Passthrough export: copies the chosen streams' packets unchanged into a new container
-/// (remux), with faststart. A time range cuts at the keyframe at or before its start.
-final class RemuxJob {
-    private let plan: TranscodePlan
+/// (remux), with faststart. A time range cuts at the keyframe at or before its start. One thread:
+/// copying is cheap, the disk is the limit.
+final class RemuxPipeline {
     private let input: InputFile
     private let output: OutputFile
     private let cancel: CancellationFlag
@@ -19,14 +19,14 @@ final class RemuxJob {
     private var packets = 0
     /// Bytes reserved at the front for the moov (nil: faststart rewrites the file at the end).
     private let reservedMoovBytes: Int?
-    /// The `call` of the error thrown when the reservation turns out too small.
-    static let reservationTooSmall = "moov_size"
 
+    /// Creates the output with a copy of each of `streams` and writes its header. With `reserveMoov`
+    /// (and faststart), room for the moov is reserved at the front; when it turns out too small,
+    /// `run` throws `moovReservationTooSmall` and the remux is redone without.
     init(
-        plan: TranscodePlan, input: InputFile, cancel: CancellationFlag, heartbeat: Heartbeat,
+        plan: TranscodePlan, streams: [Int], input: InputFile, cancel: CancellationFlag, heartbeat: Heartbeat,
         progress: @escaping (TranscodeProgress) -> Void, reserveMoov: Bool = true
     ) throws(MediaError) {
-        self.plan = plan
         self.input = input
         self.cancel = cancel
         self.progress = progress
@@ -34,11 +34,11 @@ final class RemuxJob {
         let info = input.info
         window = TimeWindow(plan: plan, info: info)
         originMicroseconds = window.originMicroseconds
-        videoIndex = plan.copyStreams.first { info.streams[$0].kind == .video }
+        videoIndex = streams.first { info.streams[$0].kind == .video }
 
         output = try OutputFile(path: plan.outputPath, muxer: plan.container.muxer)
         output.heartbeat = heartbeat
-        for index in plan.copyStreams {
+        for index in streams {
             let source = input.stream(index)
             let parameters = source.pointee.codecpar!
             let name = String(cString: avcodec_get_name(parameters.pointee.codec_id))
@@ -71,39 +71,9 @@ final class RemuxJob {
         // room for the moov up front instead (a generous estimate from the sample counts).
         reservedMoovBytes =
             plan.faststart && reserveMoov
-            ? RemuxJob.estimateMoovBytes(input: input, streams: plan.copyStreams, metadata: plan.metadata) : nil
+            ? MoovEstimate.bytes(input: input, streams: streams, metadata: plan.metadata) : nil
         try output.writeHeader(
             metadata: plan.metadata, options: Transcoder.muxerOptions(plan, reservedMoovBytes: reservedMoovBytes))
-    }
-
-    /// An upper bound of the moov's size: per sample at most a size, a decode delta, a composition
-    /// offset, a sync entry and a chunk entry (36 bytes), plus headers, edit lists and metadata.
-    static func estimateMoovBytes(input: InputFile, streams: [Int], metadata: [String: String]) -> Int {
-        var bytes = 16_384 + metadata.reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count + 64 }
-        for index in streams {
-            let stream = input.stream(index)
-            let parameters = stream.pointee.codecpar.pointee
-            var samples = Double(stream.pointee.nb_frames)
-            if samples <= 0 {
-                let seconds =
-                    stream.pointee.duration > 0 && stream.pointee.duration != reel_nopts_value()
-                    ? Double(stream.pointee.duration) * av_q2d(stream.pointee.time_base) : input.info.durationSeconds
-                let rate: Double
-                switch parameters.codec_type {
-                case AVMEDIA_TYPE_VIDEO:
-                    let guess = av_guess_frame_rate(input.context, stream, nil)
-                    rate = guess.num > 0 && guess.den > 0 ? min(av_q2d(guess), 240) : 60
-                case AVMEDIA_TYPE_AUDIO:
-                    let frame = parameters.frame_size > 0 ? Double(parameters.frame_size) : 1024
-                    rate = Double(max(parameters.sample_rate, 8000)) / frame
-                default:
-                    rate = 10
-                }
-                samples = max(0, seconds) * rate
-            }
-            bytes += 2_048 + Int(samples * 1.25 * 36) + Int(parameters.extradata_size)
-        }
-        return min(bytes, 256 << 20)
     }
 
     func run() throws(MediaError) -> TranscodeOutcome {
@@ -191,11 +161,12 @@ final class RemuxJob {
             where reservedMoovBytes != nil && error.code == reel_averror(EINVAL) && error.call == "av_write_trailer"
         {
             throw MediaError(
-                kind: .internalFailure, call: RemuxJob.reservationTooSmall, code: error.code,
+                kind: .moovReservationTooSmall, call: "moov_size", code: error.code,
                 message: "the space reserved for the moov was too small")
         }
         output.onWrite = nil
         progress(TranscodeProgress(phase: .finalizing, fraction: 1, frames: packets, mediaSeconds: mediaSeconds))
-        return TranscodeOutcome(bytes: output.bytesWritten, videoFrames: packets, audioFrames: 0)
+        return TranscodeOutcome(
+            bytes: output.bytesWritten, videoFramesEncoded: 0, audioFramesEncoded: 0, packetsCopied: packets)
     }
 }

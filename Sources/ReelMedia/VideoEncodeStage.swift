@@ -1,19 +1,23 @@
 internal import CFFmpeg
 internal import CFFmpegShim
 
-/// The encoding half of the video path, run on the pipeline's encoder thread: takes scaled frames,
+/// The encoding half of the video path, run on a transcode's writer thread: takes scaled frames,
 /// encodes them (libx264 or libx265) and hands packets to the muxer.
-final class VideoEncoderStage {
+final class VideoEncodeStage {
     private let encoder: Encoder
+    /// Keeps the context `outputStream` points into alive.
+    private let output: OutputFile
     private let outputStream: UnsafeMutablePointer<AVStream>
     private let packet: Packet
-    private(set) var framesEncoded = 0
 
-    /// Opens the encoder for `encoding` and adds its stream to `output` (before the header is written).
+    /// Opens the encoder for `encoding` and adds its stream to `output` (before the header is
+    /// written). `source` describes the source stream (its colours), `language` is its tag; frames
+    /// come in `format`, with timestamps in `timeBase`.
     init(
-        inputStream: UnsafeMutablePointer<AVStream>, encoding: VideoEncoding, format: AVPixelFormat,
+        encoding: VideoEncoding, source: CodecParameters, language: String?, format: AVPixelFormat,
         timeBase: AVRational, frameRate: AVRational, threads: Int, output: OutputFile
     ) throws(MediaError) {
+        self.output = output
         packet = try Packet()
         encoder = try Encoder(name: encoding.codec.encoderName)
         let context = encoder.context
@@ -31,7 +35,7 @@ final class VideoEncoderStage {
             context.pointee.rc_max_rate = Int64(maxBitrate)
             context.pointee.rc_buffer_size = Int32(clamping: bufferSize)
         }
-        let parameters = inputStream.pointee.codecpar.pointee
+        let parameters = source.pointer.pointee
         switch encoding.color {
         case .bt709:
             context.pointee.color_primaries = AVCOL_PRI_BT709
@@ -64,7 +68,7 @@ final class VideoEncoderStage {
             // Apple players accept HEVC in MP4/QuickTime only with the 'hvc1' sample entry.
             outputStream.pointee.codecpar.pointee.codec_tag = reel_mktag(0x68, 0x76, 0x63, 0x31)
         }
-        if let language = readDictionary(inputStream.pointee.metadata)["language"] {
+        if let language {
             try check(av_dict_set(&outputStream.pointee.metadata, "language", language, 0), "av_dict_set")
         }
     }
@@ -72,13 +76,12 @@ final class VideoEncoderStage {
     /// Encodes one frame (whose pts is in the encoder's time base) and writes what comes out.
     func encode(_ frame: Frame, to sink: PacketSink) throws(MediaError) {
         try encoder.send(frame.pointer)
-        framesEncoded += 1
-        try encoder.drain(into: packet, for: outputStream, to: sink)
+        try encoder.drain(into: packet, for: StreamTarget(outputStream), to: sink)
     }
 
     /// Flushes the encoder at the end of the input.
     func flush(to sink: PacketSink) throws(MediaError) {
         try encoder.send(nil)
-        try encoder.drain(into: packet, for: outputStream, to: sink)
+        try encoder.drain(into: packet, for: StreamTarget(outputStream), to: sink)
     }
 }

@@ -1,0 +1,48 @@
+/// The writer side of a transcode: owns the output file and the video encode stage. While the
+/// reader reads, it runs on its own thread, encoding the frames and writing every packet that comes
+/// through the work queue; once joined, the reader finishes the file with it (the trailer).
+final class TranscodeWriter {
+    private let output: OutputFile
+    private let video: VideoEncodeStage?
+    private let queues: PipelineQueues
+
+    init(output: OutputFile, video: VideoEncodeStage?, queues: PipelineQueues) {
+        self.output = output
+        self.video = video
+        self.queues = queues
+    }
+
+    /// Hands a packet to the muxer (audio-only exports, where no writer thread runs).
+    func write(_ packet: Packet) throws(MediaError) { try output.write(packet) }
+
+    /// The writer thread: encodes video frames, writes every packet, and flushes the encoder once
+    /// the reader closes the work queue.
+    func encodeAndWrite() throws(MediaError) {
+        let output = output
+        let write: PacketSink = { (encoded: Packet) throws(MediaError) in try output.write(encoded) }
+        while let item = try queues.work.pop() {
+            switch item {
+            case .frame(let frame):
+                try video?.encode(frame, to: write)
+                queues.framesEncoded.wrappingAdd(1, ordering: .relaxed)
+                try queues.freeFrames.push(frame)
+            case .packet(let carrier):
+                try output.write(carrier)
+                try queues.freePackets.push(carrier)
+            }
+        }
+        try video?.flush(to: write)
+    }
+
+    /// Writes the trailer (the faststart rewrite, reported as `finalizing` through `progress` from
+    /// `share` of the bar) and syncs the file; returns the bytes written.
+    func finish(
+        share: Double, frames: Int, mediaSeconds: Double, progress: @escaping (TranscodeProgress) -> Void
+    ) throws(MediaError) -> Int64 {
+        Transcoder.reportFinalizing(
+            output: output, share: share, frames: frames, mediaSeconds: mediaSeconds, progress: progress)
+        try output.finish()
+        output.onWrite = nil
+        return output.bytesWritten
+    }
+}
