@@ -10,9 +10,6 @@ public final class Heartbeat: Sendable {
     /// Records progress. Cheap enough for every packet.
     func beat() { count.wrappingAdd(1, ordering: .relaxed) }
 
-    /// Records progress from outside the pipeline (tests of watchdogs).
-    public func beatForTesting() { beat() }
-
     /// The number of beats so far.
     public var value: Int { count.load(ordering: .relaxed) }
 }
