@@ -7,12 +7,16 @@ import Synchronization
 ///
 /// Configure the properties, then call `export()` once. The work runs on a dedicated thread, never on
 /// Swift's cooperative pool. The output appears at `outputURL` only when complete: it is written as a
-/// hidden temporary file in the same folder and renamed into place; a failed or cancelled export
-/// leaves nothing behind. Thread-safe: every property may be read from any thread while exporting.
+/// hidden temporary file in the same folder (`TemporaryOutput`) and renamed into place; a failed or
+/// cancelled export leaves nothing behind. Thread-safe: every property may be read from any thread
+/// while exporting.
 public final class ExportSession: Sendable {
     /// Where an export stands (`AVAssetExportSession.Status`).
     public enum Status: String, Sendable, Codable {
         case unknown, waiting, exporting, completed, failed, cancelled
+
+        /// Completed, failed or cancelled: nothing changes any more.
+        var isFinal: Bool { self == .completed || self == .failed || self == .cancelled }
     }
 
     /// One progress report.
@@ -58,6 +62,8 @@ public final class ExportSession: Sendable {
         var stallTimeout: TimeInterval = 120
         var forceTranscode = false
         var codecThreads = 0
+        var temporaryTag: String?
+        var publishGate: (@Sendable () throws(ExportError) -> Void)?
         var status = Status.unknown
         var progress = Progress(
             status: .unknown, phase: .transcoding, fraction: 0, frames: 0, framesPerSecond: 0, elapsedSeconds: 0)
@@ -136,12 +142,26 @@ public final class ExportSession: Sendable {
         get { state.withLock { $0.codecThreads } }
         set { state.withLock { $0.codecThreads = max(0, newValue) } }
     }
+    /// Names this attempt's temporary file (`TemporaryOutput.url(for:tag:)`): a queue passes
+    /// `<job id>-<attempt>` so it can tell attempts apart; nil (the default) picks a random tag.
+    public var temporaryTag: String? {
+        get { state.withLock { $0.temporaryTag } }
+        set { state.withLock { $0.temporaryTag = newValue } }
+    }
+    /// Called on the export's thread once the file is complete, right before it is moved into
+    /// place. Throwing aborts the export with that error and removes the file: a queue that lost its
+    /// lease on the job, for instance, must not publish.
+    public var publishGate: (@Sendable () throws(ExportError) -> Void)? {
+        get { state.withLock { $0.publishGate } }
+        set { state.withLock { $0.publishGate = newValue } }
+    }
     /// Seconds without any sign of life (a packet read, bytes written) before the export is stopped
     /// and fails as `stalled`. Default 120.
     public var stallTimeout: TimeInterval {
         get { state.withLock { $0.stallTimeout } }
         set { state.withLock { $0.stallTimeout = max(0.05, newValue) } }
     }
+    /// Where the export stands.
     public var status: Status { state.withLock { $0.status } }
     /// 0…1.
     public var progress: Double { state.withLock { $0.progress.fraction } }
@@ -157,7 +177,7 @@ public final class ExportSession: Sendable {
     public var progressUpdates: AsyncStream<Progress> {
         let (stream, continuation) = AsyncStream.makeStream(of: Progress.self, bufferingPolicy: .bufferingNewest(64))
         let finished: Progress? = state.withLock { state in
-            if [.completed, .failed, .cancelled].contains(state.status) { return state.progress }
+            if state.status.isFinal { return state.progress }
             let id = state.nextObserver
             state.nextObserver += 1
             state.observers[id] = continuation
@@ -237,32 +257,18 @@ public final class ExportSession: Sendable {
     }
 
     private func run(started: Date) throws(ExportError) -> Result {
-        if cancelFlag.isRaised { throw ExportError(.cancelled, "the export was cancelled") }
+        if cancelFlag.isRaised { throw ExportSession.cancelled() }
         guard let destination = outputURL?.standardizedFileURL else {
             throw ExportError(.invalidArgument, "no output URL was set")
         }
         var decision = try determineCompatibility()
-        let overwrite = overwritesExistingFile
-        let folder = destination.deletingLastPathComponent()
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: folder.path, isDirectory: &isDirectory), isDirectory.boolValue
-        else {
-            throw ExportError(.outputFailed, "the output folder \(folder.path) does not exist")
-        }
-        if !overwrite, FileManager.default.fileExists(atPath: destination.path) {
-            throw ExportError(.outputExists, "\(destination.path) already exists (use overwrite to replace it)")
-        }
-        if destination.standardizedFileURL.resolvingSymlinksInPath().path
-            == asset.url.standardizedFileURL.resolvingSymlinksInPath().path
-        {
-            throw ExportError(.invalidArgument, "the output would replace the asset itself")
-        }
-        let temporary = folder.appendingPathComponent(
-            ".\(destination.lastPathComponent).reel-\(UUID().uuidString.prefix(8)).partial")
-        decision.plan.outputPath = temporary.path
+        let (overwrite, tag, gate) = state.withLock { ($0.overwrite, $0.temporaryTag, $0.publishGate) }
+        let output = try OutputPublisher(
+            destination: destination, asset: asset.url, tag: tag ?? TemporaryOutput.randomTag(), overwrite: overwrite)
+        decision.plan.outputPath = output.temporary.path
         decision.plan.threads = codecThreads
-        setStatus(.exporting, started: started)
-        defer { unlink(temporary.path) }
+        setStatus(.exporting)
+        defer { output.discard() }
         let watchdog = Watchdog(timeout: stallTimeout, cancel: cancelFlag)
         let plan = decision.plan
         let outcome = watchdog.run { [self, cancelFlag] heartbeat throws(MediaError) in
@@ -278,15 +284,16 @@ public final class ExportSession: Sendable {
         }
         switch outcome {
         case .none:
-            throw ExportError(.cancelled, "the export was cancelled (its decoder did not return and was abandoned)")
+            throw ExportSession.cancelled(detail: "its decoder did not return and was abandoned")
         case .failure(let error):
-            if cancelFlag.isRaised { throw ExportError(.cancelled, "the export was cancelled") }
+            if cancelFlag.isRaised { throw ExportSession.cancelled() }
             throw ExportError(error)
         case .success:
             break
         }
-        if cancelFlag.isRaised { throw ExportError(.cancelled, "the export was cancelled") }
-        try ExportSession.moveIntoPlace(temporary, destination, overwrite: overwrite)
+        if cancelFlag.isRaised { throw ExportSession.cancelled() }
+        try gate?()
+        try output.publish()
         do {
             var result = try ExportSession.summarize(destination, started: started)
             result.method = decision.method
@@ -298,28 +305,9 @@ public final class ExportSession: Sendable {
         }
     }
 
-    /// Renames the finished file into place; without overwrite, never replaces a file that appeared
-    /// meanwhile (a hard link fails if the name exists).
-    static func moveIntoPlace(_ temporary: URL, _ destination: URL, overwrite: Bool) throws(ExportError) {
-        if overwrite {
-            if rename(temporary.path, destination.path) != 0 {
-                throw ExportError(
-                    .outputFailed, "cannot move the output into place: \(String(cString: strerror(errno)))")
-            }
-            return
-        }
-        if link(temporary.path, destination.path) != 0 {
-            let code = errno
-            if code == EEXIST { throw ExportError(.outputExists, "\(destination.path) already exists") }
-            // File systems without hard links: fall back to a plain rename after a last check.
-            if FileManager.default.fileExists(atPath: destination.path) {
-                throw ExportError(.outputExists, "\(destination.path) already exists")
-            }
-            if rename(temporary.path, destination.path) != 0 {
-                throw ExportError(
-                    .outputFailed, "cannot move the output into place: \(String(cString: strerror(errno)))")
-            }
-        }
+    /// The error of a cancelled export.
+    private static func cancelled(detail: String? = nil) -> ExportError {
+        ExportError(.cancelled, "the export was cancelled" + (detail.map { " (\($0))" } ?? ""))
     }
 
     /// Reads the finished file back to report what it holds.
@@ -339,7 +327,7 @@ public final class ExportSession: Sendable {
             elapsedSeconds: Date().timeIntervalSince(started), method: .transcode, decision: "")
     }
 
-    private func setStatus(_ status: Status, started: Date) {
+    private func setStatus(_ status: Status) {
         let (snapshot, observers, handler) = state.withLock { state in
             state.status = status
             state.progress.status = status
@@ -349,12 +337,15 @@ public final class ExportSession: Sendable {
         handler?(snapshot)
     }
 
-    private func publish(_ update: TranscodeProgress, started: Date) {
+    /// Records a progress report and passes it on (at most every 0.1 s, and on a phase change). A
+    /// no-op once the session has finished: a thread the watchdog abandoned may still report.
+    func publish(_ update: TranscodeProgress, started: Date) {
         let now = Date()
         let elapsed = now.timeIntervalSince(started)
         let (snapshot, observers, handler):
             (Progress, [AsyncStream<Progress>.Continuation], (@Sendable (Progress) -> Void)?) = state.withLock {
                 state in
+                if state.status.isFinal { return (state.progress, [], nil) }
                 let fps = elapsed > 0 ? Double(update.frames) / elapsed : 0
                 let remaining = update.fraction > 0.02 ? elapsed * (1 - update.fraction) / update.fraction : nil
                 let phaseChanged = state.progress.phase != update.phase

@@ -197,13 +197,8 @@ struct IsolatedRunner: ExportRunner {
 }
 
 extension JobSpec {
-    /// Removes `.<name>.reel-*.partial` files an interrupted export left beside the output.
+    /// Removes the temporary files (`TemporaryOutput`) interrupted exports left beside the output.
     func removeTemporaryOutputs() {
-        let output = URL(fileURLWithPath: self.output)
-        let folder = output.deletingLastPathComponent().path
-        let prefix = ".\(output.lastPathComponent).reel-"
-        for name in FileSystem.names(in: folder) where name.hasPrefix(prefix) && name.hasSuffix(".partial") {
-            unlink(folder + "/" + name)
-        }
+        TemporaryOutput.removeLeftovers(for: URL(fileURLWithPath: output))
     }
 }
