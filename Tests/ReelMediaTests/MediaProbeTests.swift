@@ -1,7 +1,8 @@
 import Foundation
-import ReelMedia
 import TestSupport
 import Testing
+
+@testable import ReelMedia
 
 /// ReelMedia's reader agrees with ffprobe, and its input policy refuses what it should.
 @Suite("Media probe")
@@ -41,7 +42,8 @@ struct MediaProbeTests {
     }
 
     @Test func tenBitHEVCIsReportedAsSuch() async throws {
-        let video = try #require(try MediaProbe.probe(path: try await Fixtures.url(Fixtures.hevc10).path).bestVideoStream)
+        let video = try #require(
+            try MediaProbe.probe(path: try await Fixtures.url(Fixtures.hevc10).path).bestVideoStream)
         #expect(video.bitDepth == 10 && video.codec == "hevc" && video.chromaSubsampling == "4:2:0")
         #expect(video.codecTag == "hvc1")
     }
@@ -85,10 +87,31 @@ struct MediaProbeTests {
         #expect(MediaCapabilities.canDecode("prores"))
     }
 
-    @Test func cancellationFlagIsSharedAcrossThreads() async {
+    /// The flag reaches FFmpeg: raised by another thread, it makes the input's next read from the
+    /// file (not from the buffer AVIO already holds) fail as cancelled, through the interrupt callback.
+    @Test func aFlagRaisedElsewhereStopsFFmpegsReads() async throws {
+        let url = try await Fixtures.url(Fixtures.long)
         let flag = CancellationFlag()
-        #expect(!flag.isRaised)
-        await Task.detached { flag.raise() }.value
-        #expect(flag.isRaised)
+        let outcome = try await onOwnThread { () throws -> (before: Int, error: MediaError?) in
+            let input = try InputFile(path: url.path, policy: .standard, interrupt: flag, analysis: .headerSuffices)
+            let packet = try Packet()
+            var before = 0
+            while before < 10, try input.read(into: packet) {
+                packet.unref()
+                before += 1
+            }
+            let raiser = Thread { flag.raise() }
+            raiser.start()
+            _ = waitBlocking { flag.isRaised }
+            do throws(MediaError) {
+                // The fixture is megabytes long: the buffer runs dry long before the end.
+                while try input.read(into: packet) { packet.unref() }
+                return (before, nil)
+            } catch {
+                return (before, error)
+            }
+        }
+        #expect(outcome.before == 10)
+        #expect(outcome.error?.kind == .cancelled)
     }
 }
