@@ -48,15 +48,16 @@ struct AudioTimeline {
     }
 
     /// Places `count` samples that start at `position`; nil (and nothing changes) when there is
-    /// nothing to place.
+    /// nothing to place, or the range's end was reached.
     mutating func place(_ count: Int64) -> Placement? {
-        guard count > 0, let start = position else { return nil }
+        guard count > 0, !reachedEnd, let start = position else { return nil }
         position = start + count
         var placement = Placement()
         if let written = writtenEnd {
             let gap = start - written
             if gap > tolerance {
-                placement.silence = min(gap, maxSilence)
+                // Silence fills the gap up to the samples, never past the range's end.
+                placement.silence = min(gap, maxSilence, endPosition.map { max(0, $0 - written) } ?? gap)
                 writtenEnd = written + placement.silence
             } else if gap < -tolerance {
                 placement.skip = min(count, -gap)

@@ -256,5 +256,16 @@ struct PipelinePartsTests {
         #expect(!timeline.reachedEnd)
         #expect(timeline.place(100) == .init(take: 50))
         #expect(timeline.reachedEnd)
+        // Samples a resampler still held when the end was reached add nothing, not even silence.
+        #expect(timeline.place(100) == nil)
+    }
+
+    @Test func aGapAcrossTheRangesEndIsFilledOnlyUpToTheEnd() {
+        var timeline = AudioTimeline(sampleRate: 1000, endPosition: 250)
+        timeline.anchor(at: 0)
+        _ = timeline.place(200)
+        timeline.anchor(at: 400)
+        #expect(timeline.place(100) == .init(silence: 50))
+        #expect(timeline.reachedEnd && timeline.writtenEnd == 250)
     }
 }
