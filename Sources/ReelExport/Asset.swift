@@ -1,5 +1,8 @@
 import Foundation
-import ReelMedia
+// ReelExport's API shows a few ReelMedia types on purpose: these three under its own names, and
+// TranscodePlan, TranscodeProgress.Phase and VideoEncoding.Codec inside its own types. The files that
+// do import ReelMedia `public`; the others import it `internal`, so the compiler keeps it that way.
+public import ReelMedia
 
 /// A stream of an asset (codec, sizes, rotation, frame rate, colour, audio layout).
 public typealias AssetTrack = StreamInfo

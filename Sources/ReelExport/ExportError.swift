@@ -1,4 +1,4 @@
-import ReelMedia
+internal import ReelMedia
 
 /// Why an export (or the set-up of one) failed, in words a person can act on.
 ///

@@ -1,5 +1,5 @@
 import Foundation
-import ReelMedia
+public import ReelMedia
 import Synchronization
 
 /// Exports an asset with a preset into a new, network-optimised file: the Linux cousin of

@@ -1,4 +1,4 @@
-import ReelMedia
+internal import ReelMedia
 
 /// Where FFmpeg's own log goes.
 public enum MediaLog {

@@ -1,5 +1,5 @@
 import Foundation
-import ReelMedia
+internal import ReelMedia
 
 /// The file type an export writes, like `AVFileType`.
 public enum OutputType: String, Sendable, CaseIterable, Codable {

@@ -1,5 +1,5 @@
 import Foundation
-import ReelMedia
+public import ReelMedia
 
 /// An export preset, decoded from `Presets/<Name>.json`: what it produces, with every number visible.
 public struct Preset: Sendable, Codable, Equatable {

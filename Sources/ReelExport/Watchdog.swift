@@ -1,6 +1,6 @@
 import Dispatch
 import Foundation
-import ReelMedia
+internal import ReelMedia
 import Synchronization
 
 /// Runs blocking pipeline work on its own thread and watches its heartbeat: when the beat stands
