@@ -3,7 +3,7 @@ import ReelExport
 import TestSupport
 import Testing
 
-@Suite("Presets")
+@Suite("Presets", .timeLimit(.minutes(10)))
 struct PresetTests {
     static let names = [
         "LowQuality", "MediumQuality", "HighestQuality", "640x480", "960x540", "1280x720", "1920x1080",

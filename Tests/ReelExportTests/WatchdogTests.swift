@@ -8,7 +8,7 @@ import Testing
 /// The watchdog stops work whose heartbeat stands still, and only that. No test depends on how
 /// fast the machine is: the work waits for conditions (the flag raised, the watchdog's looks, a
 /// release), each with a limit, and the watchdog looks every 10 ms.
-@Suite("Watchdog")
+@Suite("Watchdog", .timeLimit(.minutes(10)))
 struct WatchdogTests {
     @Test func silentWorkIsCancelledAsStalled() async throws {
         let cancel = CancellationFlag()

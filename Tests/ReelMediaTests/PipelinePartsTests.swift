@@ -6,7 +6,7 @@ import Testing
 
 /// The pipeline's pure parts, driven without files: the queues between its threads, the hand-off
 /// of a pipeline side, rotation, time windows, timestamps, the moov estimate and the audio timeline.
-@Suite("Pipeline parts")
+@Suite("Pipeline parts", .timeLimit(.minutes(10)))
 struct PipelinePartsTests {
     // MARK: - BoundedQueue
 
