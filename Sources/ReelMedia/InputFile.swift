@@ -7,7 +7,6 @@ import Foundation
 /// Not `Sendable`: FFmpeg contexts are not thread-safe; each export keeps its own on its own thread.
 final class InputFile {
     private(set) var context: UnsafeMutablePointer<AVFormatContext>
-    let path: String
     let info: MediaInfo
     /// Beats on every packet read.
     var heartbeat: Heartbeat?
@@ -25,7 +24,6 @@ final class InputFile {
         path: String, policy: InputPolicy, interrupt: CancellationFlag? = nil, analysis: Analysis = .full
     ) throws(MediaError) {
         FFmpegLog.installIfNeeded()
-        self.path = path
         let (resolved, fileBytes) = try InputFile.checkRegularFile(path, policy: policy)
 
         guard let allocated = avformat_alloc_context() else {

@@ -9,14 +9,12 @@ import Foundation
 /// errno (a full disk is reported as such), and the file is fsynced before it is closed.
 final class OutputFile {
     let context: UnsafeMutablePointer<AVFormatContext>
-    let path: String
     private let sink: ByteSink
     private var io: UnsafeMutablePointer<AVIOContext>?
 
     /// Creates `path` (which must not exist) for the named muxer (`mp4`, `mov`).
     init(path: String, muxer: String) throws(MediaError) {
         FFmpegLog.installIfNeeded()
-        self.path = path
         var allocated: UnsafeMutablePointer<AVFormatContext>? = nil
         try check(
             avformat_alloc_output_context2(&allocated, nil, muxer, path), "avformat_alloc_output_context2",

@@ -9,7 +9,6 @@ final class Resampler {
     private var sourceLayout: AVChannelLayout
     let outputRate: Int32
     let outputFormat: AVSampleFormat
-    let outputChannels: Int32
 
     init(from frame: UnsafeMutablePointer<AVFrame>, to encoder: UnsafeMutablePointer<AVCodecContext>) throws(MediaError)
     {
@@ -18,7 +17,6 @@ final class Resampler {
         sourceLayout = AVChannelLayout()
         outputRate = encoder.pointee.sample_rate
         outputFormat = encoder.pointee.sample_fmt
-        outputChannels = encoder.pointee.ch_layout.nb_channels
         var input = frame.pointee.ch_layout
         if input.order == AV_CHANNEL_ORDER_UNSPEC || av_channel_layout_check(&input) == 0 {
             // Unknown layouts get the default layout for their channel count.
