@@ -24,6 +24,8 @@ final class TranscodeWriter {
             switch item {
             case .frame(let frame):
                 try video?.encode(frame, to: write)
+                // A frame the encoder took is a sign of life, even while its lookahead holds packets back.
+                output.heartbeat?.beat()
                 queues.framesEncoded.wrappingAdd(1, ordering: .relaxed)
                 try queues.freeFrames.push(frame)
             case .packet(let carrier):

@@ -17,11 +17,14 @@ public struct ChildRequest: Sendable, Codable {
     public var verbose: Bool
     /// The worker's process id: the child ends itself as soon as its parent is no longer this one.
     public var parent: Int32
+    /// Names the attempt's temporary output (`<job id>-<attempt>`).
+    public var attemptTag: String
 
     public init(
         spec: JobSpec, threads: Int, stallTimeout: Double, limits: InputLimits, presetsFolder: String?,
-        verbose: Bool, parent: Int32
+        verbose: Bool, parent: Int32, attemptTag: String
     ) {
+        self.attemptTag = attemptTag
         self.spec = spec
         self.threads = threads
         self.stallTimeout = stallTimeout
@@ -29,6 +32,25 @@ public struct ChildRequest: Sendable, Codable {
         self.presetsFolder = presetsFolder
         self.verbose = verbose
         self.parent = parent
+    }
+}
+
+/// Before renaming its finished output into place, the child asks its worker (which holds the
+/// lease) with this line on stdout, and waits for a `PublishAnswer` line on stdin.
+public struct PublishRequest: Sendable, Codable, Equatable {
+    public var publish = "request"
+    public init() {}
+}
+
+/// The worker's answer to a `PublishRequest`.
+public struct PublishAnswer: Sendable, Codable, Equatable {
+    /// Rename the output into place (the lease is still held, nobody cancelled).
+    public var publish: Bool
+    /// Why not, when not.
+    public var reason: String?
+    public init(publish: Bool, reason: String? = nil) {
+        self.publish = publish
+        self.reason = reason
     }
 }
 
@@ -49,7 +71,12 @@ public final class ChildRunner: Sendable {
 
     /// Runs the request read from `input`, writing events with `emit`. Returns the exit status:
     /// 0 completed, 1 failed, 130 cancelled.
-    public func run(request data: Data, emit: @escaping @Sendable (ExportEvent) -> Void) async -> Int32 {
+    /// `askToPublish` sends a `PublishRequest` and reads the worker's `PublishAnswer` (it blocks the
+    /// export's thread meanwhile).
+    public func run(
+        request data: Data, emit: @escaping @Sendable (ExportEvent) -> Void,
+        askToPublish: @escaping @Sendable () -> PublishAnswer
+    ) async -> Int32 {
         let request: ChildRequest
         do {
             request = try JSONCoding.decoder.decode(ChildRequest.self, from: data)
@@ -68,6 +95,14 @@ public final class ChildRunner: Sendable {
             let session = try ExportSession(
                 asset: asset, presetName: spec.preset, presets: presets, limits: request.limits)
             spec.configure(session, stallTimeout: request.stallTimeout, threads: request.threads)
+            session.temporaryTag = request.attemptTag
+            session.publishGate = { () throws(ExportError) in
+                let answer = askToPublish()
+                if !answer.publish {
+                    throw ExportError(
+                        .cancelled, "the worker did not publish the output: \(answer.reason ?? "no reason")")
+                }
+            }
             session.progressHandler = { update in
                 if update.status == .exporting { emit(.progress(.init(update))) }
             }

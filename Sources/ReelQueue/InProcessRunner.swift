@@ -8,12 +8,18 @@ struct InProcessRunner: ExportRunner {
     let limits: InputLimits
     let stallTimeout: TimeInterval
 
-    func run(_ job: RunningJob, threads: Int) async -> ExportAttempt {
+    func run(_ job: RunningJob, threads: Int, confirm: @escaping @Sendable () async -> PublishVerdict) async
+        -> ExportAttempt
+    {
         let spec = job.lease.spec
         do throws(ExportError) {
             let asset = try await Asset.load(URL(fileURLWithPath: spec.asset), limits: limits)
             let session = try ExportSession(asset: asset, presetName: spec.preset, presets: presets, limits: limits)
             spec.configure(session, stallTimeout: stallTimeout, threads: threads)
+            session.temporaryTag = job.lease.attemptTag
+            session.publishGate = { () throws(ExportError) in
+                if let error = PublishVerdict.blocking(confirm).error { throw error }
+            }
             session.progressHandler = { progress in
                 if progress.status == .exporting { job.report(JobProgress(progress)) }
             }

@@ -54,12 +54,16 @@ struct IsolatedRunner: ExportRunner {
         var failure: JobError?
         var lastLine = ContinuousClock.now
         var stderrTail: [String] = []
+        var verdict: PublishVerdict?
     }
 
-    func run(_ job: RunningJob, threads: Int) async -> ExportAttempt {
+    func run(_ job: RunningJob, threads: Int, confirm: @escaping @Sendable () async -> PublishVerdict) async
+        -> ExportAttempt
+    {
         let request = ChildRequest(
             spec: job.lease.spec, threads: threads, stallTimeout: stallTimeout, limits: limits,
-            presetsFolder: isolation.presetsFolder, verbose: isolation.verbose, parent: getpid())
+            presetsFolder: isolation.presetsFolder, verbose: isolation.verbose, parent: getpid(),
+            attemptTag: job.lease.attemptTag)
         let requestLine: Data
         do {
             requestLine = try JSONCoding.lineEncoder.encode(request) + Data("\n".utf8)
@@ -91,8 +95,9 @@ struct IsolatedRunner: ExportRunner {
             return .failed(
                 JobError(code: "internal", message: "cannot start \(isolation.executable): \(error)", retryable: true))
         }
-        try? input.fileHandleForWriting.write(contentsOf: requestLine)
-        try? input.fileHandleForWriting.close()
+        // Stdin stays open: the child asks before it publishes, and the answer goes there.
+        let toChild = input.fileHandleForWriting
+        try? toChild.write(contentsOf: requestLine)
         job.attach(Child(pid: process.processIdentifier))
 
         let report = Mutex(Report())
@@ -113,7 +118,19 @@ struct IsolatedRunner: ExportRunner {
                 case .failed(let failure)?:
                     report.withLock { $0.failure = JobError(failure) }
                 case nil:
-                    break
+                    guard (try? JSONCoding.decoder.decode(PublishRequest.self, from: line)) != nil else { break }
+                    // The child's output is complete: only the lease holder publishes it. (The child
+                    // waits for the answer, so this reader may wait for it too.)
+                    let verdict = PublishVerdict.blocking(confirm)
+                    report.withLock { $0.verdict = verdict }
+                    let answer: PublishAnswer
+                    switch verdict {
+                    case .publish: answer = PublishAnswer(publish: true)
+                    case .stopped: answer = PublishAnswer(publish: false, reason: "the job was stopped")
+                    case .unconfirmed(let reason): answer = PublishAnswer(publish: false, reason: reason)
+                    }
+                    let data = (try? JSONCoding.lineEncoder.encode(answer)) ?? Data("{}".utf8)
+                    try? toChild.write(contentsOf: data + Data("\n".utf8))
                 }
             }
             ended.leave()
@@ -147,10 +164,14 @@ struct IsolatedRunner: ExportRunner {
         }
         await withCheckedContinuation { continuation in ended.notify(queue: .global()) { continuation.resume() } }
         watch.cancel()
+        try? toChild.close()
         // A child killed by a signal could not remove its temporary output.
-        job.lease.spec.removeTemporaryOutputs()
-        let (result, failure, tail) = report.withLock { ($0.result, $0.failure, $0.stderrTail) }
+        unlink(TemporaryOutput.url(for: URL(fileURLWithPath: job.lease.spec.output), tag: job.lease.attemptTag).path)
+        let (result, failure, tail, verdict) = report.withLock {
+            ($0.result, $0.failure, $0.stderrTail, $0.verdict)
+        }
         let reason = job.stopReason
+        if case .unconfirmed = verdict, let error = verdict?.error { return .failed(JobError(error)) }
         if reason == .stalled {
             return .failed(
                 JobError(
@@ -193,12 +214,5 @@ struct IsolatedRunner: ExportRunner {
             }
         }
         if !buffer.isEmpty { body(buffer) }
-    }
-}
-
-extension JobSpec {
-    /// Removes the temporary files (`TemporaryOutput`) interrupted exports left beside the output.
-    func removeTemporaryOutputs() {
-        TemporaryOutput.removeLeftovers(for: URL(fileURLWithPath: output))
     }
 }

@@ -91,9 +91,45 @@ enum ExportAttempt: Sendable {
 
 /// Runs a claimed job's export, in this process or in a child process.
 protocol ExportRunner: Sendable {
-    /// Runs the export of `job.lease.spec` with `threads` codec threads (0: the codecs choose).
-    /// Progress goes to `job.report`; `job.stop` ends it early.
-    func run(_ job: RunningJob, threads: Int) async -> ExportAttempt
+    /// Runs the export of `job.lease.spec` with `threads` codec threads (0: the codecs choose), into
+    /// the attempt's own temporary file. Progress goes to `job.report`; `job.stop` ends it early.
+    /// Before the finished file is renamed into place, `confirm` must say the lease is still held:
+    /// only the lease holder publishes.
+    func run(_ job: RunningJob, threads: Int, confirm: @escaping @Sendable () async -> PublishVerdict) async
+        -> ExportAttempt
+}
+
+/// Whether a finished export may be renamed into place.
+enum PublishVerdict: Sendable, Equatable {
+    case publish
+    /// The job was cancelled or its lease lost meanwhile (the job's stop reason says which).
+    case stopped
+    /// The lease could not be confirmed (the store is unreachable).
+    case unconfirmed(String)
+
+    /// What the export's publish gate throws for this verdict (nothing to publish).
+    var error: ExportError? {
+        switch self {
+        case .publish: nil
+        case .stopped: ExportError(.cancelled, "the export was stopped before its output was published")
+        case .unconfirmed(let reason):
+            ExportError(.outputFailed, "the job's lease could not be confirmed before publishing: \(reason)")
+        }
+    }
+
+    /// Runs an async check from the export's own thread (a publish gate is synchronous): blocks that
+    /// thread, never a thread of Swift's cooperative pool.
+    static func blocking(_ check: @escaping @Sendable () async -> PublishVerdict) -> PublishVerdict {
+        let box = Mutex(PublishVerdict.unconfirmed("no answer"))
+        let done = DispatchSemaphore(value: 0)
+        Task {
+            let verdict = await check()
+            box.withLock { $0 = verdict }
+            done.signal()
+        }
+        done.wait()
+        return box.withLock { $0 }
+    }
 }
 
 extension JobProgress {

@@ -208,3 +208,10 @@ extension Duration {
         return Double(seconds) + Double(attoseconds) / 1e18
     }
 }
+
+extension JobSpec {
+    /// Removes the temporary files (`TemporaryOutput`) interrupted exports left beside the output.
+    func removeTemporaryOutputs() {
+        TemporaryOutput.removeLeftovers(for: URL(fileURLWithPath: output))
+    }
+}

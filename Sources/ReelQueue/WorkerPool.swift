@@ -210,7 +210,7 @@ public final class WorkerPool: Sendable {
         let began = ContinuousClock.now
         let runner = runner
         let attempt: ExportAttempt = await withTaskGroup(of: ExportAttempt?.self) { group in
-            group.addTask { await runner.run(job, threads: threads) }
+            group.addTask { await runner.run(job, threads: threads) { await self.confirm(job) } }
             group.addTask { [self] in
                 await heartbeat(job)
                 return nil
@@ -277,6 +277,28 @@ public final class WorkerPool: Sendable {
                     return
                 }
             }
+        }
+    }
+
+    /// The publish gate: a finished export is renamed into place only if renewing its lease (fenced
+    /// on the token) says it is still this worker's and nobody cancelled it.
+    private func confirm(_ job: RunningJob) async -> PublishVerdict {
+        do {
+            switch try await store.renew(job.lease, progress: nil) {
+            case .held:
+                return .publish
+            case .cancelRequested:
+                job.stop(.cancelled)
+                return .stopped
+            case .lost:
+                job.stop(.lost)
+                return .stopped
+            }
+        } catch {
+            logger.warning(
+                "cannot confirm a job's lease before publishing",
+                metadata: ["job": "\(job.lease.id)", "error": "\(error)"])
+            return .unconfirmed("\(error)")
         }
     }
 

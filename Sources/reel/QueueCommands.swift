@@ -99,11 +99,20 @@ struct RunJobCommand: AsyncParsableCommand {
     func run() async throws {
         // The worker passes its log settings in REEL_LOG_LEVEL / REEL_LOG_FORMAT.
         CLI.bootstrapLogging(verbose: false)
-        let request = FileHandle.standardInput.readDataToEndOfFile()
+        // The request is the first line on stdin; the worker's answers to publish requests follow.
+        let request = Data((readLine(strippingNewline: true) ?? "").utf8)
         let runner = ChildRunner()
         let sources = CLI.onTerminationSignals { runner.cancel() }
         defer { sources.forEach { $0.cancel() } }
-        let status = await runner.run(request: request) { event in CLI.printLine(event.jsonLine) }
+        let status = await runner.run(request: request) { event in
+            CLI.printLine(event.jsonLine)
+        } askToPublish: {
+            CLI.printLine(CLI.jsonLine(PublishRequest()))
+            guard let line = readLine(strippingNewline: true),
+                let answer = try? JSONCoding.decoder.decode(PublishAnswer.self, from: Data(line.utf8))
+            else { return PublishAnswer(publish: false, reason: "the worker did not answer") }
+            return answer
+        }
         if status != 0 { throw ExitCode(status) }
     }
 }

@@ -26,13 +26,15 @@ struct IsolationTests {
         let worker = try ReelBinary.start(["work", "--isolate", "--jobs", "1"], environment: spool.environment)
         // Attempts 1 and 2 are killed with SIGSEGV, as a codec bug would: the job is poisonous.
         for attempt in 1...2 {
-            let running = await spool.waitFor(crashing) {
+            let running = await spool.waitFor(crashing, seconds: 120) {
                 $0.state == .exporting && $0.attempts == attempt && $0.progress > 0.02
             }
             #expect(running != nil, "attempt \(attempt) never ran")
             let child = try #require(await Self.waitForChild(of: worker.pid))
             kill(child, SIGSEGV)
-            _ = await spool.waitFor(crashing) { $0.state != .exporting }
+            // The attempt has ended once the job left it: back to waiting, failed, or (on a busy
+            // machine, between two polls) already exporting its next attempt.
+            _ = await spool.waitFor(crashing, seconds: 120) { $0.state != .exporting || $0.attempts > attempt }
         }
         let failed = try #require(await spool.waitFor(crashing) { $0.state.isTerminal })
         #expect(failed.state == .failed && failed.attempts == 2)
