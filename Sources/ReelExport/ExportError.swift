@@ -1,3 +1,4 @@
+import Foundation
 internal import ReelMedia
 
 /// Why an export (or the set-up of one) failed, in words a person can act on.
@@ -47,15 +48,16 @@ public struct ExportError: Error, Sendable, Equatable, CustomStringConvertible {
     public let code: Code
     /// One line, saying what happened and, where possible, what to do.
     public let message: String
+    /// Whether running the same export again could succeed: a full disk, an I/O error, a stall or an
+    /// internal failure may pass; bad input, a missing output folder or a permission never does.
+    public let isRetryable: Bool
 
-    public init(_ code: Code, _ message: String) {
+    /// `retryable` defaults to what the code implies (`no-space`, `output-failed`, `stalled` and
+    /// `internal` are retryable); pass it when the cause says otherwise.
+    public init(_ code: Code, _ message: String, retryable: Bool? = nil) {
         self.code = code
         self.message = message
-    }
-
-    /// Whether running the same export again could succeed (I/O and space problems, not bad input).
-    public var isRetryable: Bool {
-        [.noSpace, .outputFailed, .stalled, .internal].contains(code)
+        isRetryable = retryable ?? [.noSpace, .outputFailed, .stalled, .internal].contains(code)
     }
 
     public var description: String { message }
@@ -72,6 +74,10 @@ public struct ExportError: Error, Sendable, Equatable, CustomStringConvertible {
         case .invalidArgument: code = .invalidArgument
         default: code = .internal
         }
-        self.init(code, error.message)
+        // Writing failed because of where, not when: no permission, a read-only or missing folder.
+        // Running it again changes nothing until someone fixes the destination.
+        let permanent = [EACCES, EPERM, EROFS, ENOENT, ENOTDIR, EISDIR].map { -$0 }
+        let retryable = code == .outputFailed && permanent.contains(error.code) ? false : nil
+        self.init(code, error.message, retryable: retryable)
     }
 }

@@ -16,7 +16,7 @@ struct OutputPublisher {
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: folder.path, isDirectory: &isDirectory), isDirectory.boolValue
         else {
-            throw ExportError(.outputFailed, "the output folder \(folder.path) does not exist")
+            throw ExportError(.outputFailed, "the output folder \(folder.path) does not exist", retryable: false)
         }
         if !overwrite, FileManager.default.fileExists(atPath: destination.path) {
             throw ExportError(.outputExists, "\(destination.path) already exists (use overwrite to replace it)")

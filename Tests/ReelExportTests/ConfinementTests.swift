@@ -98,6 +98,7 @@ struct ConfinementTests {
         } catch {
             #expect(error.code == .outputFailed, "\(error.code): \(error.message)")
             #expect(error.message.contains("Read-only"))
+            #expect(!error.isRetryable, "a read-only destination stays read-only")
         }
         #expect(contents(of: mount).isEmpty)
     }

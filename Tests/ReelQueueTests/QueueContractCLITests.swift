@@ -122,4 +122,23 @@ struct QueueContractCLITests {
         #expect(result["job"] as? String == good && result["method"] as? String == "transcode")
         #expect(result["bytes"] is String && result["speed"] is String)
     }
+
+    @Test func aMissingOutputFolderFailsOnceAndIsNotRetried() async throws {
+        let spool = Spool()
+        let folder = Fixtures.scratchFolder("vanishing")
+        let submitted = try await ReelBinary.run(
+            [
+                "submit", try await Fixtures.url(Fixtures.landscape).path, "--preset", "LowQuality", "--output-dir",
+                folder.path, "--json",
+            ], environment: spool.environment)
+        #expect(submitted.status == 0, "\(submitted.stderr)")
+        let id = try #require(
+            (try JSONSerialization.jsonObject(with: Data(submitted.stdout.utf8)) as? [String: Any])?["id"] as? String)
+        try FileManager.default.removeItem(at: folder)
+        let worker = try await ReelBinary.run(["work", "--drain", "--jobs", "1"], environment: spool.environment)
+        #expect(worker.status == 0)
+        let status = try #require(spool.status(id))
+        #expect(status.state == .failed && status.attempts == 1, "\(status.state) after \(status.attempts)")
+        #expect(status.error?.code == "output-failed" && status.error?.retryable == false)
+    }
 }
