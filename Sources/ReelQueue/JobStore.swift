@@ -64,6 +64,11 @@ public protocol JobStore: Sendable {
     /// longer its own.
     func renew(_ lease: Lease, progress: JobProgress?) async throws -> LeaseState
 
+    /// Returns when a worker should renew `lease` next: after `renewInterval`, or sooner when the store
+    /// learns that the job changed (a cancel), so a cancel can reach a running job before a whole
+    /// interval has passed. (Default: sleeps `renewInterval`.)
+    func waitToRenew(_ lease: Lease) async
+
     /// Records how a claimed job ended and gives up the lease. Returns false (and changes nothing)
     /// when the lease was lost.
     @discardableResult
@@ -82,6 +87,12 @@ public protocol JobStore: Sendable {
 
     /// Where the job's status file (the polled interface) is written, if this store writes one.
     func statusFile(for id: String) -> String?
+}
+
+extension JobStore {
+    public func waitToRenew(_ lease: Lease) async {
+        try? await Task.sleep(for: renewInterval)
+    }
 }
 
 /// A claimed job. Holding it means holding the job: every write is fenced on it. `Sendable`, so the

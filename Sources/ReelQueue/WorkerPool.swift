@@ -253,7 +253,7 @@ public final class WorkerPool: Sendable {
     private func heartbeat(_ job: RunningJob) async {
         var lastRenewed = ContinuousClock.now
         while !Task.isCancelled && !job.isFinished {
-            try? await Task.sleep(for: store.renewInterval)
+            await store.waitToRenew(job.lease)
             if Task.isCancelled || job.isFinished { return }
             let sent = ContinuousClock.now
             do {
