@@ -10,6 +10,8 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.0"),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.0"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.25.0"),
     ],
     targets: [
         // FFmpeg 5.1's libraries and headers, as Debian 12 ships them; the module map links every library.
@@ -44,11 +46,22 @@ let package = Package(
             name: "ReelQueue",
             dependencies: ["ReelExport", .product(name: "Logging", package: "swift-log")]
         ),
+        // The fleet's store: jobs in PostgreSQL (postgres-nio), for many machines on one queue. A target of
+        // its own, so an app that only exports never links NIO or a database driver.
+        .target(
+            name: "ReelFleet",
+            dependencies: [
+                "ReelQueue", "ReelExport", .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .executableTarget(
             name: "reel",
             dependencies: [
                 "ReelExport",
                 "ReelQueue",
+                "ReelFleet",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -65,6 +78,14 @@ let package = Package(
         .testTarget(name: "ReelExportTests", dependencies: ["ReelExport", "TestSupport"]),
         .testTarget(name: "ReelQueueTests", dependencies: ["ReelQueue", "TestSupport", "QueueContract"]),
         .testTarget(name: "ReelCLITests", dependencies: ["TestSupport"]),
+        // The contract and the fleet's failure cases against a private PostgreSQL server the tests start.
+        .testTarget(
+            name: "ReelFleetTests",
+            dependencies: [
+                "ReelFleet", "ReelQueue", "ReelExport", "QueueContract", "TestSupport",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+            ]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

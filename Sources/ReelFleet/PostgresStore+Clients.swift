@@ -1,0 +1,158 @@
+import Foundation
+import PostgresNIO
+import ReelExport
+import ReelQueue
+
+extension PostgresStore {
+    /// Adds a job and wakes idle workers (`NOTIFY reel_jobs`, in the same statement), or returns the
+    /// job an idempotency key already names. `{id}` in the spec's output path becomes the job's id.
+    public func submit(_ spec: JobSpec) async throws -> Submission {
+        if let key = spec.key, key.utf8.isEmpty || key.utf8.count > 100 {
+            throw QueueError(.invalid, "an idempotency key must be 1 to 100 bytes")
+        }
+        let submission = try await perform("submit a job") { () -> Submission in
+            for _ in 0..<5 {
+                let id = Self.newID()
+                var spec = spec
+                spec.output = spec.output.replacingOccurrences(of: "{id}", with: id)
+                let specJSON = try JSONCoding.text(spec)
+                let inserted = try await self.rows(
+                    """
+                    WITH inserted AS (
+                        INSERT INTO reel_jobs (id, key, spec, priority, state, max_attempts)
+                        VALUES (\(id), \(spec.key), \(specJSON)::jsonb, \(spec.priority), 'waiting', \(spec.maxAttempts))
+                        ON CONFLICT (key) DO NOTHING
+                        RETURNING *)
+                    SELECT \(unescaped: Row.columns()), pg_notify(\(Notifications.jobs), '') AS notified
+                    FROM inserted
+                    """)
+                if let row = inserted.first { return Submission(status: row.status, created: true) }
+                if let key = spec.key {
+                    let existing = try await self.rows(
+                        "SELECT \(unescaped: Row.columns()) FROM reel_jobs WHERE key = \(key)")
+                    if let row = existing.first { return Submission(status: row.status, created: false) }
+                }
+                // The key's job was pruned in between: try again.
+            }
+            throw QueueError(.conflict, "cannot submit: the key \(spec.key ?? "") keeps changing hands")
+        }
+        if submission.created { publish(submission.status) }
+        return submission
+    }
+
+    /// Job ids sort by creation time, as the spool's do: `j` + microseconds since 1970 (13 hex
+    /// digits) + 4 random hex digits. Only a name: the order of the queue is the database's.
+    static func newID() -> String {
+        let microseconds = UInt64(max(0, Date().timeIntervalSince1970) * 1_000_000)
+        return "j" + String(format: "%013llx", microseconds)
+            + String(format: "%04x", UInt16.random(in: 0...UInt16.max))
+    }
+
+    public func status(_ id: String) async throws -> JobStatus? {
+        try await perform("read the status of \(id)") {
+            try await self.rows("SELECT \(unescaped: Row.columns()) FROM reel_jobs WHERE id = \(id)").first?.status
+        }
+    }
+
+    /// Every job (or those in one state), in submission order.
+    public func list(state: JobState?) async throws -> [JobStatus] {
+        try await perform("list jobs") {
+            let rows =
+                if let state {
+                    try await self.rows(
+                        "SELECT \(unescaped: Row.columns()) FROM reel_jobs WHERE state = \(state.rawValue) ORDER BY seq"
+                    )
+                } else {
+                    try await self.rows("SELECT \(unescaped: Row.columns()) FROM reel_jobs ORDER BY seq")
+                }
+            return rows.map(\.status)
+        }
+    }
+
+    /// Cancels a job. A waiting job, or one whose worker's lease has expired, is cancelled at once; a
+    /// running job gets a cancel request its worker sees at its next renewal, and sooner through
+    /// `NOTIFY reel_control` (sent when the transaction commits).
+    public func cancel(_ id: String) async throws -> CancelResult {
+        let (result, status) = try await perform("cancel \(id)") { () -> (CancelResult, JobStatus?) in
+            try await self.client.withTransaction(logger: self.logger) { connection -> (CancelResult, JobStatus?) in
+                let found = try await self.rows(
+                    """
+                    SELECT \(unescaped: Row.columns()), now() AS db_now
+                    FROM reel_jobs WHERE id = \(id) FOR UPDATE
+                    """, on: connection)
+                guard let row = found.first, let now = row.databaseNow else { return (.notFound, nil) }
+                var status = row.status
+                if status.state.isTerminal { return (.alreadyEnded(status.state), nil) }
+                if status.state == .exporting, try await self.leaseIsLive(id, on: connection) {
+                    let requested = try await self.rows(
+                        """
+                        UPDATE reel_jobs SET cancel_requested = true WHERE id = \(id)
+                        RETURNING \(unescaped: Row.columns()), pg_notify(\(Notifications.control), id) AS notified
+                        """, on: connection)
+                    return (.requested, requested.first?.status)
+                }
+                status.cancelWhileWaiting(now: now)
+                let updated = try await self.rows(try Row.update(status), on: connection)
+                return (.cancelled, updated.first?.status)
+            }
+        }
+        if let status { publish(status) }
+        return result
+    }
+
+    /// Whether a running job's lease is still in force (its worker may be alive).
+    private func leaseIsLive(_ id: String, on connection: PostgresConnection) async throws -> Bool {
+        let rows = try await connection.query(
+            "SELECT coalesce(lease_expires > now(), false) FROM reel_jobs WHERE id = \(id)", logger: logger)
+        for try await live in rows.decode(Bool.self) { return live }
+        return false
+    }
+
+    /// Queues a failed or cancelled job again with a fresh set of attempts, and wakes idle workers.
+    public func retry(_ id: String) async throws -> JobStatus {
+        let status = try await perform("retry \(id)") { () -> JobStatus in
+            try await self.client.withTransaction(logger: self.logger) { connection -> JobStatus in
+                let found = try await self.rows(
+                    "SELECT \(unescaped: Row.columns()), now() AS db_now FROM reel_jobs WHERE id = \(id) FOR UPDATE",
+                    on: connection)
+                guard let row = found.first, let now = row.databaseNow else {
+                    throw QueueError(.notFound, "no job \(id)")
+                }
+                var status = row.status
+                if status.state == .exporting { throw QueueError(.conflict, "job \(id) is running") }
+                guard status.state == .failed || status.state == .cancelled else {
+                    throw QueueError(
+                        .conflict, "job \(id) is \(status.state.rawValue); only failed or cancelled jobs can be retried"
+                    )
+                }
+                status.requeue(now: now)
+                let updated = try await self.rows(try Row.update(status), on: connection)
+                try await connection.query("SELECT pg_notify(\(Notifications.jobs), '')", logger: self.logger)
+                return updated.first?.status ?? status
+            }
+        }
+        publish(status)
+        return status
+    }
+
+    /// What is left: a job claimable now, the next retry's due time (on this machine's clock, from
+    /// the database's "in how long"), a job running anywhere.
+    public func pendingWork() async throws -> PendingWork {
+        try await perform("look for pending work") {
+            let rows = try await self.client.query(
+                """
+                SELECT
+                    EXISTS (SELECT 1 FROM reel_jobs WHERE state = 'waiting'
+                            AND (not_before IS NULL OR not_before <= now())),
+                    extract(epoch FROM (SELECT min(not_before) FROM reel_jobs
+                                        WHERE state = 'waiting' AND not_before > now()) - now())::float8,
+                    EXISTS (SELECT 1 FROM reel_jobs WHERE state = 'exporting')
+                """, logger: self.logger)
+            for try await (waiting, retryIn, running) in rows.decode((Bool, Double?, Bool).self) {
+                return PendingWork(
+                    waiting: waiting, nextRetry: retryIn.map { Date().addingTimeInterval($0) }, running: running)
+            }
+            return PendingWork(waiting: false, nextRetry: nil, running: false)
+        }
+    }
+}

@@ -1,0 +1,187 @@
+import Foundation
+import PostgresNIO
+import ReelExport
+import ReelQueue
+
+extension PostgresStore {
+    /// How long a worker's request may take before the worker treats the database as unreachable:
+    /// a third of the lease, so a worker that cannot renew still fences itself in time.
+    var workerTimeout: Duration { min(.seconds(10), options.lease / 3) }
+
+    /// Takes the most urgent claimable job in one statement: the row is locked with `SKIP LOCKED`
+    /// (concurrent claims take the next one instead of waiting), then given a fresh lease token, this
+    /// worker's name, a deadline on the database's clock and its next attempt.
+    public func claim(worker: String) async throws -> Lease? {
+        notifications.start()
+        let lease = options.lease.inSeconds
+        let claimed = try await perform("claim a job", within: workerTimeout) {
+            try await self.rows(
+                """
+                WITH next AS MATERIALIZED (
+                    SELECT id FROM reel_jobs
+                    WHERE state = 'waiting' AND (not_before IS NULL OR not_before <= now())
+                    ORDER BY priority DESC, seq
+                    LIMIT 1
+                    FOR UPDATE SKIP LOCKED)
+                UPDATE reel_jobs AS j SET
+                    state = 'exporting', attempts = j.attempts + 1, lease_token = gen_random_uuid(),
+                    worker = \(worker), lease_expires = now() + make_interval(secs => \(lease)),
+                    heartbeat_at = now(), cancel_requested = false, progress = 0, phase = 'transcoding',
+                    fps = NULL, eta_seconds = NULL, started_at = now(), updated_at = now(), not_before = NULL
+                FROM next
+                WHERE j.id = next.id
+                RETURNING \(unescaped: Row.columns("j"))
+                """
+            ).first
+        }
+        guard let claimed, let token = claimed.leaseToken else { return nil }
+        notifications.watch(claimed.status.id)
+        publish(claimed.status)
+        logger.debug(
+            "claimed", metadata: ["job": "\(claimed.status.id)", "attempt": "\(claimed.status.attempts)"])
+        return Lease(
+            id: claimed.status.id, attempt: claimed.status.attempts, token: token, worker: worker, spec: claimed.spec)
+    }
+
+    /// Extends the lease to `now() + lease` on the database's clock and records progress, only while
+    /// the lease is this worker's (`id`, token, still exporting): no row back means it was lost. The
+    /// answer comes from the row itself, never from a cache, so a publish gate can trust `.held`.
+    public func renew(_ lease: Lease, progress: JobProgress?) async throws -> LeaseState {
+        guard let token = UUID(uuidString: lease.token) else { return .lost }
+        // The shared rounding of a progress report (JobStatus.record).
+        var rounded = JobStatus(id: lease.id, spec: lease.spec, now: Date())
+        if let progress { rounded.record(progress, now: Date()) }
+        let report = rounded
+        let seconds = options.lease.inSeconds
+        let hasProgress = progress != nil
+        let renewed = try await perform("renew the lease of \(lease.id)", within: workerTimeout) {
+            try await self.rows(
+                """
+                UPDATE reel_jobs SET
+                    lease_expires = now() + make_interval(secs => \(seconds)), heartbeat_at = now(),
+                    progress = CASE WHEN \(hasProgress) THEN \(report.progress) ELSE progress END,
+                    phase = CASE WHEN \(hasProgress) THEN \(report.phase) ELSE phase END,
+                    fps = CASE WHEN \(hasProgress) THEN \(report.fps) ELSE fps END,
+                    eta_seconds = CASE WHEN \(hasProgress) THEN \(report.etaSeconds) ELSE eta_seconds END,
+                    updated_at = CASE WHEN \(hasProgress) THEN now() ELSE updated_at END
+                WHERE id = \(lease.id) AND lease_token = \(token) AND state = 'exporting'
+                RETURNING \(unescaped: Row.columns())
+                """
+            ).first
+        }
+        guard let renewed else {
+            notifications.unwatch(lease.id)
+            return .lost
+        }
+        if hasProgress { publish(renewed.status, durable: false) }
+        return renewed.cancelRequested ? .cancelRequested : .held
+    }
+
+    /// Sleeps until the next renewal is due, or until a `reel_control` notification says the job
+    /// changed (a cancel), so a cancel reaches a running job in milliseconds; without notifications
+    /// it still arrives with the next renewal.
+    public func waitToRenew(_ lease: Lease) async {
+        await notifications.waitForNews(of: lease.id, timeout: renewInterval)
+    }
+
+    /// Records the outcome through the shared state machine (`JobStatus.end`), in one transaction that
+    /// first locks the row only if the lease is still this worker's. A commit whose answer was lost is
+    /// checked against the row: the outcome is either recorded or not, never twice.
+    @discardableResult
+    public func finish(_ lease: Lease, _ outcome: JobOutcome) async throws -> Bool {
+        guard let token = UUID(uuidString: lease.token) else { return false }
+        defer { notifications.unwatch(lease.id) }
+        let recorded = try await perform("record the outcome of \(lease.id)", within: workerTimeout) {
+            () -> JobStatus? in
+            do {
+                return try await self.client.withTransaction(logger: self.logger) { connection -> JobStatus? in
+                    let found = try await self.rows(
+                        """
+                        SELECT \(unescaped: Row.columns()), now() AS db_now FROM reel_jobs
+                        WHERE id = \(lease.id) AND lease_token = \(token) AND state = 'exporting'
+                        FOR UPDATE
+                        """, on: connection)
+                    guard let row = found.first, let now = row.databaseNow else { return nil }
+                    var status = row.status
+                    // A job handed back at shutdown that someone asked to cancel meanwhile ends cancelled.
+                    let outcome = outcome == .handBack && row.cancelRequested ? .cancelled : outcome
+                    let next = status.end(outcome, now: now, backoff: JobStatus.backoff(afterAttempts:))
+                    let updated = try await self.rows(try Row.update(status), on: connection)
+                    if next == .waiting {
+                        try await connection.query("SELECT pg_notify(\(Notifications.jobs), '')", logger: self.logger)
+                    }
+                    return updated.first?.status
+                }
+            } catch let error as PostgresTransactionError where error.commitError != nil {
+                // Did the commit happen? The token stays on the row after the job leaves `exporting`.
+                let row = try await self.rows(
+                    "SELECT \(unescaped: Row.columns()) FROM reel_jobs WHERE id = \(lease.id) AND lease_token = \(token)"
+                ).first
+                guard let row, row.status.state != .exporting else { throw error }
+                return row.status
+            }
+        }
+        guard let recorded else {
+            logger.warning("lost the lease; not recording the outcome", metadata: ["job": "\(lease.id)"])
+            return false
+        }
+        publish(recorded)
+        logger.debug(
+            "finished",
+            metadata: [
+                "job": "\(lease.id)", "state": "\(recorded.state.rawValue)", "error": "\(recorded.error?.code ?? "-")",
+            ])
+        return true
+    }
+
+    /// One conditional update on the database's clock: every job whose lease has expired goes back to
+    /// waiting, or fails once its attempts are used up (a poison job), or ends cancelled if a cancel
+    /// was asked. Safe to run on every worker at once: a row renewed or finished meanwhile no longer
+    /// matches when the update re-reads it. Mirrors `JobStatus.orphaned`.
+    @discardableResult
+    public func rescueExpired() async throws -> Int {
+        let rescued = try await perform("rescue jobs of dead workers", within: workerTimeout) { () -> [Row] in
+            let rows = try await self.rows(
+                """
+                UPDATE reel_jobs SET
+                    state = CASE WHEN cancel_requested THEN 'cancelled'
+                                 WHEN attempts >= max_attempts THEN 'failed'
+                                 ELSE 'waiting' END,
+                    error = CASE
+                        WHEN cancel_requested THEN jsonb_build_object(
+                            'code', 'cancelled', 'message', 'cancelled on request', 'retryable', false)
+                        WHEN attempts >= max_attempts THEN jsonb_build_object(
+                            'code', 'worker-crashed', 'retryable', false, 'message',
+                            format('the worker running this job died %s time(s); failed as a poison job', attempts))
+                        ELSE jsonb_build_object(
+                            'code', 'worker-crashed', 'retryable', true, 'message',
+                            format('the worker running attempt %s died; the job was queued again', attempts))
+                        END,
+                    finished_at = CASE WHEN cancel_requested OR attempts >= max_attempts THEN now() END,
+                    progress = CASE WHEN cancel_requested OR attempts >= max_attempts THEN progress ELSE 0 END,
+                    worker = NULL, phase = NULL, fps = NULL, eta_seconds = NULL, lease_expires = NULL,
+                    cancel_requested = false, updated_at = now()
+                WHERE state = 'exporting' AND lease_expires < now()
+                RETURNING \(unescaped: Row.columns())
+                """)
+            if rows.contains(where: { $0.status.state == .waiting }) {
+                try await self.client.query("SELECT pg_notify(\(Notifications.jobs), '')", logger: self.logger)
+            }
+            return rows
+        }
+        publish(rescued)
+        for row in rescued {
+            notifications.unwatch(row.status.id)
+            logger.warning(
+                "rescued a job whose worker's lease expired",
+                metadata: ["job": "\(row.status.id)", "state": "\(row.status.state.rawValue)"])
+        }
+        return rescued.count
+    }
+
+    /// Sleeps until `NOTIFY reel_jobs` (a submit, a retry, a job handed back or rescued) or `timeout`.
+    public func waitForWork(timeout: Duration) async {
+        notifications.start()
+        await notifications.waitForWork(timeout: timeout)
+    }
+}

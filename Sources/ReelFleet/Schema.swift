@@ -1,0 +1,113 @@
+import Foundation
+import Logging
+import PostgresNIO
+import ReelQueue
+
+/// The fleet's tables, as numbered migrations. `reel db migrate` applies the ones a database lacks,
+/// each in its own transaction under an advisory lock, and records them in `reel_schema_version`, so
+/// running it twice, or on several machines at once, or while workers run, is safe.
+///
+/// A later migration that must not block running workers builds its indexes `CONCURRENTLY` (outside
+/// a transaction) and only adds columns with defaults PostgreSQL fills without rewriting the table.
+enum Schema {
+    struct Migration: Sendable {
+        let version: Int
+        let description: String
+        let statements: [String]
+    }
+
+    /// The advisory lock key migrations hold (any constant: "reel" in ASCII).
+    static let lockKey: Int64 = 0x7265_656C
+
+    static let migrations: [Migration] = [
+        Migration(
+            version: 1, description: "jobs, leases and the claim and listing indexes",
+            statements: [
+                """
+                CREATE TABLE reel_jobs (
+                    id text PRIMARY KEY,
+                    -- submission order: first in, first out within a priority
+                    seq bigint GENERATED ALWAYS AS IDENTITY UNIQUE,
+                    key text UNIQUE,
+                    spec jsonb NOT NULL,
+                    priority integer NOT NULL,
+                    state text NOT NULL
+                        CHECK (state IN ('waiting', 'exporting', 'completed', 'failed', 'cancelled')),
+                    attempts integer NOT NULL DEFAULT 0,
+                    max_attempts integer NOT NULL,
+                    -- a waiting job backing off after a failure is claimable from this time
+                    not_before timestamptz,
+                    -- the lease: a fresh token per claim; every worker write is fenced on it
+                    lease_token uuid,
+                    worker text,
+                    lease_expires timestamptz,
+                    heartbeat_at timestamptz,
+                    cancel_requested boolean NOT NULL DEFAULT false,
+                    progress double precision NOT NULL DEFAULT 0,
+                    phase text,
+                    fps double precision,
+                    eta_seconds double precision,
+                    error jsonb,
+                    result jsonb,
+                    created_at timestamptz NOT NULL DEFAULT now(),
+                    updated_at timestamptz NOT NULL DEFAULT now(),
+                    started_at timestamptz,
+                    finished_at timestamptz,
+                    CHECK (state <> 'exporting' OR (lease_token IS NOT NULL AND lease_expires IS NOT NULL))
+                ) WITH (fillfactor = 80, autovacuum_vacuum_scale_factor = 0.02, autovacuum_analyze_scale_factor = 0.02)
+                """,
+                // The claim walks this in run order and skips rows other claims hold. Heartbeats
+                // change no indexed column, so they stay HOT updates (room left by fillfactor 80).
+                "CREATE INDEX reel_jobs_claim ON reel_jobs (priority DESC, seq) WHERE state = 'waiting'",
+                "CREATE INDEX reel_jobs_retries ON reel_jobs (not_before) WHERE state = 'waiting' AND not_before IS NOT NULL",
+                "CREATE INDEX reel_jobs_listing ON reel_jobs (state, seq)",
+                "CREATE INDEX reel_jobs_finished ON reel_jobs (finished_at) WHERE finished_at IS NOT NULL",
+            ])
+    ]
+
+    /// The newest version this build knows.
+    static var latest: Int { migrations.last?.version ?? 0 }
+
+    /// Applies the migrations the database lacks; returns their versions (empty when it was current).
+    static func migrate(_ client: PostgresClient, logger: Logger) async throws -> [Int] {
+        var applied: [Int] = []
+        for migration in migrations {
+            let done = try await client.withTransaction(logger: logger) { connection -> Bool in
+                // One migrator at a time, fleet-wide; the lock goes with the transaction.
+                try await connection.query("SELECT pg_advisory_xact_lock(\(lockKey))", logger: logger)
+                try await connection.query(
+                    """
+                    CREATE TABLE IF NOT EXISTS reel_schema_version (
+                        version integer PRIMARY KEY,
+                        description text NOT NULL,
+                        applied_at timestamptz NOT NULL DEFAULT now())
+                    """, logger: logger)
+                let rows = try await connection.query(
+                    "SELECT 1 FROM reel_schema_version WHERE version = \(migration.version)", logger: logger)
+                for try await _ in rows { return false }
+                for statement in migration.statements {
+                    try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+                }
+                try await connection.query(
+                    """
+                    INSERT INTO reel_schema_version (version, description)
+                    VALUES (\(migration.version), \(migration.description))
+                    """, logger: logger)
+                return true
+            }
+            if done { applied.append(migration.version) }
+        }
+        return applied
+    }
+
+    /// The version the database is at (0 before the first migration).
+    static func version(_ client: PostgresClient, logger: Logger) async throws -> Int {
+        let exists = try await client.query(
+            "SELECT to_regclass('reel_schema_version') IS NOT NULL", logger: logger)
+        for try await present in exists.decode(Bool.self) where !present { return 0 }
+        let rows = try await client.query(
+            "SELECT coalesce(max(version), 0) FROM reel_schema_version", logger: logger)
+        for try await version in rows.decode(Int.self) { return version }
+        return 0
+    }
+}
