@@ -3,6 +3,7 @@ import Dispatch
 import Foundation
 import Logging
 import ReelExport
+import ReelFleet
 import ReelQueue
 
 struct WorkCommand: AsyncParsableCommand {
@@ -20,6 +21,13 @@ struct WorkCommand: AsyncParsableCommand {
 
     @Flag(name: .long, help: "Exit 0 once nothing is waiting or running.")
     var drain = false
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "With --store: how long a job's lease lasts without renewal; a dead worker's job runs again about this long after it died (default 30).",
+            valueName: "seconds"))
+    var lease: Double?
 
     @Option(
         name: .long,
@@ -58,17 +66,27 @@ struct WorkCommand: AsyncParsableCommand {
 
     func run() async throws {
         let presets = try global.prepare(logLevel: .info)
-        let store = try storeOptions.open(create: true)
+        let workers = jobs ?? WorkerPool.defaultJobs
+        // A connection per running job's renewals, plus claims, rescues and notifications.
+        let store = try storeOptions.open(create: true, connections: workers + 3, lease: lease.map { .seconds($0) })
         let pool = WorkerPool(
             store: store,
             configuration: WorkerPool.Configuration(
-                jobs: jobs ?? WorkerPool.defaultJobs, drain: drain, presets: presets, limits: input.limits,
+                jobs: workers, drain: drain, presets: presets, limits: input.limits,
                 recoveryInterval: rescueInterval, stallTimeout: stallTimeout,
                 isolation: isolate ? try isolation() : nil,
                 keepFinished: keepFinished.flatMap(Age.seconds)))
         let sources = CLI.onTerminationSignals { pool.stop() }
         defer { sources.forEach { $0.cancel() } }
         await pool.run()
+        await (store as? PostgresStore)?.close()
+    }
+
+    func validate() throws {
+        if let lease, !(2...3600).contains(lease) { throw ValidationError("--lease must be 2 to 3600 seconds") }
+        if lease != nil && storeOptions.databaseURL == nil {
+            throw ValidationError("--lease applies to a database store (--store)")
+        }
     }
 
     /// This executable, to run `reel _run-job` for each export.

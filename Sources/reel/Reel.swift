@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Logging
 import ReelExport
+import ReelFleet
 import ReelQueue
 
 @main
@@ -12,8 +13,8 @@ struct Reel: AsyncParsableCommand {
         version: "0.1.0",
         subcommands: [
             ExportCommand.self, SubmitCommand.self, WorkCommand.self, StatusCommand.self, ListCommand.self,
-            WaitCommand.self, CancelCommand.self, RetryCommand.self, ProbeCommand.self, PresetsCommand.self,
-            PruneCommand.self, RunJobCommand.self,
+            WaitCommand.self, CancelCommand.self, RetryCommand.self, DatabaseCommand.self, ProbeCommand.self,
+            PresetsCommand.self, PruneCommand.self, RunJobCommand.self,
         ])
 
     /// Runs the command, printing failures as one `reel: error: …` line and exiting non-zero.
@@ -135,7 +136,7 @@ struct InputOptions: ParsableArguments {
     }
 }
 
-/// Where the queue lives.
+/// Where the queue lives: the spool folder (one machine), or a PostgreSQL database (a fleet).
 struct StoreOptions: ParsableArguments {
     @Option(
         name: .long,
@@ -144,11 +145,45 @@ struct StoreOptions: ParsableArguments {
             valueName: "dir"))
     var spool: String?
 
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "A fleet's queue in PostgreSQL instead of the spool: postgres://user@host:5432/database (env REEL_STORE).",
+            valueName: "url"))
+    var store: String?
+
+    @Option(
+        name: .customLong("status-dir"),
+        help: ArgumentHelp(
+            "With --store: the folder status files are written to, e.g. on shared storage (env REEL_STATUS_DIR).",
+            valueName: "dir"))
+    var statusDirectory: String?
+
+    /// `--store`, else `$REEL_STORE`.
+    var databaseURL: String? {
+        store ?? ProcessInfo.processInfo.environment["REEL_STORE"].flatMap { $0.isEmpty ? nil : $0 }
+    }
+
     /// Opens the store. Only commands that add work (`submit`, `work`) create a missing spool; the
-    /// others fail with an error naming it.
-    func open(create: Bool) throws -> any JobStore {
+    /// others fail with an error naming it. A database store gets a pool of `connections`.
+    func open(create: Bool, connections: Int = 2, lease: Duration? = nil) throws -> any JobStore {
+        if let databaseURL {
+            if spool != nil { throw CLIFailure(message: "use --spool or --store, not both", exitCode: 64) }
+            return try openDatabase(databaseURL, connections: connections, lease: lease)
+        }
         let root = spool.map { URL(fileURLWithPath: $0) } ?? SpoolStore.defaultRoot()
         return try SpoolStore(root: root, create: create)
+    }
+
+    func openDatabase(_ text: String, connections: Int = 2, lease: Duration? = nil) throws -> PostgresStore {
+        let folder =
+            statusDirectory ?? ProcessInfo.processInfo.environment["REEL_STATUS_DIR"].flatMap { $0.isEmpty ? nil : $0 }
+        var options = PostgresStore.Options(statusFolder: folder, connections: connections)
+        if let lease {
+            options.lease = lease
+            options.renew = min(.seconds(1), lease / 4)
+        }
+        return try PostgresStore(url: try DatabaseURL(text), options: options)
     }
 }
 
