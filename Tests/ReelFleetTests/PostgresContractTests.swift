@@ -1,0 +1,53 @@
+import Foundation
+import QueueContract
+import ReelQueue
+import TestSupport
+import Testing
+
+@testable import ReelFleet
+
+/// PostgreSQL as a `StoreHarness`: a fresh database per store on the tests' private server; a dead
+/// worker is one whose lease has expired (its deadline moved into the past on the database's
+/// clock); retries fall due when their `not_before` is moved to now.
+struct PostgresHarness: StoreHarness {
+    var options = PostgresStore.Options(connections: 4)
+
+    func makeStore() async throws -> any JobStore {
+        let server = try await PostgresServer.shared()
+        let url = try await server.makeDatabase()
+        var options = options
+        options.statusFolder = Fixtures.scratchFolder("status").path
+        let store = try PostgresStore(url: try DatabaseURL(url), options: options)
+        #expect(try await store.migrate() == [1])
+        return store
+    }
+
+    func reopen(_ store: any JobStore) async throws -> any JobStore {
+        let store = store as! PostgresStore
+        return try PostgresStore(url: store.url, options: store.options)
+    }
+
+    func killWorker(holding lease: Lease, in store: any JobStore) async throws {
+        let store = store as! PostgresStore
+        try await store.client.query(
+            """
+            UPDATE reel_jobs SET lease_expires = now() - interval '1 millisecond'
+            WHERE id = \(lease.id) AND lease_token = \(UUID(uuidString: lease.token)!)
+            """)
+    }
+
+    func makeRetriesDue(in store: any JobStore) async throws {
+        let store = store as! PostgresStore
+        try await store.client.query(
+            "UPDATE reel_jobs SET not_before = now() WHERE state = 'waiting' AND not_before IS NOT NULL")
+    }
+}
+
+/// The store-agnostic contract (Tests/QueueContract), unchanged, run against PostgreSQL.
+@Suite("Job store contract: PostgreSQL")
+struct PostgresContractTests {
+    @Test(arguments: JobStoreContract.cases)
+    func contract(_ rule: JobStoreContract.Case) async throws {
+        try await rule.run(PostgresHarness())
+    }
+}
