@@ -159,7 +159,7 @@ extension PostgresStore {
                         END,
                     finished_at = CASE WHEN cancel_requested OR attempts >= max_attempts THEN now() END,
                     progress = CASE WHEN cancel_requested OR attempts >= max_attempts THEN progress ELSE 0 END,
-                    worker = NULL, phase = NULL, fps = NULL, eta_seconds = NULL, lease_expires = NULL,
+                    worker = NULL, phase = NULL, fps = NULL, eta_seconds = NULL, lease_expires = NULL, heartbeat_at = NULL,
                     cancel_requested = false, updated_at = now()
                 WHERE state = 'exporting' AND lease_expires < now()
                 RETURNING \(unescaped: Row.columns())

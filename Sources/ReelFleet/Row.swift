@@ -20,7 +20,8 @@ struct Row: Sendable {
             \(p)id, \(p)spec::text AS spec, \(p)priority, \(p)state, \(p)attempts, \(p)max_attempts, \(p)worker, \
             \(p)progress, \(p)phase, \(p)fps, \(p)eta_seconds, \(p)error::text AS error, \(p)result::text AS result, \
             \(p)created_at, \(p)updated_at, \(p)started_at, \(p)finished_at, \(p)not_before, \(p)lease_token, \
-            \(p)cancel_requested
+            \(p)cancel_requested, \(p)heartbeat_at, \
+            (\(p)state = 'exporting' AND \(p)lease_expires < now()) AS orphaned
             """
     }
 
@@ -53,6 +54,9 @@ struct Row: Sendable {
         status.startedAt = try cells["started_at"].decode(Date?.self)
         status.finishedAt = try cells["finished_at"].decode(Date?.self)
         status.notBefore = try cells["not_before"].decode(Date?.self)
+        status.heartbeatAt = try cells["heartbeat_at"].decode(Date?.self)
+        // An exporting job whose lease has expired and that no worker has rescued yet.
+        status.orphaned = try cells["orphaned"].decode(Bool?.self) == true ? true : nil
         self.status = status
         leaseToken = try cells["lease_token"].decode(UUID?.self)?.uuidString.lowercased()
         cancelRequested = try cells["cancel_requested"].decode(Bool.self)
@@ -72,6 +76,7 @@ struct Row: Sendable {
                 eta_seconds = \(status.etaSeconds), error = \(error)::jsonb, result = \(result)::jsonb,
                 updated_at = \(status.updatedAt), started_at = \(status.startedAt),
                 finished_at = \(status.finishedAt), not_before = \(status.notBefore),
+                heartbeat_at = \(status.heartbeatAt),
                 lease_expires = CASE WHEN \(exporting) THEN lease_expires END,
                 cancel_requested = cancel_requested AND \(exporting)
             WHERE id = \(status.id)

@@ -30,6 +30,8 @@ enum Schema {
                     seq bigint GENERATED ALWAYS AS IDENTITY UNIQUE,
                     key text UNIQUE,
                     spec jsonb NOT NULL,
+                    -- the output path (spec.output with the id in it): one waiting or running job each
+                    output text NOT NULL,
                     priority integer NOT NULL,
                     state text NOT NULL
                         CHECK (state IN ('waiting', 'exporting', 'completed', 'failed', 'cancelled')),
@@ -61,6 +63,10 @@ enum Schema {
                 "CREATE INDEX reel_jobs_claim ON reel_jobs (priority DESC, seq) WHERE state = 'waiting'",
                 "CREATE INDEX reel_jobs_retries ON reel_jobs (not_before) WHERE state = 'waiting' AND not_before IS NOT NULL",
                 "CREATE INDEX reel_jobs_listing ON reel_jobs (state, seq)",
+                """
+                CREATE UNIQUE INDEX reel_jobs_one_output ON reel_jobs (output)
+                WHERE state IN ('waiting', 'exporting')
+                """,
                 "CREATE INDEX reel_jobs_finished ON reel_jobs (finished_at) WHERE finished_at IS NOT NULL",
             ])
     ]

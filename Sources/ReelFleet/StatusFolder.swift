@@ -29,6 +29,8 @@ struct StatusFolder: Sendable {
         let destination = path(for: status.id)
         let temporary = "\(destination).\(getpid()).\(UInt32.random(in: 0...UInt32.max)).tmp"
         do {
+            var status = status
+            status.orphaned = nil  // only what `reel status` prints, never a status file
             let data = try JSONCoding.prettyEncoder.encode(status)
             let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
             guard fd >= 0 else { throw Failure("cannot create \(temporary)") }
