@@ -62,6 +62,10 @@ struct WorkCommand: AsyncParsableCommand {
         if let keepFinished, Age.seconds(keepFinished) == nil {
             throw ValidationError("cannot read the age '\(keepFinished)'; write e.g. 7d, 12h, 30m or 90s")
         }
+        if let lease, !(2...3600).contains(lease) { throw ValidationError("--lease must be 2 to 3600 seconds") }
+        if lease != nil && storeOptions.databaseURL == nil {
+            throw ValidationError("--lease applies to a database store (--store)")
+        }
     }
 
     func run() async throws {
@@ -80,13 +84,6 @@ struct WorkCommand: AsyncParsableCommand {
         defer { sources.forEach { $0.cancel() } }
         await pool.run()
         await (store as? PostgresStore)?.close()
-    }
-
-    func validate() throws {
-        if let lease, !(2...3600).contains(lease) { throw ValidationError("--lease must be 2 to 3600 seconds") }
-        if lease != nil && storeOptions.databaseURL == nil {
-            throw ValidationError("--lease applies to a database store (--store)")
-        }
     }
 
     /// This executable, to run `reel _run-job` for each export.

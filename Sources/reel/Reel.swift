@@ -17,6 +17,16 @@ struct Reel: AsyncParsableCommand {
             PresetsCommand.self, PruneCommand.self, RunJobCommand.self,
         ])
 
+    /// The command line without the program's name. Swift's runtime sees no arguments under some
+    /// LD_PRELOAD shims (libfaketime, which the fleet's clock-skew test uses); the kernel's copy of the
+    /// command line is read then.
+    static var arguments: [String] {
+        if !CommandLine.arguments.isEmpty { return Array(CommandLine.arguments.dropFirst()) }
+        guard let data = FileManager.default.contents(atPath: "/proc/self/cmdline") else { return [] }
+        return data.split(separator: 0, omittingEmptySubsequences: false).dropFirst().dropLast()
+            .map { String(decoding: $0, as: UTF8.self) }
+    }
+
     /// Runs the command, printing failures as one `reel: error: …` line and exiting non-zero.
     static func main() async {
         // A closed stdout (`reel export --json | head`) must not kill an export half-way through and
@@ -24,7 +34,7 @@ struct Reel: AsyncParsableCommand {
         signal(SIGPIPE, SIG_IGN)
         var command: any ParsableCommand
         do {
-            command = try parseAsRoot()
+            command = try parseAsRoot(arguments)
         } catch {
             // Help and --version print as usual; a usage error is one `reel: error:` line (exit 64).
             let code = exitCode(for: error)
