@@ -211,8 +211,14 @@ struct FleetProcessTests {
             (Double(date.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0) - Date().timeIntervalSince1970
         #expect(ahead > 590 && ahead < 610, "faketime did not move the clock: \(ahead) s")
         let ids = try await fleet.submit(
-            Fixtures.long, preset: "LowQuality", count: 6, extra: ["timeRange": "0-3", "forceTranscode": "true"])
+            Fixtures.long, preset: "LowQuality", count: 6, extra: ["timeRange": "0-6", "forceTranscode": "true"])
+        // The skewed worker starts first and holds a job when the honest one (which rescues every 2 s)
+        // joins: a lease computed on the skewed clock would look expired to it, or the other way round.
         let skewed = try fleet.worker(["--jobs", "1", "--lease", "3", "--drain", "--no-isolate"], environment: skew)
+        let first = await eventually(within: .seconds(120)) { () -> Bool? in
+            ids.contains { fleet.statusFile($0)?.state == .exporting } ? true : nil
+        }
+        #expect(first == true, "\(skewed.output)")
         let honest = try fleet.worker(["--jobs", "1", "--lease", "3", "--drain", "--no-isolate"])
         for worker in [skewed, honest] {
             #expect(try await worker.exit(within: .seconds(300)).status == 0, "\(worker.output)")
