@@ -119,7 +119,7 @@ struct FleetProcessTests {
         let fleet = try await Fleet.make()
         let id = try #require(
             try await fleet.submit(
-                Fixtures.long, preset: "HighestQuality", extra: ["timeRange": "0-6", "forceTranscode": "true"]
+                Fixtures.long, preset: "MediumQuality", extra: ["timeRange": "0-10", "forceTranscode": "true"]
             ).first)
         let doomed = try fleet.worker(["--jobs", "1", "--lease", "3"])
         let running = await fleet.waitFor(id) { $0.state == .exporting && $0.progress > 0.05 }
@@ -174,7 +174,7 @@ struct FleetProcessTests {
         let fleet = try await Fleet.make()
         let id = try #require(
             try await fleet.submit(
-                Fixtures.long, preset: "HighestQuality", extra: ["timeRange": "0-6", "forceTranscode": "true"]
+                Fixtures.long, preset: "MediumQuality", extra: ["timeRange": "0-10", "forceTranscode": "true"]
             ).first)
         let paused = try fleet.worker(["--jobs", "1", "--lease", "3", "--no-isolate"])
         let running = await fleet.waitFor(id) { $0.state == .exporting && $0.progress > 0.05 }
@@ -238,7 +238,7 @@ struct FleetProcessTests {
     @Test func aCancelReachesARunningJobOnAnotherMachineWithinTwoSeconds() async throws {
         let fleet = try await Fleet.make()
         let id = try #require(
-            try await fleet.submit(Fixtures.long, preset: "HighestQuality", extra: ["forceTranscode": "true"]).first)
+            try await fleet.submit(Fixtures.long, preset: "MediumQuality", extra: ["forceTranscode": "true"]).first)
         let worker = try fleet.worker(["--jobs", "1"])
         #expect(await fleet.waitFor(id) { $0.state == .exporting && $0.progress > 0.02 } != nil, "\(worker.output)")
         let asked = Date()

@@ -43,8 +43,10 @@ struct PostgresHarness: StoreHarness {
     }
 }
 
-/// The store-agnostic contract (Tests/QueueContract), unchanged, run against PostgreSQL.
-@Suite("Job store contract: PostgreSQL")
+/// The store-agnostic contract (Tests/QueueContract), unchanged, run against PostgreSQL. One case at
+/// a time: some cases time a retry's backoff (1–2 s) across a few round trips, which a machine busy
+/// with twenty databases at once (and the export tests beside them) can stretch past it.
+@Suite("Job store contract: PostgreSQL", .serialized)
 struct PostgresContractTests {
     @Test(arguments: JobStoreContract.cases)
     func contract(_ rule: JobStoreContract.Case) async throws {
