@@ -15,7 +15,10 @@ struct PostgresStoreTests {
             output: Fixtures.folder.appendingPathComponent("never-{id}.mp4").path)
     }
 
-    static func store(_ url: String, _ options: PostgresStore.Options = .init()) throws -> PostgresStore {
+    /// Generous time limits: these tests check behaviour, and share a loaded machine with the export tests.
+    static func store(_ url: String, _ options: PostgresStore.Options = .init(requestTimeout: .seconds(120)))
+        throws -> PostgresStore
+    {
         try PostgresStore(url: try DatabaseURL(url), options: options)
     }
 
@@ -76,7 +79,8 @@ struct PostgresStoreTests {
 
     @Test func aSubmitWakesAnIdleWorkerAndACancelWakesARunningOne() async throws {
         // Renewals 20 s apart: only a notification can end these waits early.
-        let harness = PostgresHarness(options: PostgresStore.Options(lease: .seconds(60), renew: .seconds(20)))
+        let harness = PostgresHarness(
+            options: PostgresStore.Options(lease: .seconds(60), renew: .seconds(20), requestTimeout: .seconds(120)))
         let worker = try await harness.makeStore() as! PostgresStore
         let client = try await harness.reopen(worker)
         _ = try await worker.claim(worker: "w")  // starts the listener
