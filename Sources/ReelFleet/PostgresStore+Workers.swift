@@ -137,7 +137,8 @@ extension PostgresStore {
     /// One conditional update on the database's clock: every job whose lease has expired goes back to
     /// waiting, or fails once its attempts are used up (a poison job), or ends cancelled if a cancel
     /// was asked. Safe to run on every worker at once: a row renewed or finished meanwhile no longer
-    /// matches when the update re-reads it. Mirrors `JobStatus.orphaned`.
+    /// matches when the update re-reads it. Mirrors `JobStatus.orphaned`. Removes each dead attempt's
+    /// temporary output (outputs are on storage every worker sees).
     @discardableResult
     public func rescueExpired() async throws -> Int {
         let rescued = try await perform("rescue jobs of dead workers", within: workerTimeout) { () -> [Row] in
@@ -171,6 +172,11 @@ extension PostgresStore {
         }
         publish(rescued)
         for row in rescued {
+            // The dead attempt's temporary output, and only its own (a new attempt may already write
+            // its own beside it): a worker killed with its export in process leaves one behind.
+            let tag = Lease(id: row.status.id, attempt: row.status.attempts, token: "", worker: "", spec: row.spec)
+                .attemptTag
+            unlink(TemporaryOutput.url(for: URL(fileURLWithPath: row.spec.output), tag: tag).path)
             notifications.unwatch(row.status.id)
             logger.warning(
                 "rescued a job whose worker's lease expired",

@@ -170,17 +170,20 @@ struct FleetProcessTests {
         #expect(workers.contains { $0.output.contains("cannot") }, "the outage went unnoticed")
     }
 
-    @Test func aWorkerPausedPastItsLeaseDoesNotOverwriteTheRescuersResult() async throws {
+    /// Isolated, the paused worker's export process runs on and finishes; its output waits at the
+    /// publish gate (a fenced renewal) until the worker wakes, finds the lease gone and discards it.
+    @Test(arguments: ["--isolate", "--no-isolate"])
+    func aWorkerPausedPastItsLeaseDoesNotOverwriteTheRescuersResult(_ mode: String) async throws {
         let fleet = try await Fleet.make()
         let id = try #require(
             try await fleet.submit(
                 Fixtures.long, preset: "MediumQuality", extra: ["timeRange": "0-10", "forceTranscode": "true"]
             ).first)
-        let paused = try fleet.worker(["--jobs", "1", "--lease", "3", "--no-isolate"])
+        let paused = try fleet.worker(["--jobs", "1", "--lease", "3", mode])
         let running = await fleet.waitFor(id) { $0.state == .exporting && $0.progress > 0.05 }
         #expect(running != nil, "\(paused.output)")
         paused.signal(SIGSTOP)
-        let rescuer = try fleet.worker(["--jobs", "1", "--lease", "3", "--drain", "--no-isolate"])
+        let rescuer = try fleet.worker(["--jobs", "1", "--lease", "3", "--drain", mode])
         #expect(try await rescuer.exit(within: .seconds(300)).status == 0, "\(rescuer.output)")
         let done = try #require(try await fleet.status(id))
         #expect(done.state == .completed && done.attempts == 2)
