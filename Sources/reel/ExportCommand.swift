@@ -30,6 +30,13 @@ struct ExportCommand: AsyncParsableCommand {
     @Flag(name: .long, help: "Keep -o's extension even though it is not the --type's (needs --type).")
     var forceExtension = false
 
+    @Flag(
+        name: .long,
+        help:
+            "Print the plan (method, size, rates, streams, estimated bytes) without writing anything; with --json, as one JSON object."
+    )
+    var estimate = false
+
     @Option(
         name: .long,
         help: ArgumentHelp("Export only part of the asset: start-end in seconds or [hh:]mm:ss.", valueName: "start-end")
@@ -114,7 +121,11 @@ struct ExportCommand: AsyncParsableCommand {
                 ?? OutputType.defaultFileName(asset: assetURL, preset: session.preset, type: outputType))
         session.outputURL = destination
         // Decide compatibility before any work, so an impossible export fails at once.
-        try session.determineCompatibility()
+        let plan = try session.determineCompatibility()
+        if estimate {
+            CLI.printLine(json ? CLI.jsonLine(plan) : PlanPrinter.describe(plan))
+            return
+        }
 
         // Ctrl-C and SIGTERM cancel the export; the temporary file is removed and nothing is left.
         let interrupts = CLI.onTerminationSignals { session.cancelExport() }
