@@ -4,7 +4,7 @@ import Foundation
 /// probed facts, without reading a frame.
 ///
 /// - A copy (Passthrough, smart passthrough) is the source's bytes, less the streams left out, scaled
-///   by the share of the duration kept.
+///   by the share of the duration kept, plus the room the remux reserves for a front moov.
 /// - A re-encode is video + audio + container. Audio is the AAC bit rate over the duration. Video is a
 ///   model of x264/x265 at constant rate factor, in bits per output pixel per frame (bpp):
 ///
@@ -15,16 +15,16 @@ import Foundation
 ///   how many bits H.264 would spend on what the source's codec stores: the content's complexity),
 ///   `r` the output's share of the source's pixels, `P` the output's pixels, `e` the encoder preset's
 ///   term and `h` HEVC's. Halving the bits every 6 CRF is x264's rate-factor rule; the other terms
-///   are fitted. The total over the output's frames is capped by the VBV (the maximum rate over the
-///   duration plus 90 % of the buffer, x264's initial fill).
+///   are fitted. The total is capped by the VBV: the maximum rate over the duration plus the part of
+///   the buffer x264 spends (it starts 90 % full and ends about a third full).
 ///
-/// The numbers were fitted (least squares on ln bpp) against 150 real encodes by this Reel on
-/// 4-second clips of four kinds of content: lavfi `testsrc2`, `mandelbrot` with grain, a still picture
-/// and `noise`, each 1920x1080 and 640x360, each encoded two ways (x264 veryfast CRF 16, ultrafast
-/// CRF 23), under every shipped video preset; `Scripts/estimate-calibration` repeats it and prints the
-/// errors. Pure noise is left out of the fit: downscaling averages it away, so a noisy source that is
-/// made smaller is overestimated (up to 8x), while one kept at its size hits the VBV cap, which the
-/// estimate then gives within about 25 %. See README ("Estimates") for the errors measured.
+/// Fitted (least squares on ln bpp) on 136 real encodes, identical to Reel's, of 4-second clips of
+/// four kinds of content (lavfi `testsrc2`, `mandelbrot` with grain, a still picture, `noise`), each
+/// 1920x1080 and 640x360 and each encoded two ways (x264 veryfast CRF 16; ultrafast CRF 23), under
+/// every shipped video preset. Noise and capped encodes are left out of the fit: downscaling averages
+/// noise away, so a noisy source made smaller is overestimated (up to 8x), while one kept near its
+/// size meets the VBV cap, which the estimate gives within about 25 %. `Scripts/estimate-calibration`
+/// repeats the measurement and the fit; README ("Size estimates") gives the errors.
 enum SizeEstimate {
     static func bytes(for plan: ExportPlan, asset: Asset) -> Int64 {
         switch plan.method {
@@ -33,7 +33,9 @@ enum SizeEstimate {
         }
     }
 
-    /// A copy: the source's bytes, less the streams left out, scaled by the share of the duration kept.
+    /// A copy: the source's bytes, less the streams left out, scaled by the share of the duration kept;
+    /// plus, for a network-optimised file, the room the remux reserves in front for the moov (which
+    /// replaces the source's own index, about 12 bytes a sample).
     static func copied(_ plan: ExportPlan, asset: Asset) -> Int64 {
         let seconds = asset.duration
         let share = seconds > 0 ? min(1, plan.durationSeconds / seconds) : 1
@@ -42,7 +44,34 @@ enum SizeEstimate {
             guard let track = asset.tracks.first(where: { $0.index == stream.index }) else { continue }
             bytes -= streamBytes(track, assetSeconds: seconds) ?? 0
         }
-        return Int64(max(0, bytes * share).rounded())
+        bytes *= share
+        if plan.output.networkOptimized {
+            let copied = plan.streams.filter { $0.action == .copy }.compactMap { stream in
+                asset.tracks.first { $0.index == stream.index }
+            }
+            let samples = copied.map { packetCount(of: $0, assetSeconds: seconds) }.reduce(0, +)
+            bytes += Double(moovReservation(streams: copied, samples: samples, metadata: plan.metadata.written))
+            bytes -= 12 * samples * share
+        }
+        return Int64(max(0, bytes).rounded())
+    }
+
+    /// The room a remux reserves for the moov: ReelMedia's `RemuxJob.estimateMoovBytes`, from the same
+    /// facts (16 KiB, the metadata, then 2 KiB and 45 bytes a sample per stream).
+    static func moovReservation(streams: [AssetTrack], samples: Double, metadata: [String: String]) -> Int {
+        let base = 16_384 + metadata.reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count + 64 }
+        return min(base + 2_048 * streams.count + Int(samples * 1.25 * 36), 256 << 20)
+    }
+
+    /// How many packets a stream holds.
+    static func packetCount(of track: AssetTrack, assetSeconds: Double) -> Double {
+        if let count = track.frameCount, count > 0 { return Double(count) }
+        let seconds = max(0, track.durationSeconds ?? assetSeconds)
+        switch track.kind {
+        case .video: return seconds * min(track.frameRate?.value ?? 60, 240)
+        case .audio: return seconds * Double(max(track.sampleRate ?? 48_000, 8_000)) / 1024
+        default: return seconds * 10
+        }
     }
 
     /// Bytes of one source stream, when its bit rate is known.
@@ -89,7 +118,7 @@ enum SizeEstimate {
         if video.codec == "hevc" { lnBPP += Model.hevcTerm }
         var bits = exp(lnBPP) * pixels * frames
         if let cap = video.maxBitrate {
-            bits = min(bits, Double(cap) * seconds + Model.vbvInitialFill * Double(video.bufferSize ?? cap))
+            bits = min(bits, Double(cap) * seconds + Model.vbvBufferSpent * Double(video.bufferSize ?? cap))
         }
         return bits
     }
@@ -108,18 +137,18 @@ enum SizeEstimate {
 
     /// The fitted numbers (see the type's comment and `Scripts/estimate-calibration`).
     enum Model {
-        static let c0 = -1.146
-        static let c1 = 0.845
-        static let c2 = 0.420
-        static let c3 = -0.072
-        static let c4 = 0.119
-        static let hevcTerm = 0.0
+        static let c0 = -1.024
+        static let c1 = 0.890
+        static let c2 = 0.452
+        static let c3 = -0.043
+        static let c4 = 0.135
+        static let hevcTerm = 0.092
         /// A source cannot be simpler than this (bpp); an empty or broken bit rate would otherwise
         /// predict nothing.
         static let minimumSourceBPP = 0.002
-        /// x264's `vbv-init`: the buffer starts 90 % full, so a short clip may spend that much above
-        /// the maximum rate.
-        static let vbvInitialFill = 0.9
+        /// Share of the VBV buffer an encode spends above the maximum rate: x264's buffer starts 90 %
+        /// full (`vbv-init`); the capped noise encodes spent 0.47-0.64 of it (fitted: 0.55).
+        static let vbvBufferSpent = 0.55
         /// ftyp, moov headers, the encoder's SEI; then each sample's table entries.
         static let containerBytes = 2500.0
         static let bytesPerFrame = 20.0
@@ -129,11 +158,11 @@ enum SizeEstimate {
         /// documented trend and are not calibrated.
         static func encoderPresetTerm(_ preset: String) -> Double {
             switch preset.lowercased() {
-            case "ultrafast": 0.55
-            case "superfast": 0.40
-            case "veryfast": 0.284
-            case "faster": 0.0
-            case "fast": -0.037
+            case "ultrafast": 0.6
+            case "superfast": 0.45
+            case "veryfast": 0.336
+            case "faster": 0.1
+            case "fast": -0.017
             case "medium": 0
             case "slow": -0.03
             case "slower": -0.06
