@@ -18,13 +18,13 @@ import Foundation
 ///   are fitted. The total is capped by the VBV: the maximum rate over the duration plus the part of
 ///   the buffer x264 spends (it starts 90 % full and ends about a third full).
 ///
-/// Fitted (least squares on ln bpp) on 136 real encodes, identical to Reel's, of 4-second clips of
-/// four kinds of content (lavfi `testsrc2`, `mandelbrot` with grain, a still picture, `noise`), each
-/// 1920x1080 and 640x360 and each encoded two ways (x264 veryfast CRF 16; ultrafast CRF 23), under
-/// every shipped video preset. Noise and capped encodes are left out of the fit: downscaling averages
-/// noise away, so a noisy source made smaller is overestimated (up to 8x), while one kept near its
-/// size meets the VBV cap, which the estimate gives within about 25 %. `Scripts/estimate-calibration`
-/// repeats the measurement and the fit; README ("Size estimates") gives the errors.
+/// Fitted (least squares on ln bpp) on 104 of 136 encodes by Reel of 4-second clips of four kinds of
+/// content (lavfi `testsrc2`, `mandelbrot` with grain, a still picture, `noise`), each 1920x1080 and
+/// 640x360 and each encoded two ways (x264 veryfast CRF 16; ultrafast CRF 23), under every shipped
+/// video preset. Noise and capped encodes are left out of the fit: downscaling averages noise away,
+/// so a noisy source made smaller is overestimated (up to 9x), while one kept near its size meets the
+/// VBV cap, which the estimate gives within 7 %. `Scripts/estimate-calibration` repeats the
+/// measurement and the fit; README ("Size estimates") gives the errors.
 enum SizeEstimate {
     static func bytes(for plan: ExportPlan, asset: Asset) -> Int64 {
         switch plan.method {
@@ -137,12 +137,12 @@ enum SizeEstimate {
 
     /// The fitted numbers (see the type's comment and `Scripts/estimate-calibration`).
     enum Model {
-        static let c0 = -1.024
-        static let c1 = 0.890
-        static let c2 = 0.452
-        static let c3 = -0.043
-        static let c4 = 0.135
-        static let hevcTerm = 0.092
+        static let c0 = -1.050
+        static let c1 = 0.868
+        static let c2 = 0.448
+        static let c3 = -0.072
+        static let c4 = 0.124
+        static let hevcTerm = 0.055
         /// A source cannot be simpler than this (bpp); an empty or broken bit rate would otherwise
         /// predict nothing.
         static let minimumSourceBPP = 0.002
@@ -159,10 +159,10 @@ enum SizeEstimate {
         static func encoderPresetTerm(_ preset: String) -> Double {
             switch preset.lowercased() {
             case "ultrafast": 0.6
-            case "superfast": 0.45
-            case "veryfast": 0.336
+            case "superfast": 0.4
+            case "veryfast": 0.260
             case "faster": 0.1
-            case "fast": -0.017
+            case "fast": -0.059
             case "medium": 0
             case "slow": -0.03
             case "slower": -0.06
