@@ -1,18 +1,19 @@
 #!/usr/bin/env python3
-"""Helpers for Scripts/bench: the ffmpeg command equivalent to a Reel preset, and the report.
+"""Helpers for Scripts/bench: the ffmpeg command equivalent to a Reel export, and the report.
 
 Subcommands (Scripts/bench calls them; nothing here times anything):
 
-  ffmpeg-args PRESETS_DIR PRESET INPUT OUTPUT
+  ffmpeg-args REEL PRESET INPUT OUTPUT
       Prints, one per line, the ffmpeg arguments (without `ffmpeg` itself) that do what
-      `reel export INPUT --preset PRESET -o OUTPUT` does. Every number (encoder, x264/x265 preset,
-      CRF, VBV, box, frame-rate cap, profile, AAC bit rate and channels) is read from the preset's
-      JSON file; the source's size, rotation, frame rate, bit depth and audio layout come from
-      ffprobe. The size, channel and sample-rate rules mirror Reel's (Preset.outputSize,
-      ExportPlanner.audioEncoding), as do the scaler flags (Scaler.swift) and colour tags (VideoLane).
+      `reel export INPUT --preset PRESET -o OUTPUT --force-transcode` does. Nothing about Reel's rules
+      is repeated here: the arguments are read off Reel's own plan (`reel export ... --estimate --json`:
+      streams, output size, encoder, x264/x265 preset, CRF, VBV, profile, pixel format, colour tags,
+      frame-rate cap, scaler, AAC bit rate, channels and sample rate, container and brand). Only how
+      ffmpeg spells each of those is written down here.
 
-  preset-name PRESETS_DIR NAME
-      Prints the canonical name of a preset given by name or alias.
+  preset-info REEL PRESET INPUT
+      Prints the preset's canonical name and its kind (video, audio or passthrough), from the plan of
+      exporting INPUT with it.
 
   report OUT_DIR
       Reads OUT_DIR/{cases,runs,ssim,commands}.tsv, prints the results table and the differences
@@ -23,47 +24,36 @@ Subcommands (Scripts/bench calls them; nothing here times anything):
       Prints the PASS/FAIL lines for the targets, from OUT_DIR/results.json.
 
   tree-rss PID OUTPUT
-      Until PID exits, samples the summed resident memory of PID's descendants (every 0.1 s; PID
-      itself, /usr/bin/time, is left out) and then writes the peak, in kB, to OUTPUT. /usr/bin/time's
-      %M is the largest single process, which undercounts work spread over concurrent processes.
+      Until PID exits, samples the process tree under PID every 50 ms (PID itself, /usr/bin/time, is
+      left out) and then writes the peaks of its summed RSS and of its summed PSS, in kB, to OUTPUT.
+      /usr/bin/time's %M is the largest single process, which undercounts work spread over
+      concurrent processes.
 """
+import argparse
 import json
-import math
 import os
 import statistics
 import subprocess
 import sys
 
-# Reel's swscale flags (Sources/ReelMedia/Scaler.swift: SWS_BICUBIC, as ffmpeg's scale filter).
-REEL_SCALER_FLAGS = "bicubic"
-# Reel's muxer flags (Transcoder.muxerOptions): metadata as mdta keys, and moov first.
-MOVFLAGS = "+faststart+use_metadata_tags"
+# What ffmpeg needs to mux metadata as Reel does (Transcoder.muxerOptions: mdta keys); faststart is
+# added when the plan asks for a network-optimised file.
+METADATA_MOVFLAGS = "+use_metadata_tags"
 
 
 # ----------------------------------------------------------------------------------------------
-# Presets and probing
+# Reel's plan
 
 
-def load_presets(folder):
-    presets = {}
-    for name in sorted(os.listdir(folder)):
-        if name.endswith(".json"):
-            with open(os.path.join(folder, name)) as f:
-                preset = json.load(f)
-            presets[preset["name"]] = preset
-    return presets
-
-
-def find_preset(folder, wanted):
-    """A preset by name or alias, case-insensitive, also as AVAssetExportPreset<name> (like Reel)."""
-    key = wanted.lower()
-    if key.startswith("avassetexportpreset"):
-        key = key[len("avassetexportpreset"):]
-    for name, preset in load_presets(folder).items():
-        names = [name] + preset.get("aliases", [])
-        if key in (n.lower() for n in names):
-            return preset
-    raise SystemExit(f"bench-lib: no preset named {wanted!r} in {folder}")
+def reel_plan(reel, preset, source, output=None):
+    """The plan of `reel export SOURCE --preset PRESET [-o OUTPUT]`, re-encoding even a source that
+    already fits (ffmpeg re-encodes it; smart passthrough is what the web720 case measures)."""
+    out = subprocess.run(
+        [reel, "export", source, "--preset", preset, "--estimate", "--json", "--force-transcode"]
+        + (["-o", output] if output else []), capture_output=True, text=True)
+    if out.returncode != 0:
+        raise SystemExit(f"bench-lib: reel could not plan {source} with {preset}: {out.stderr.strip()}")
+    return json.loads(out.stdout)
 
 
 def ffprobe(path):
@@ -73,26 +63,8 @@ def ffprobe(path):
     return json.loads(out)
 
 
-def rational(text):
-    try:
-        num, den = (text or "0/0").split("/")
-        return float(num) / float(den) if float(den) else 0.0
-    except ValueError:
-        return 0.0
-
-
-def rotation(stream):
-    for side in stream.get("side_data_list", []):
-        if "rotation" in side:
-            return int(side["rotation"]) % 360
-    try:
-        return int(stream.get("tags", {}).get("rotate", 0)) % 360
-    except ValueError:
-        return 0
-
-
 def main_streams(info):
-    """The video and audio tracks Reel picks: the first real video track and the first audio track."""
+    """The first real video track and the first audio track of a probed file (for the report)."""
     streams = info.get("streams", [])
     video = next((s for s in streams if s.get("codec_type") == "video"
                   and not s.get("disposition", {}).get("attached_pic")), None)
@@ -100,97 +72,74 @@ def main_streams(info):
     return video, audio
 
 
-def swift_round(value):
-    """Swift's `.rounded()`: halves away from zero (Python's round() rounds halves to even)."""
-    return math.floor(value + 0.5) if value >= 0 else -math.floor(-value + 0.5)
+def stream_specifier(plan, index):
+    """ffmpeg's name for the source stream `index`: `0:v:N` / `0:a:N` (its rank among the streams of
+    its kind)."""
+    kind = next(s["kind"] for s in plan["streams"] if s["index"] == index)
+    rank = [s["index"] for s in plan["streams"] if s["kind"] == kind].index(index)
+    return f"0:{kind[0]}:{rank}"
 
 
-def output_size(video_preset, width, height):
-    """Preset.outputSize(forDisplayWidth:height:): fit in the box (matched to orientation), keep the
-    aspect, round to the size multiple (2 at least), never larger than the source."""
-    multiple = max(2, video_preset.get("sizeMultiple") or 2)
-    box_w, box_h = float(width), float(height)
-    box = video_preset.get("box")
-    if box:
-        landscape = width >= height
-        box_w, box_h = float(box[0] if landscape else box[1]), float(box[1] if landscape else box[0])
-    scale = min(1.0, box_w / width, box_h / height)
-
-    def fit(value, limit):
-        rounded = swift_round(value / multiple) * multiple
-        bounded = rounded if rounded <= limit else math.floor(value / multiple) * multiple
-        return max(2, int(bounded))
-
-    return fit(width * scale, min(box_w, width)), fit(height * scale, min(box_h, height))
+def movflags(plan):
+    return ("+faststart" if plan["output"]["networkOptimized"] else "") + METADATA_MOVFLAGS
 
 
-def audio_settings(audio_preset, stream):
-    """ExportPlanner.audioEncoding: 44.1/48 kHz kept (else 48 kHz), channels capped, mono at half rate."""
-    source_rate = int(stream.get("sample_rate") or 48000)
-    rate = source_rate if source_rate in (44100, 48000) else 48000
-    channels = max(1, min(int(stream.get("channels") or 2), audio_preset["maxChannels"]))
-    bitrate = audio_preset["bitrate"]
-    if channels == 1 and audio_preset["maxChannels"] == 2:
-        bitrate = max(32000, bitrate // 2)
-    return bitrate, channels, rate, source_rate
-
-
-def ffmpeg_args(presets_dir, preset_name, source, output):
-    preset = find_preset(presets_dir, preset_name)
-    info = ffprobe(source)
-    video, audio = main_streams(info)
+def ffmpeg_args(reel, preset, source, output):
+    plan = reel_plan(reel, preset, source, output)
     args = ["-nostdin", "-hide_banner", "-loglevel", "error", "-y", "-i", source]
-    kind = preset["kind"]
-    if kind == "passthrough":
-        return args + ["-map", "0", "-c", "copy", "-movflags", MOVFLAGS, output]
+    out = plan["output"]
+    container = ["-f", out["muxer"], "-brand", out["brand"]] if out.get("brand") else []
+    if plan["method"] != "transcode":
+        copied = [s["index"] for s in plan["streams"] if s["action"] == "copy"]
+        maps = ["-map", "0"] if len(copied) == len(plan["streams"]) else \
+            [a for i in copied for a in ("-map", f"0:{i}")]
+        return args + maps + ["-c", "copy"] + container + ["-movflags", movflags(plan), output]
+
+    video, audio = plan.get("video"), plan.get("audio")
 
     def audio_args():
-        bitrate, channels, rate, source_rate = audio_settings(preset["audio"], audio)
-        extra = ["-ar", str(rate)] if rate != source_rate else []
-        return ["-c:a", "aac", "-b:a", str(bitrate), "-ac", str(channels)] + extra
+        extra = ["-ar", str(audio["sampleRate"])] if audio["sampleRate"] != audio["sourceSampleRate"] else []
+        return ["-c:a", audio["codec"], "-b:a", str(audio["bitRate"]), "-ac", str(audio["channels"])] + extra
 
-    if kind == "audio":
-        if audio is None:
-            raise SystemExit(f"bench-lib: {source} has no audio track")
-        # Reel writes m4a with the mp4 muxer and the 'M4A ' brand (OutputType.m4a).
-        return args + ["-map", "0:a:0", "-vn", "-sn", "-dn"] + audio_args() + [
-            "-f", "mp4", "-brand", "M4A ", "-movflags", MOVFLAGS, output]
+    if video is None and container:
+        # Audio only (AppleM4A): one audio track and nothing else.
+        return args + ["-map", stream_specifier(plan, audio["stream"]), "-vn", "-sn", "-dn"] + audio_args() + \
+            container + ["-movflags", movflags(plan), output]
 
-    settings = preset["video"]
     if video is not None:
-        args += ["-map", "0:v:0"]
+        args += ["-map", stream_specifier(plan, video["stream"])]
     if audio is not None:
-        args += ["-map", "0:a:0"]
+        args += ["-map", stream_specifier(plan, audio["stream"])]
     if video is not None:
-        width, height = int(video["width"]), int(video["height"])
-        if rotation(video) in (90, 270):
-            width, height = height, width
-        out_w, out_h = output_size(settings, width, height)
-        bit_depth = int(video.get("bits_per_raw_sample") or (10 if "10" in video.get("pix_fmt", "") else 8))
-        hevc = settings["codec"] == "hevc"
-        ten_bit = hevc and settings.get("keepHighBitDepth", False) and bit_depth > 8
-        # ffmpeg rotates first (autorotate), so the box applies to the displayed size, as in Reel.
-        args += ["-vf", f"scale={out_w}:{out_h}:flags={REEL_SCALER_FLAGS},setsar=1"]
-        args += ["-c:v", "libx265" if hevc else "libx264", "-preset", settings["encoderPreset"],
-                 "-crf", f"{settings['crf']:g}"]
-        if settings.get("maxBitrate") and settings.get("bufferSize"):
-            args += ["-maxrate", str(settings["maxBitrate"]), "-bufsize", str(settings["bufferSize"])]
-        if settings.get("profile"):
-            args += ["-profile:v", settings["profile"]]
-        args += ["-pix_fmt", "yuv420p10le" if ten_bit else "yuv420p"]
-        if not ten_bit:
-            # Reel converts to, and tags, BT.709 limited range unless it keeps a 10-bit source's colours.
-            args += ["-color_primaries", "bt709", "-color_trc", "bt709", "-colorspace", "bt709",
-                     "-color_range", "tv"]
-        cap = settings.get("maxFrameRate")
-        rate = rational(video.get("r_frame_rate")) or rational(video.get("avg_frame_rate"))
-        if cap and rate > cap + 0.01:
-            args += ["-fpsmax", f"{cap:g}"]
-        if hevc:
-            args += ["-tag:v", "hvc1", "-x265-params", "log-level=error"]
+        # ffmpeg rotates first (autorotate), so the size applies to the upright picture, as in Reel.
+        args += ["-vf", f"scale={video['width']}:{video['height']}:flags={video['scaler']},setsar=1"]
+        args += ["-c:v", video["encoder"], "-preset", video["encoderPreset"], "-crf", f"{video['crf']:g}"]
+        if video.get("maxBitrate") and video.get("bufferSize"):
+            args += ["-maxrate", str(video["maxBitrate"]), "-bufsize", str(video["bufferSize"])]
+        if video.get("profile"):
+            args += ["-profile:v", video["profile"]]
+        args += ["-pix_fmt", video["pixelFormat"]]
+        tags = (("-color_primaries", "colorPrimaries"), ("-color_trc", "colorTransfer"),
+                ("-colorspace", "colorSpace"), ("-color_range", "colorRange"))
+        if video["color"] == "bt709":
+            # Reel converts to BT.709 and tags it; a kept source's colours need no flags in ffmpeg.
+            for flag, key in tags:
+                args += [flag, video[key]]
+        if video.get("frameRate") and video.get("sourceFrameRate") and video["frameRate"] < video["sourceFrameRate"]:
+            args += ["-fpsmax", f"{video['frameRate']:g}"]
+        if video.get("codecTag"):
+            args += ["-tag:v", video["codecTag"]]
+        if video["encoder"] == "libx265":
+            args += ["-x265-params", "log-level=error"]
     if audio is not None:
         args += audio_args()
-    return args + ["-sn", "-dn", "-threads", "0", "-movflags", MOVFLAGS, output]
+    return args + ["-sn", "-dn", "-threads", "0"] + container + ["-movflags", movflags(plan), output]
+
+
+def preset_info(reel, preset, source):
+    plan = reel_plan(reel, preset, source)
+    kind = "passthrough" if plan["method"] == "passthrough" else ("video" if plan.get("video") else "audio")
+    return plan["preset"], kind
 
 
 # ----------------------------------------------------------------------------------------------
@@ -207,27 +156,10 @@ def read_tsv(path):
 
 
 def top_level_atoms(path):
-    atoms = []
-    try:
-        with open(path, "rb") as f:
-            size = os.fstat(f.fileno()).st_size
-            offset = 0
-            while offset + 8 <= size and len(atoms) < 64:
-                f.seek(offset)
-                head = f.read(16)
-                length = int.from_bytes(head[:4], "big")
-                kind = head[4:8].decode("latin-1")
-                if length == 1:
-                    length = int.from_bytes(head[8:16], "big")
-                elif length == 0:
-                    length = size - offset
-                if length < 8:
-                    break
-                atoms.append(kind)
-                offset += length
-    except OSError:
-        pass
-    return atoms
+    """The MP4/QuickTime top-level atoms in file order, as ffprobe's own parser reports them (its trace
+    log), so the moov check does not depend on a reader of our own."""
+    trace = subprocess.run(["ffprobe", "-v", "trace", "-i", path], capture_output=True, text=True).stderr
+    return [line.split("type:'", 1)[1][:4] for line in trace.splitlines() if "parent:'root'" in line]
 
 
 def describe(path):
@@ -513,19 +445,32 @@ def tree_rss(root, output):
 
 
 def main(argv):
-    if len(argv) >= 1 and argv[0] == "ffmpeg-args" and len(argv) == 5:
-        for arg in ffmpeg_args(*argv[1:]):
+    parser = argparse.ArgumentParser(prog="bench-lib.py", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest="command", required=True)
+    command = commands.add_parser("ffmpeg-args")
+    for name in ("reel", "preset", "input", "output"):
+        command.add_argument(name)
+    command = commands.add_parser("preset-info")
+    for name in ("reel", "preset", "input"):
+        command.add_argument(name)
+    commands.add_parser("report").add_argument("out_dir")
+    commands.add_parser("targets").add_argument("out_dir")
+    command = commands.add_parser("tree-rss")
+    command.add_argument("pid")
+    command.add_argument("output")
+    args = parser.parse_args(argv)
+    if args.command == "ffmpeg-args":
+        for arg in ffmpeg_args(args.reel, args.preset, args.input, args.output):
             print(arg)
-    elif len(argv) == 3 and argv[0] == "preset-name":
-        print(find_preset(argv[1], argv[2])["name"])
-    elif len(argv) == 2 and argv[0] == "report":
-        report(argv[1])
-    elif len(argv) == 3 and argv[0] == "tree-rss":
-        tree_rss(argv[1], argv[2])
-    elif len(argv) == 2 and argv[0] == "targets":
-        targets(argv[1])
-    else:
-        raise SystemExit(__doc__)
+    elif args.command == "preset-info":
+        print(*preset_info(args.reel, args.preset, args.input))
+    elif args.command == "report":
+        report(args.out_dir)
+    elif args.command == "targets":
+        targets(args.out_dir)
+    elif args.command == "tree-rss":
+        tree_rss(args.pid, args.output)
 
 
 if __name__ == "__main__":

@@ -41,6 +41,10 @@ public struct Asset: Sendable {
         } catch {
             throw ExportError(error)
         }
+        self.init(url: url, info: info)
+    }
+
+    private init(url: URL, info: MediaInfo) {
         self.url = url
         container = info.formatName
         duration = info.durationSeconds
@@ -119,6 +123,47 @@ public struct Asset: Sendable {
 }
 
 extension Asset {
+    /// Probes only what the file's header declares, under the same limits as a full probe: cheap
+    /// enough to check every job at submit time.
+    ///
+    /// MP4/QuickTime and Matroska headers describe their streams, so no frame is decoded (the moov
+    /// or the segment header is read; pixel formats and some codec details may stay unknown). Other
+    /// containers get FFmpeg's ordinary probe, which is bounded: it reads at most 5 MB and 5 s of
+    /// the file. Throws `unreadable-input` or `limit-exceeded`, as `init(url:limits:)` does.
+    public static func header(of url: URL, limits: InputLimits = Asset.defaultLimits) throws(ExportError) -> Asset {
+        let standard = InputLimits.standard
+        // The header-only probe opens files under the standard demuxer list and stream limit; a
+        // policy that admits more gets the full probe rather than a false refusal.
+        guard limits.allowedDemuxers == standard.allowedDemuxers, limits.maxStreams <= standard.maxStreams else {
+            return try Asset(url: url, limits: limits)
+        }
+        let info: MediaInfo
+        do {
+            try MediaProbe.checkAccess(path: url.path, policy: limits)
+            info = try MediaProbe.probeHeader(path: url.path)
+        } catch {
+            throw ExportError(error)
+        }
+        // The limits a full probe checks (ReelMedia's InputFile.checkLimits), with its words.
+        if info.streams.count > limits.maxStreams {
+            throw ExportError(
+                .limitExceeded, "the input has \(info.streams.count) streams, over the limit of \(limits.maxStreams)")
+        }
+        if info.durationSeconds > limits.maxDurationSeconds {
+            throw ExportError(
+                .limitExceeded,
+                "the input lasts \(Int(info.durationSeconds)) s, over the limit of \(Int(limits.maxDurationSeconds)) s")
+        }
+        for stream in info.streams where stream.kind == .video {
+            if let width = stream.width, let height = stream.height, max(width, height) > limits.maxDimension {
+                throw ExportError(
+                    .limitExceeded,
+                    "stream \(stream.index) is \(width)x\(height), over the limit of \(limits.maxDimension) pixels")
+            }
+        }
+        return Asset(url: url, info: info)
+    }
+
     /// The input limits and demuxer allowlist Reel uses unless told otherwise.
     public static let defaultLimits: InputLimits = .standard
 

@@ -11,58 +11,6 @@ public enum MetadataPolicy: String, Sendable, Codable, CaseIterable {
     case strip
 }
 
-/// A part of the source, in seconds from its start.
-public struct TimeRange: Sendable, Equatable, Codable, CustomStringConvertible {
-    public var start: Double
-    /// Nil means to the end.
-    public var end: Double?
-    public init(start: Double, end: Double?) {
-        self.start = start
-        self.end = end
-    }
-    /// Parses `a-b`, `a-`, where a and b are seconds (`12.5`) or `[hh:]mm:ss[.fff]`.
-    public init?(parsing text: String) {
-        guard let dash = text.firstIndex(of: "-", where: { $0 != text.startIndex }) else { return nil }
-        guard let start = TimeRange.seconds(String(text[..<dash])) else { return nil }
-        let rest = String(text[text.index(after: dash)...])
-        let end = rest.isEmpty ? nil : TimeRange.seconds(rest)
-        if !rest.isEmpty && end == nil { return nil }
-        self.init(start: start, end: end)
-    }
-    static func seconds(_ text: String) -> Double? {
-        let parts = text.split(separator: ":", omittingEmptySubsequences: false)
-        guard (1...3).contains(parts.count) else { return nil }
-        var total = 0.0
-        for part in parts {
-            guard let value = Double(part), value >= 0, value.isFinite else { return nil }
-            total = total * 60 + value
-        }
-        return total
-    }
-    public var description: String { "\(start)-\(end.map { String($0) } ?? "")" }
-}
-
-extension String {
-    fileprivate func firstIndex(of character: Character, where accept: (Index) -> Bool) -> Index? {
-        indices.first { self[$0] == character && accept($0) }
-    }
-}
-
-/// What an export will do, decided before any work: streams, sizes, codecs, or why it cannot.
-public struct ExportDecision: Sendable {
-    /// The plan ReelMedia executes (its output path is filled in by the session).
-    public var plan: TranscodePlan
-    /// Output display size, when there is video.
-    public var width: Int?
-    public var height: Int?
-    /// Streams a Passthrough export leaves out because the container cannot hold them.
-    public var skippedStreams: [Int]
-    /// How the export is done.
-    public var method: ExportMethod = .transcode
-    /// Why: for a video preset, why the source could or could not simply be copied.
-    public var reason: String = ""
-}
-
 /// How an export produces its file.
 public enum ExportMethod: String, Sendable, Codable {
     /// Decode and re-encode.
@@ -78,202 +26,297 @@ public enum ExportPlanner {
     /// The output type used when none is given: `m4a` for audio presets, `mp4` otherwise.
     public static func defaultType(for preset: Preset) -> OutputType { preset.kind == .audio ? .m4a : .mp4 }
 
+    /// The swscale interpolation Reel's scaler uses (`Scaler.swift`: `SWS_BICUBIC`, as ffmpeg's
+    /// scale filter), stated in plans.
+    static let scaler = "bicubic"
+
     /// Builds the plan or throws `incompatible-preset` / `invalid-argument` with a clear reason.
+    /// Reads only the asset's probed facts (a header-only probe is enough): no file is opened.
     public static func decide(
         asset: Asset, preset: Preset, type: OutputType, timeRange: TimeRange?, metadata: MetadataPolicy,
-        optimizeForNetwork: Bool, limits: InputLimits, forceTranscode: Bool = false
-    ) throws(ExportError) -> ExportDecision {
-        if let range = timeRange {
-            if let end = range.end, end <= range.start {
-                throw ExportError(
-                    .invalidArgument, "the time range ends (\(end) s) before it starts (\(range.start) s)")
-            }
-            if asset.duration > 0, range.start >= asset.duration {
-                throw ExportError(
-                    .invalidArgument,
-                    "the time range starts at \(range.start) s, after the end of the asset (\(String(format: "%.3f", asset.duration)) s)"
-                )
-            }
-        }
-        var plan = TranscodePlan(
-            inputPath: asset.url.path, outputPath: "", container: type.container,
-            mode: .transcode(video: nil, audio: nil), faststart: optimizeForNetwork,
-            metadata: metadataToWrite(asset.metadata, policy: metadata),
-            startSeconds: timeRange.map(\.start).flatMap { $0 > 0 ? $0 : nil }, endSeconds: timeRange?.end,
-            policy: limits)
-        var decision = ExportDecision(plan: plan, skippedStreams: [])
+        optimizeForNetwork: Bool, forceTranscode: Bool = false
+    ) throws(ExportError) -> ExportPlan {
+        try check(timeRange, asset: asset)
+        var plan = ExportPlan(
+            asset: asset.url.path, preset: preset.name, method: .transcode,
+            decision: ExportPlan.Decision(obstacle: nil, summary: ""),
+            output: ExportPlan.Output(
+                path: nil, type: type, muxer: type.container.muxer, brand: type.container.brand,
+                networkOptimized: optimizeForNetwork),
+            durationSeconds: TimeRange.seconds(of: timeRange, within: asset.duration), timeRange: timeRange,
+            streams: asset.tracks.map {
+                ExportPlan.Stream(index: $0.index, kind: $0.kind, codec: $0.codec, action: .skip, reason: nil)
+            },
+            metadata: ExportPlan.Metadata(policy: metadata, written: metadataToWrite(asset.metadata, policy: metadata)),
+            estimatedBytes: 0)
         switch preset.kind {
         case .passthrough:
-            if type.isAudioOnly, asset.videoTrack != nil {
-                throw ExportError(
-                    .incompatiblePreset,
-                    "Passthrough cannot write the video of \(asset.url.lastPathComponent) into an m4a file; use --type mp4 or the AppleM4A preset"
-                )
-            }
-            var copy: [Int] = []
-            for track in asset.tracks {
-                let wanted: Bool
-                switch track.kind {
-                case .video: wanted = !type.isAudioOnly && !track.isAttachedPicture
-                case .audio: wanted = true
-                case .subtitle: wanted = !type.isAudioOnly
-                default: wanted = false
-                }
-                guard wanted else { continue }
-                if MediaCapabilities.container(type.container.muxer, canHold: track.codec) {
-                    copy.append(track.index)
-                } else if track.index == asset.videoTrack?.index || track.index == asset.audioTrack?.index {
-                    throw ExportError(
-                        .incompatiblePreset,
-                        "Passthrough cannot put \(track.codec) (\(track.kind.rawValue) track \(track.index)) in a \(type.rawValue) file; choose another output type or a re-encoding preset"
-                    )
-                } else {
-                    decision.skippedStreams.append(track.index)
-                }
-            }
-            if copy.isEmpty {
-                throw ExportError(.incompatiblePreset, "Passthrough found no video or audio track to copy")
-            }
-            plan.mode = .copy(streams: copy)
-            decision.method = .passthrough
-            decision.reason = "the Passthrough preset copies every stream"
-            if let video = asset.videoTrack, let size = video.displaySize {
-                decision.width = size.width
-                decision.height = size.height
-            }
+            try planPassthrough(&plan, asset: asset, type: type)
         case .audio:
-            if type == .m4v {
-                throw ExportError(.incompatiblePreset, "\(preset.name) writes audio only; use --type m4a (or mp4/mov)")
-            }
-            guard let track = asset.audioTrack, let audio = preset.audio else {
-                throw ExportError(
-                    .incompatiblePreset,
-                    "\(preset.name) needs an audio track and \(asset.url.lastPathComponent) has none")
-            }
-            plan.mode = .transcode(
-                video: nil, audio: StreamEncoding(stream: track.index, encoding: audioEncoding(audio, track: track)))
+            try planAudio(&plan, asset: asset, preset: preset, type: type)
         case .video:
-            if type.isAudioOnly {
-                throw ExportError(
-                    .incompatiblePreset,
-                    "\(preset.name) writes video, which an m4a file cannot hold; use AppleM4A for m4a")
-            }
-            guard let settings = preset.video, let audio = preset.audio else {
-                throw ExportError(.invalidPreset, "\(preset.name) has no video settings")
-            }
-            if asset.videoTrack == nil && asset.audioTrack == nil {
-                throw ExportError(.unreadableInput, "\(asset.url.lastPathComponent) has no video or audio track")
-            }
-            var video: StreamEncoding<VideoEncoding>?
-            if let track = asset.videoTrack {
-                guard let display = track.displaySize, display.width > 0, display.height > 0 else {
-                    throw ExportError(.unreadableInput, "the video track of \(asset.url.lastPathComponent) has no size")
-                }
-                let size = preset.outputSize(forDisplayWidth: display.width, height: display.height)
-                let highBit =
-                    settings.codec == .hevc && (settings.keepHighBitDepth ?? false) && (track.bitDepth ?? 8) > 8
-                video = StreamEncoding(
-                    stream: track.index,
-                    encoding: VideoEncoding(
-                        codec: settings.codec, width: size.width, height: size.height, rotation: track.rotation ?? 0,
-                        tenBit: highBit, color: highBit ? .keepSource : .bt709, encoderPreset: settings.encoderPreset,
-                        crf: settings.crf, maxBitrate: settings.maxBitrate, bufferSize: settings.bufferSize,
-                        maxFrameRate: settings.maxFrameRate, profile: settings.profile))
-                decision.width = size.width
-                decision.height = size.height
-            }
-            plan.mode = .transcode(
-                video: video,
-                audio: asset.audioTrack.map {
-                    StreamEncoding(stream: $0.index, encoding: audioEncoding(audio, track: $0))
-                })
-            // Smart passthrough: a source that already is what the preset would make is copied.
-            let verdict =
-                forceTranscode
-                ? "re-encoding was forced"
-                : smartPassthroughObstacle(asset: asset, preset: preset, type: type, timeRange: timeRange)
-            if let verdict {
-                decision.reason = "re-encoded: \(verdict)"
-            } else {
-                plan.mode = .copy(streams: [asset.videoTrack?.index, asset.audioTrack?.index].compactMap { $0 })
-                decision.method = .smartPassthrough
-                decision.reason =
-                    "copied: the source already fits \(preset.name) (codec, size, frame rate, bit rate, audio)"
-            }
+            try planVideo(&plan, asset: asset, preset: preset, type: type, forceTranscode: forceTranscode)
         }
-        decision.plan = plan
-        return decision
+        plan.width = plan.video?.width
+        plan.height = plan.video?.height
+        plan.frameRate = plan.video?.frameRate
+        plan.estimatedBytes = SizeEstimate.bytes(for: plan, asset: asset)
+        return plan
     }
 
-    /// Why the source cannot simply be copied under a video preset, or nil when it can: same codec
-    /// (8-bit 4:2:0 H.264, or HEVC within the preset's depth), inside the box at its own size, square
-    /// pixels, no rotation to apply, frame rate and bit rate within the caps, SDR for H.264, and audio
-    /// that is already AAC-LC with at most the preset's channels at 44.1/48 kHz.
-    static func smartPassthroughObstacle(asset: Asset, preset: Preset, type: OutputType, timeRange: TimeRange?)
-        -> String?
+    private static func check(_ timeRange: TimeRange?, asset: Asset) throws(ExportError) {
+        guard let range = timeRange else { return }
+        if let end = range.end, end <= range.start {
+            throw ExportError(.invalidArgument, "the time range ends (\(end) s) before it starts (\(range.start) s)")
+        }
+        if asset.duration > 0, range.start >= asset.duration {
+            throw ExportError(
+                .invalidArgument,
+                "the time range starts at \(range.start) s, after the end of the asset (\(String(format: "%.3f", asset.duration)) s)"
+            )
+        }
+    }
+
+    /// The Passthrough preset: every stream the output type can hold is copied.
+    static func planPassthrough(_ plan: inout ExportPlan, asset: Asset, type: OutputType) throws(ExportError) {
+        if type.isAudioOnly, asset.videoTrack != nil {
+            throw ExportError(
+                .incompatiblePreset,
+                "Passthrough cannot write the video of \(asset.url.lastPathComponent) into an m4a file; use --type mp4 or the AppleM4A preset"
+            )
+        }
+        for (position, track) in asset.tracks.enumerated() {
+            let wanted: Bool
+            switch track.kind {
+            case .video: wanted = !type.isAudioOnly && !track.isAttachedPicture
+            case .audio: wanted = true
+            case .subtitle: wanted = !type.isAudioOnly
+            default: wanted = false
+            }
+            guard wanted else {
+                plan.streams[position].reason =
+                    track.isAttachedPicture ? "a cover picture" : "\(track.kind.rawValue) streams are not exported"
+                continue
+            }
+            if MediaCapabilities.container(type.container.muxer, canHold: track.codec) {
+                plan.streams[position].action = .copy
+            } else if track.index == asset.videoTrack?.index || track.index == asset.audioTrack?.index {
+                throw ExportError(
+                    .incompatiblePreset,
+                    "Passthrough cannot put \(track.codec) (\(track.kind.rawValue) track \(track.index)) in a \(type.rawValue) file; choose another output type or a re-encoding preset"
+                )
+            } else {
+                plan.streams[position].reason = "\(type.rawValue) cannot hold \(track.codec)"
+            }
+        }
+        if !plan.streams.contains(where: { $0.action == .copy }) {
+            throw ExportError(.incompatiblePreset, "Passthrough found no video or audio track to copy")
+        }
+        plan.method = .passthrough
+        plan.decision = ExportPlan.Decision(obstacle: nil, summary: "the Passthrough preset copies every stream")
+        let copied = Set(plan.streams.filter { $0.action == .copy }.map(\.index))
+        if let track = asset.videoTrack, copied.contains(track.index) {
+            plan.video = copiedVideo(track)
+        }
+        if let track = asset.audioTrack, copied.contains(track.index) {
+            plan.audio = copiedAudio(track)
+        }
+    }
+
+    /// An audio preset: the asset's audio track encoded to AAC, nothing else.
+    static func planAudio(_ plan: inout ExportPlan, asset: Asset, preset: Preset, type: OutputType)
+        throws(ExportError)
     {
-        guard let settings = preset.video, let audioSettings = preset.audio else { return "not a video preset" }
-        guard let video = asset.videoTrack else { return "the asset has no video" }
-        if timeRange != nil { return "a time range is cut frame-accurately" }
+        if type == .m4v {
+            throw ExportError(.incompatiblePreset, "\(preset.name) writes audio only; use --type m4a (or mp4/mov)")
+        }
+        guard let track = asset.audioTrack, let audio = preset.audio else {
+            throw ExportError(
+                .incompatiblePreset,
+                "\(preset.name) needs an audio track and \(asset.url.lastPathComponent) has none")
+        }
+        plan.audio = encodedAudio(audio, track: track)
+        plan.mark(track.index, .transcode)
+        plan.decision = ExportPlan.Decision(obstacle: nil, summary: "\(preset.name) encodes the audio track only")
+    }
+
+    /// A video preset: the video re-encoded into the preset's box and the audio to AAC, unless the
+    /// source already is what the preset would make (smart passthrough).
+    static func planVideo(
+        _ plan: inout ExportPlan, asset: Asset, preset: Preset, type: OutputType, forceTranscode: Bool
+    ) throws(ExportError) {
+        if type.isAudioOnly {
+            throw ExportError(
+                .incompatiblePreset, "\(preset.name) writes video, which an m4a file cannot hold; use AppleM4A for m4a"
+            )
+        }
+        guard let settings = preset.video, let audio = preset.audio else {
+            throw ExportError(.invalidPreset, "\(preset.name) has no video settings")
+        }
+        if asset.videoTrack == nil && asset.audioTrack == nil {
+            throw ExportError(.unreadableInput, "\(asset.url.lastPathComponent) has no video or audio track")
+        }
+        if let track = asset.videoTrack {
+            guard let display = track.displaySize, display.width > 0, display.height > 0 else {
+                throw ExportError(.unreadableInput, "the video track of \(asset.url.lastPathComponent) has no size")
+            }
+            plan.video = encodedVideo(
+                settings, track: track,
+                size: preset.outputSize(
+                    forDisplayWidth: display.width, height: display.height))
+            plan.mark(track.index, .transcode)
+        }
+        if let track = asset.audioTrack {
+            plan.audio = encodedAudio(audio, track: track)
+            plan.mark(track.index, .transcode)
+        }
+        // Smart passthrough: a source that already is what the preset would make is copied.
+        let obstacle: (PassthroughObstacle, String)? =
+            forceTranscode
+            ? (.forced, PassthroughObstacle.forced.description)
+            : smartPassthroughObstacle(asset: asset, preset: preset, type: type, timeRange: plan.timeRange)
+        if let (obstacle, reason) = obstacle {
+            plan.decision = ExportPlan.Decision(obstacle: obstacle, summary: "re-encoded: \(reason)")
+            return
+        }
+        plan.method = .smartPassthrough
+        plan.decision = ExportPlan.Decision(
+            obstacle: nil,
+            summary: "copied: the source already fits \(preset.name) (codec, size, frame rate, bit rate, audio)")
+        plan.video = asset.videoTrack.map(copiedVideo)
+        plan.audio = asset.audioTrack.map(copiedAudio)
+        for index in [asset.videoTrack?.index, asset.audioTrack?.index].compactMap({ $0 }) {
+            plan.mark(index, .copy)
+        }
+    }
+
+    /// Why the source cannot simply be copied under a video preset, with the reason in words, or nil
+    /// when it can: same codec (8-bit 4:2:0 H.264, or HEVC within the preset's depth), inside the box
+    /// at its own size, square pixels, no rotation to apply, frame rate and bit rate within the caps,
+    /// SDR for H.264, and audio that is already AAC-LC with at most the preset's channels at 44.1/48 kHz.
+    static func smartPassthroughObstacle(asset: Asset, preset: Preset, type: OutputType, timeRange: TimeRange?)
+        -> (PassthroughObstacle, String)?
+    {
+        func no(_ obstacle: PassthroughObstacle, _ reason: String? = nil) -> (PassthroughObstacle, String) {
+            (obstacle, reason ?? obstacle.description)
+        }
+        guard let settings = preset.video, let audioSettings = preset.audio else { return no(.notAVideoPreset) }
+        guard let video = asset.videoTrack else { return no(.noVideo) }
+        if timeRange != nil { return no(.timeRange) }
         let codec = settings.codec == .h264 ? "h264" : "hevc"
-        guard video.codec == codec else { return "the video is \(video.codec), not \(codec)" }
+        guard video.codec == codec else { return no(.videoCodec, "the video is \(video.codec), not \(codec)") }
         guard MediaCapabilities.container(type.container.muxer, canHold: codec) else {
-            return "\(type.rawValue) cannot hold \(codec)"
+            return no(.container, "\(type.rawValue) cannot hold \(codec)")
         }
         let depth = video.bitDepth ?? 8
         let maxDepth = settings.codec == .hevc && (settings.keepHighBitDepth ?? false) ? 10 : 8
         guard video.chromaSubsampling == "4:2:0", depth <= maxDepth else {
-            return
+            return no(
+                .pixelFormat,
                 "the video is \(depth)-bit \(video.chromaSubsampling ?? "unknown chroma"), not \(maxDepth == 8 ? "8-bit" : "8/10-bit") 4:2:0"
+            )
         }
         if settings.codec == .h264, let profile = video.profile,
             !["Constrained Baseline", "Baseline", "Main", "High"].contains(profile)
         {
-            return "H.264 profile \(profile) is not widely playable"
+            return no(.profile, "H.264 profile \(profile) is not widely playable")
         }
-        if (video.rotation ?? 0) != 0 { return "its \(video.rotation ?? 0)° rotation must be applied to the pixels" }
+        if (video.rotation ?? 0) != 0 {
+            return no(.rotation, "its \(video.rotation ?? 0)° rotation must be applied to the pixels")
+        }
         if let sar = video.sampleAspectRatio, sar.isValid, sar.numerator != sar.denominator {
-            return "its pixels are not square"
+            return no(.nonSquarePixels, "its pixels are not square")
         }
-        guard let width = video.width, let height = video.height else { return "its size is unknown" }
+        guard let width = video.width, let height = video.height else { return no(.unknownSize, "its size is unknown") }
         let fitted = preset.outputSize(forDisplayWidth: width, height: height)
         guard fitted.width == width, fitted.height == height else {
-            return "\(width)x\(height) does not fit \(preset.name) (\(fitted.width)x\(fitted.height))"
+            return no(.doesNotFit, "\(width)x\(height) does not fit \(preset.name) (\(fitted.width)x\(fitted.height))")
         }
         if let cap = settings.maxFrameRate, let rate = video.frameRate?.value, rate > cap + 0.01 {
-            return "\(String(format: "%.2f", rate)) fps is above the \(Int(cap)) fps cap"
+            return no(.frameRate, "\(String(format: "%.2f", rate)) fps is above the \(Int(cap)) fps cap")
         }
         if settings.codec == .h264, let transfer = video.colorTransfer,
             ["smpte2084", "arib-std-b67"].contains(transfer)
         {
-            return "HDR (\(transfer)) must be converted to SDR"
+            return no(.hdr, "HDR (\(transfer)) must be converted to SDR")
         }
         if let cap = settings.maxBitrate {
-            guard let rate = video.bitRate ?? asset.bitRate else { return "its bit rate is unknown" }
-            if rate > cap { return "\(rate / 1000) kb/s is above the \(cap / 1000) kb/s cap" }
+            guard let rate = video.bitRate ?? asset.bitRate else {
+                return no(.unknownBitRate, "its bit rate is unknown")
+            }
+            if rate > cap { return no(.bitRate, "\(rate / 1000) kb/s is above the \(cap / 1000) kb/s cap") }
         }
         if let audio = asset.audioTrack {
-            guard audio.codec == "aac", audio.profile == "LC" else { return "the audio is \(audio.codec), not AAC-LC" }
+            guard audio.codec == "aac", audio.profile == "LC" else {
+                return no(.audioCodec, "the audio is \(audio.codec), not AAC-LC")
+            }
             guard (audio.channels ?? 99) <= audioSettings.maxChannels else {
-                return "the audio has \(audio.channels ?? 0) channels"
+                return no(.audioChannels, "the audio has \(audio.channels ?? 0) channels")
             }
             guard [44_100, 48_000].contains(audio.sampleRate ?? 0) else {
-                return "the audio is at \(audio.sampleRate ?? 0) Hz"
+                return no(.audioSampleRate, "the audio is at \(audio.sampleRate ?? 0) Hz")
             }
             if let rate = audio.bitRate, rate > audioSettings.bitrate * 5 / 4 {
-                return "the audio's \(rate / 1000) kb/s is above the preset's \(audioSettings.bitrate / 1000) kb/s"
+                return no(
+                    .audioBitRate,
+                    "the audio's \(rate / 1000) kb/s is above the preset's \(audioSettings.bitrate / 1000) kb/s")
             }
         }
         return nil
     }
 
-    static func audioEncoding(_ audio: Preset.Audio, track: AssetTrack) -> AudioEncoding {
+    /// The video re-encoded under a preset's settings at `size`.
+    static func encodedVideo(_ settings: Preset.Video, track: AssetTrack, size: (width: Int, height: Int))
+        -> ExportPlan.Video
+    {
+        let highBit = settings.codec == .hevc && (settings.keepHighBitDepth ?? false) && (track.bitDepth ?? 8) > 8
+        let sourceRate = track.frameRate.map(\.value).flatMap { $0 > 0 ? $0 : nil }
+        var rate = sourceRate
+        if let cap = settings.maxFrameRate, let source = sourceRate, source > cap + 0.01 { rate = cap }
+        return ExportPlan.Video(
+            stream: track.index, sourceCodec: track.codec, codec: settings.codec.rawValue, copied: false,
+            sourceWidth: track.displaySize?.width, sourceHeight: track.displaySize?.height, width: size.width,
+            height: size.height, sourceFrameRate: sourceRate, maxFrameRate: settings.maxFrameRate, frameRate: rate,
+            rotation: track.rotation ?? 0, encoder: settings.codec.encoderName, encoderPreset: settings.encoderPreset,
+            crf: settings.crf, maxBitrate: settings.maxBitrate, bufferSize: settings.bufferSize,
+            profile: settings.profile, pixelFormat: highBit ? "yuv420p10le" : "yuv420p", bitDepth: highBit ? 10 : 8,
+            color: highBit ? .keepSource : .bt709,
+            colorPrimaries: highBit ? track.colorPrimaries : "bt709",
+            colorTransfer: highBit ? track.colorTransfer : "bt709", colorSpace: highBit ? track.colorSpace : "bt709",
+            colorRange: "tv", scaler: scaler, codecTag: settings.codec == .hevc ? "hvc1" : nil)
+    }
+
+    /// The video stream copied as it is.
+    static func copiedVideo(_ track: AssetTrack) -> ExportPlan.Video {
+        let size = track.displaySize
+        let rate = track.frameRate.map(\.value).flatMap { $0 > 0 ? $0 : nil }
+        return ExportPlan.Video(
+            stream: track.index, sourceCodec: track.codec, codec: track.codec, copied: true,
+            sourceWidth: size?.width, sourceHeight: size?.height, width: size?.width ?? 0, height: size?.height ?? 0,
+            sourceFrameRate: rate, maxFrameRate: nil, frameRate: rate, rotation: 0, pixelFormat: track.pixelFormat,
+            bitDepth: track.bitDepth, color: .copied, colorPrimaries: track.colorPrimaries,
+            colorTransfer: track.colorTransfer, colorSpace: track.colorSpace, colorRange: track.colorRange,
+            codecTag: track.codecTag)
+    }
+
+    /// The audio encoded to AAC-LC: 44.1/48 kHz kept (else 48 kHz), at most the preset's channels,
+    /// mono at half the stereo rate (at least 32 kb/s).
+    static func encodedAudio(_ audio: Preset.Audio, track: AssetTrack) -> ExportPlan.Audio {
         let sourceRate = track.sampleRate ?? 48_000
         let rate = sourceRate == 44_100 || sourceRate == 48_000 ? sourceRate : 48_000
         let channels = max(1, min(track.channels ?? 2, audio.maxChannels))
-        // Keep the bit rate sensible for mono: half of the stereo figure, at least 32 kb/s.
         let bitrate = channels == 1 && audio.maxChannels == 2 ? max(32_000, audio.bitrate / 2) : audio.bitrate
-        return AudioEncoding(bitrate: bitrate, channels: channels, sampleRate: rate)
+        return ExportPlan.Audio(
+            stream: track.index, sourceCodec: track.codec, codec: "aac", copied: false, bitRate: bitrate,
+            channels: channels, sampleRate: rate, sourceChannels: track.channels, sourceSampleRate: track.sampleRate)
+    }
+
+    /// The audio stream copied as it is.
+    static func copiedAudio(_ track: AssetTrack) -> ExportPlan.Audio {
+        ExportPlan.Audio(
+            stream: track.index, sourceCodec: track.codec, codec: track.codec, copied: true, bitRate: track.bitRate,
+            channels: track.channels, sampleRate: track.sampleRate, sourceChannels: track.channels,
+            sourceSampleRate: track.sampleRate)
     }
 
     /// Keys the muxer writes itself or that describe the old file rather than the recording.
@@ -295,5 +338,14 @@ public enum ExportPlanner {
                 return !private_.contains { lowered.contains($0) }
             }
         }
+    }
+}
+
+extension ExportPlan {
+    /// Sets what becomes of the stream with this index.
+    fileprivate mutating func mark(_ index: Int, _ action: StreamAction) {
+        guard let position = streams.firstIndex(where: { $0.index == index }) else { return }
+        streams[position].action = action
+        streams[position].reason = nil
     }
 }

@@ -194,18 +194,27 @@ public final class ExportSession: Sendable {
     }
 
     /// Decides, without doing any work, whether this preset can export this asset to the chosen
-    /// output type (`determineCompatibility`). Throws the reason when it cannot.
+    /// output type (`determineCompatibility`), and returns the plan: method, sizes, rates, what
+    /// becomes of each stream and the estimated size. Throws the reason when it cannot.
     @discardableResult
-    public func determineCompatibility() throws(ExportError) -> ExportDecision {
-        let (type, range, metadata, network, force) = state.withLock {
+    public func determineCompatibility() throws(ExportError) -> ExportPlan {
+        let (type, range, metadata, network, force, destination) = state.withLock {
             (
                 $0.outputFileType ?? ExportPlanner.defaultType(for: preset), $0.timeRange, $0.metadataPolicy,
-                $0.shouldOptimizeForNetworkUse, $0.forceTranscode
+                $0.shouldOptimizeForNetworkUse, $0.forceTranscode, $0.outputURL
             )
         }
-        return try ExportPlanner.decide(
+        var plan = try ExportPlanner.decide(
             asset: asset, preset: preset, type: type, timeRange: range, metadata: metadata,
-            optimizeForNetwork: network, limits: limits, forceTranscode: force)
+            optimizeForNetwork: network, forceTranscode: force)
+        plan.output.path = destination?.standardizedFileURL.path
+        return plan
+    }
+
+    /// The size the output is expected to have, in bytes (`estimateOutputFileLength`): the plan's
+    /// `estimatedBytes`. Throws what `determineCompatibility()` throws.
+    public func estimateOutputFileLength() throws(ExportError) -> Int64 {
+        try determineCompatibility().estimatedBytes
     }
 
     /// Asks a running export to stop; it ends `cancelled` within a packet and leaves no file.
@@ -261,16 +270,17 @@ public final class ExportSession: Sendable {
         guard let destination = outputURL?.standardizedFileURL else {
             throw ExportError(.invalidArgument, "no output URL was set")
         }
-        var decision = try determineCompatibility()
+        let exportPlan = try determineCompatibility()
         let (overwrite, tag, gate) = state.withLock { ($0.overwrite, $0.temporaryTag, $0.publishGate) }
         let output = try OutputPublisher(
             destination: destination, asset: asset.url, tag: tag ?? TemporaryOutput.randomTag(), overwrite: overwrite)
-        decision.plan.outputPath = output.temporary.path
-        decision.plan.threads = codecThreads
+        var transcode = exportPlan.transcodePlan(limits: limits)
+        transcode.outputPath = output.temporary.path
+        transcode.threads = codecThreads
         setStatus(.exporting)
         defer { output.discard() }
         let watchdog = Watchdog(timeout: stallTimeout, cancel: cancelFlag)
-        let plan = decision.plan
+        let plan = transcode
         let outcome = watchdog.run { [self, cancelFlag] heartbeat throws(MediaError) in
             _ = try Transcoder.run(plan, cancel: cancelFlag, heartbeat: heartbeat) { [self] update in
                 publish(update, started: started)
@@ -296,8 +306,8 @@ public final class ExportSession: Sendable {
         try output.publish()
         do {
             var result = try ExportSession.summarize(destination, started: started)
-            result.method = decision.method
-            result.decision = decision.reason
+            result.method = exportPlan.method
+            result.decision = exportPlan.decision.summary
             return result
         } catch {
             unlink(destination.path)

@@ -43,3 +43,69 @@ public enum OutputType: String, Sendable, CaseIterable, Codable {
         }
     }
 }
+
+extension OutputType {
+    /// The type named by a file extension (`mp4`, `mov`, `m4v`, `m4a`, any case), or nil.
+    public init?(fileExtension: String) {
+        guard let type = OutputType.allCases.first(where: { $0.fileExtension == fileExtension.lowercased() }) else {
+            return nil
+        }
+        self = type
+    }
+
+    /// The type an export writes, from what the request says: `explicit` (`--type`, a manifest's
+    /// `type`), the output's file name, and the preset.
+    ///
+    /// An output name whose extension names a type sets it. An extension that contradicts an explicit
+    /// type (`--type mov -o x.mp4`), or that names no type Reel writes (`-o out/clip.avi`, or none),
+    /// is an `invalid-argument` error, unless the type is given explicitly and `forceExtension` is
+    /// set. Without either, the preset's default type (`m4a` for audio presets, else `mp4`).
+    public static func infer(
+        explicit: String?, outputPath: String?, preset: Preset, forceExtension: Bool = false
+    ) throws(ExportError) -> OutputType {
+        var chosen: OutputType?
+        if let explicit {
+            guard let type = OutputType(name: explicit) else {
+                throw ExportError(.invalidArgument, "unknown output type '\(explicit)'; use mp4, mov, m4v or m4a")
+            }
+            chosen = type
+        } else if forceExtension {
+            throw ExportError(
+                .invalidArgument, "forcing the output's extension needs an explicit type (--type, or \"type\")")
+        }
+        guard let outputPath else { return chosen ?? ExportPlanner.defaultType(for: preset) }
+        let name = (outputPath as NSString).lastPathComponent
+        let ext = (name as NSString).pathExtension
+        let named = OutputType(fileExtension: ext)
+        switch (chosen, named) {
+        case (nil, let named?):
+            return named
+        case (let chosen?, let named?) where chosen == named:
+            return chosen
+        case (let chosen?, _) where forceExtension:
+            return chosen
+        case (let chosen?, let named?):
+            throw ExportError(
+                .invalidArgument,
+                "the output \(name) is named .\(named.fileExtension) but the type is \(chosen.rawValue); name it .\(chosen.fileExtension), drop the type, or force the extension (--force-extension)"
+            )
+        case (let chosen?, nil):
+            throw ExportError(
+                .invalidArgument,
+                "the output \(name) \(ext.isEmpty ? "has no extension" : "is named .\(ext), which is not a type Reel writes"); name it .\(chosen.fileExtension) or force the extension (--force-extension)"
+            )
+        case (nil, nil):
+            throw ExportError(
+                .invalidArgument,
+                "the output \(name) \(ext.isEmpty ? "has no extension" : "is named .\(ext), which is not a type Reel writes") (mp4, mov, m4v, m4a); name it .\(ExportPlanner.defaultType(for: preset).fileExtension), or give the type with --force-extension"
+            )
+        }
+    }
+
+    /// The file name an export gets when none is given: `<asset name>.<preset>.<extension>`, with
+    /// `tag` before the extension when given (a queued job's `{id}`, so jobs never collide).
+    public static func defaultFileName(asset: URL, preset: Preset, type: OutputType, tag: String? = nil) -> String {
+        let stem = asset.deletingPathExtension().lastPathComponent
+        return ([stem, preset.name] + (tag.map { [$0] } ?? []) + [type.fileExtension]).joined(separator: ".")
+    }
+}

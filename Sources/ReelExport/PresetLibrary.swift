@@ -80,12 +80,19 @@ public struct PresetLibrary: Sendable {
         for preset in presets where (preset.aliases ?? []).contains(where: { $0.lowercased() == key }) {
             return preset
         }
+        // A slip of one or two characters names the preset it was meant to be (`1280x720p`).
+        let names = presets.flatMap { preset in ([preset.name] + (preset.aliases ?? [])).map { ($0, preset.name) } }
+        let hint = Spelling.closest(to: key, among: names.map(\.0)).flatMap { close in
+            names.first { $0.0 == close }.map { " (did you mean '\($0.1)'?)" }
+        }
         throw ExportError(
             .unknownPreset,
-            "unknown preset '\(name)'; known presets: \(presets.map(\.name).joined(separator: ", "))")
+            "unknown preset '\(name)'\(hint ?? ""); known presets: \(presets.map(\.name).joined(separator: ", "))")
     }
 
     static func decode(_ data: Data, file: String) throws(ExportError) -> Preset {
+        let unknown = unknownKeys(data)
+        if !unknown.isEmpty { throw ExportError(.invalidPreset, "\(file): \(unknown.joined(separator: ", "))") }
         let preset: Preset
         do {
             preset = try JSONDecoder().decode(Preset.self, from: data)
@@ -101,6 +108,31 @@ public struct PresetLibrary: Sendable {
         }
         return preset
     }
+
+    /// Keys a preset file has that no field reads (`crff`): a typo that would otherwise be ignored.
+    /// Nothing when the file is not a JSON object (decoding then says what is wrong).
+    static func unknownKeys(_ data: Data) -> [String] {
+        guard let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] else { return [] }
+        var unknown = StrictKeys.unknown(in: object, known: knownKeys.top)
+        if let video = object["video"] as? [String: Any] {
+            unknown += StrictKeys.unknown(in: video, known: knownKeys.video, prefix: "video.")
+        }
+        if let audio = object["audio"] as? [String: Any] {
+            unknown += StrictKeys.unknown(in: audio, known: knownKeys.audio, prefix: "audio.")
+        }
+        return unknown
+    }
+
+    /// The fields of a preset file, read off the types themselves so a new field is known at once.
+    static let knownKeys: (top: Set<String>, video: Set<String>, audio: Set<String>) = {
+        let audio = Preset.Audio(codec: "aac", bitrate: 0, maxChannels: 0)
+        let video = Preset.Video(codec: .h264, encoderPreset: "", crf: 0)
+        let preset = Preset(name: "", summary: "", kind: .video, video: video, audio: audio)
+        return (
+            StrictKeys.propertyNames(of: preset), StrictKeys.propertyNames(of: video),
+            StrictKeys.propertyNames(of: audio)
+        )
+    }()
 
     private static func describe(_ error: DecodingError) -> String {
         func path(_ codingPath: [any CodingKey], _ last: (any CodingKey)? = nil) -> String {

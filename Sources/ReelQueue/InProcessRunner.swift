@@ -45,6 +45,7 @@ extension JobSpec {
         session.shouldOptimizeForNetworkUse = optimizeForNetwork
         session.stallTimeout = stallTimeout
         session.forceTranscode = forceTranscode
+        session.overwritesExistingFile = overwrite
         session.codecThreads = threads
     }
 }

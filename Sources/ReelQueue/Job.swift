@@ -30,13 +30,17 @@ public struct JobSpec: Sendable, Codable, Equatable {
     public var maxAttempts: Int
     /// Re-encode even when the source already satisfies the preset.
     public var forceTranscode: Bool
+    /// Replace an existing file at `output` (`ExportSession.overwritesExistingFile`); false in specs
+    /// written before the field existed.
+    public var overwrite: Bool
 
     public init(
         asset: String, preset: String, outputType: OutputType, output: String, priority: Int = 0, key: String? = nil,
         timeRange: TimeRange? = nil, metadata: MetadataPolicy = .keep, optimizeForNetwork: Bool = true,
-        maxAttempts: Int = 3, forceTranscode: Bool = false
+        maxAttempts: Int = 3, forceTranscode: Bool = false, overwrite: Bool = false
     ) {
         self.forceTranscode = forceTranscode
+        self.overwrite = overwrite
         self.asset = asset
         self.preset = preset
         self.outputType = outputType
@@ -47,6 +51,30 @@ public struct JobSpec: Sendable, Codable, Equatable {
         self.metadata = metadata
         self.optimizeForNetwork = optimizeForNetwork
         self.maxAttempts = maxAttempts
+    }
+}
+
+extension JobSpec {
+    private enum CodingKeys: String, CodingKey {
+        case asset, preset, outputType, output, priority, key, timeRange, metadata, optimizeForNetwork, maxAttempts
+        case forceTranscode, overwrite
+    }
+
+    /// Decodes specs written by older versions too (no `overwrite`).
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        asset = try c.decode(String.self, forKey: .asset)
+        preset = try c.decode(String.self, forKey: .preset)
+        outputType = try c.decode(OutputType.self, forKey: .outputType)
+        output = try c.decode(String.self, forKey: .output)
+        priority = try c.decode(Int.self, forKey: .priority)
+        key = try c.decodeIfPresent(String.self, forKey: .key)
+        timeRange = try c.decodeIfPresent(TimeRange.self, forKey: .timeRange)
+        metadata = try c.decode(MetadataPolicy.self, forKey: .metadata)
+        optimizeForNetwork = try c.decode(Bool.self, forKey: .optimizeForNetwork)
+        maxAttempts = try c.decode(Int.self, forKey: .maxAttempts)
+        forceTranscode = try c.decode(Bool.self, forKey: .forceTranscode)
+        overwrite = try c.decodeIfPresent(Bool.self, forKey: .overwrite) ?? false
     }
 }
 

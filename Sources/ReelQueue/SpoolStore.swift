@@ -165,7 +165,7 @@ public final class SpoolStore: JobStore {
 
     static func keyName(_ key: String) throws(QueueError) -> String {
         let bytes = Array(key.utf8)
-        guard !bytes.isEmpty, bytes.count <= 100 else {
+        guard JobSpec.isValidKey(key) else {
             throw QueueError(.invalid, "an idempotency key must be 1 to 100 bytes")
         }
         return bytes.map { String(format: "%02x", $0) }.joined()

@@ -27,6 +27,16 @@ struct ExportCommand: AsyncParsableCommand {
     @Option(name: .shortAndLong, help: "Output file. Default: <asset name>.<preset>.<type> in the current folder.")
     var output: String?
 
+    @Flag(name: .long, help: "Keep -o's extension even though it is not the --type's (needs --type).")
+    var forceExtension = false
+
+    @Flag(
+        name: .long,
+        help:
+            "Print the plan (method, size, rates, streams, estimated bytes) without writing anything; with --json, as one JSON object."
+    )
+    var estimate = false
+
     @Option(
         name: .long,
         help: ArgumentHelp("Export only part of the asset: start-end in seconds or [hh:]mm:ss.", valueName: "start-end")
@@ -64,6 +74,9 @@ struct ExportCommand: AsyncParsableCommand {
         if let type, OutputType(name: type) == nil {
             throw ValidationError("unknown output type '\(type)'; use mp4, mov, m4v or m4a")
         }
+        if forceExtension && type == nil {
+            throw ValidationError("--force-extension keeps -o's extension for an explicit --type; give --type")
+        }
         if let timeRange, TimeRange(parsing: timeRange) == nil {
             throw ValidationError(
                 "cannot read the time range '\(timeRange)'; write start-end, e.g. 5-12.5 or 00:01:00-00:02:30")
@@ -89,13 +102,12 @@ struct ExportCommand: AsyncParsableCommand {
         let presets = try global.prepare()
         let assetURL = URL(fileURLWithPath: asset)
         let limits = input.limits
+        // Mistakes in the request fail before the asset is even opened.
+        let chosen = try presets.preset(named: preset)
+        let outputType = try OutputType.infer(
+            explicit: type, outputPath: output, preset: chosen, forceExtension: forceExtension)
         let probed = try await Asset.load(assetURL, limits: limits)
-        let session = try ExportSession(asset: probed, presetName: preset, presets: presets, limits: limits)
-        // The type comes from --type, else from the output file's extension, else from the preset.
-        let outputType =
-            type.flatMap(OutputType.init(name:))
-            ?? output.flatMap { OutputType(name: URL(fileURLWithPath: $0).pathExtension) }
-            ?? ExportPlanner.defaultType(for: session.preset)
+        let session = try ExportSession(asset: probed, presetName: chosen.name, presets: presets, limits: limits)
         session.outputFileType = outputType
         session.timeRange = timeRange.flatMap(TimeRange.init(parsing:))
         session.metadataPolicy = MetadataPolicy(rawValue: metadata) ?? .keep
@@ -104,16 +116,16 @@ struct ExportCommand: AsyncParsableCommand {
         session.stallTimeout = stallTimeout
         session.forceTranscode = forceTranscode
         session.codecThreads = threads
-        let destination: URL
-        if let output {
-            destination = URL(fileURLWithPath: output)
-        } else {
-            let stem = assetURL.deletingPathExtension().lastPathComponent
-            destination = URL(fileURLWithPath: "\(stem).\(session.preset.name).\(outputType.fileExtension)")
-        }
+        let destination = URL(
+            fileURLWithPath: output
+                ?? OutputType.defaultFileName(asset: assetURL, preset: session.preset, type: outputType))
         session.outputURL = destination
         // Decide compatibility before any work, so an impossible export fails at once.
-        try session.determineCompatibility()
+        let plan = try session.determineCompatibility()
+        if estimate {
+            CLI.printLine(json ? CLI.jsonLine(plan) : PlanPrinter.describe(plan))
+            return
+        }
 
         // Ctrl-C and SIGTERM cancel the export; the temporary file is removed and nothing is left.
         let interrupts = CLI.onTerminationSignals { session.cancelExport() }

@@ -47,6 +47,37 @@ struct PresetTests {
         }
     }
 
+    @Test(arguments: [("1280x720p", "1280x720"), ("MediumQualty", "MediumQuality"), ("hevc1080", "HEVC1920x1080")])
+    func aMistypedNameSaysWhichWasMeant(_ name: String, _ meant: String) {
+        #expect {
+            _ = try PresetLibrary.shipped.preset(named: name)
+        } throws: { error in
+            (error as! ExportError).message.contains("did you mean '\(meant)'?")
+        }
+        #expect {
+            _ = try PresetLibrary.shipped.preset(named: "banana")
+        } throws: { error in
+            !(error as! ExportError).message.contains("did you mean")
+        }
+    }
+
+    @Test func anUnknownKeyInAPresetFileIsAnError() async throws {
+        let folder = Fixtures.scratchFolder("strict-preset")
+        try """
+        {"name": "Tiny", "summary": "tiny", "kind": "video", "colour": "hdr",
+         "video": {"codec": "h264", "box": [160, 90], "encoderPreset": "ultrafast", "crff": 30, "crf": 30},
+         "audio": {"codec": "aac", "bitrate": 48000, "maxChannels": 1}}
+        """.write(to: folder.appendingPathComponent("Tiny.json"), atomically: true, encoding: .utf8)
+        #expect {
+            _ = try PresetLibrary(userFolder: folder)
+        } throws: { error in
+            let error = error as! ExportError
+            return error.code == .invalidPreset && error.message.contains("Tiny.json")
+                && error.message.contains("unknown key 'video.crff' (did you mean 'crf'?)")
+                && error.message.contains("unknown key 'colour'") && !error.message.contains("\n")
+        }
+    }
+
     @Test func userFolderAddsAndOverrides() async throws {
         let folder = Fixtures.scratchFolder("presets")
         let custom = """

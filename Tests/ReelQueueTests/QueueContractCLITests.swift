@@ -141,4 +141,25 @@ struct QueueContractCLITests {
         #expect(status.state == .failed && status.attempts == 1, "\(status.state) after \(status.attempts)")
         #expect(status.error?.code == "output-failed" && status.error?.retryable == false)
     }
+
+    @Test func overwriteReplacesAnExistingOutput() async throws {
+        let spool = Spool()
+        let target = spool.outputs.appendingPathComponent("taken.mp4")
+        try Data("an older file".utf8).write(to: target)
+        let asset = try await Fixtures.url(Fixtures.landscape).path
+        let refused = try await ReelBinary.run(
+            ["submit", asset, "--preset", "LowQuality", "-o", target.path], environment: spool.environment)
+        let kept = try await ReelBinary.run(
+            ["submit", asset, "--preset", "LowQuality", "-o", target.path, "--overwrite", "--json"],
+            environment: spool.environment)
+        // Sure to fail without --overwrite: refused at submit (exit 74, nothing queued); with it, queued.
+        #expect(refused.status == 74 && refused.stderr.contains("--overwrite"), "\(refused.stderr)")
+        #expect(kept.status == 0, "\(kept.stderr)")
+        let worker = try await ReelBinary.run(["work", "--drain", "--jobs", "1"], environment: spool.environment)
+        #expect(worker.status == 0)
+        let probed = try await ProbedFile.probe(target)
+        #expect(probed.video?.codec_name == "h264")
+        let overwriting = try await spool.store.list(state: nil).filter { $0.spec?.overwrite == true }
+        #expect(overwriting.count == 1 && overwriting.first?.state == .completed, "\(overwriting)")
+    }
 }

@@ -218,13 +218,15 @@ struct WorkerProcessTests {
 
     @Test func aNonRetryableFailureFailsOnceWithACode() async throws {
         let spool = Spool()
+        // A good clip at submit (which checks it), garbage by the time a worker runs it.
         let broken = Fixtures.scratchFolder("broken").appendingPathComponent("broken.mp4")
-        try Data("not a video".utf8).write(to: broken)
+        try FileManager.default.copyItem(at: try await Fixtures.url(Fixtures.landscape), to: broken)
         let result = try await ReelBinary.run(
             ["submit", broken.path, "--preset", "720p", "--output-dir", spool.outputs.path, "--json"],
             environment: spool.environment)
         let id = try #require(
             (try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])?["id"] as? String)
+        try Data("not a video".utf8).write(to: broken)
         let worker = try ReelBinary.start(["work", "--drain"], environment: spool.environment)
         try await worker.exit()
         let status = try #require(spool.status(id))

@@ -1,0 +1,251 @@
+public import ReelMedia
+
+/// What an export will do, decided before any work: how the file is made and why, its container,
+/// size and rates, what happens to each stream, and how large the file will be.
+///
+/// `ExportSession.determineCompatibility()` returns it and `reel export --estimate --json` prints it.
+/// A value, so it can be stored, compared and sent; the session turns it into ReelMedia's plan only
+/// when it runs.
+public struct ExportPlan: Sendable, Codable, Equatable {
+    /// The asset's path.
+    public var asset: String
+    /// The preset's canonical name.
+    public var preset: String
+    public var method: ExportMethod
+    public var decision: Decision
+    public var output: Output
+    /// Output display size, when there is video.
+    public var width: Int?
+    public var height: Int?
+    /// Output frames per second after the preset's cap (the source's for a copy), when there is video.
+    public var frameRate: Double?
+    /// Seconds of the source the output covers (the time range's length when there is one).
+    public var durationSeconds: Double
+    public var timeRange: TimeRange?
+    /// The video track's path through the export; nil when the output has no video.
+    public var video: Video?
+    /// The audio track's path through the export; nil when the output has no audio.
+    public var audio: Audio?
+    /// Every stream of the asset and what becomes of it.
+    public var streams: [Stream]
+    public var metadata: Metadata
+    /// The size the output file is expected to have, in bytes (see `SizeEstimate`).
+    public var estimatedBytes: Int64
+
+    /// Why the export is done this way.
+    public struct Decision: Sendable, Codable, Equatable, CustomStringConvertible {
+        /// For a video preset: what kept the source from being copied as is (nil when it was copied,
+        /// and for other presets).
+        public var obstacle: PassthroughObstacle?
+        /// One line, as `ExportSession.Result.decision` and status files give it
+        /// (`re-encoded: 1920x1080 does not fit 1280x720 (1280x720)`).
+        public var summary: String
+        public var description: String { summary }
+    }
+
+    /// The file written.
+    public struct Output: Sendable, Codable, Equatable {
+        /// Where it goes, when known (the session's `outputURL`).
+        public var path: String?
+        public var type: OutputType
+        /// FFmpeg's muxer (`mp4`, `mov`).
+        public var muxer: String
+        /// The major brand written instead of the muxer's own (`M4V `, `M4A `).
+        public var brand: String?
+        /// Moov atom first (`movflags=+faststart`).
+        public var networkOptimized: Bool
+    }
+
+    /// What happens to the colours of the video.
+    public enum ColorHandling: String, Sendable, Codable {
+        /// Converted to BT.709 limited range and tagged so (SDR web video).
+        case bt709
+        /// The source's matrix, primaries and transfer kept and tagged, limited range (10-bit HEVC).
+        case keepSource = "keep-source"
+        /// The stream is copied: its colours are untouched.
+        case copied
+    }
+
+    /// The video track's path through the export.
+    public struct Video: Sendable, Codable, Equatable {
+        /// The source stream's index.
+        public var stream: Int
+        public var sourceCodec: String
+        /// The output's codec (`h264`, `hevc`, or the copied stream's).
+        public var codec: String
+        /// Copied unchanged (passthrough or smart passthrough) rather than re-encoded.
+        public var copied: Bool
+        /// The source's display size (rotation and sample aspect ratio applied).
+        public var sourceWidth: Int?
+        public var sourceHeight: Int?
+        /// The output's size in square pixels, upright.
+        public var width: Int
+        public var height: Int
+        public var sourceFrameRate: Double?
+        /// The preset's frame-rate cap.
+        public var maxFrameRate: Double?
+        /// Frames per second after the cap.
+        public var frameRate: Double?
+        /// Clockwise degrees the pixels are rotated by (0 for a copy, which keeps the display matrix).
+        public var rotation: Int
+        /// FFmpeg's encoder (`libx264`, `libx265`); nil for a copy.
+        public var encoder: String?
+        /// x264/x265 `preset`.
+        public var encoderPreset: String?
+        public var crf: Double?
+        /// VBV cap in bits per second and buffer in bits.
+        public var maxBitrate: Int?
+        public var bufferSize: Int?
+        public var profile: String?
+        /// The encoder's pixel format (`yuv420p`, `yuv420p10le`); the source's for a copy.
+        public var pixelFormat: String?
+        public var bitDepth: Int?
+        public var color: ColorHandling
+        /// Colour tags the output carries, when the export sets them.
+        public var colorPrimaries: String?
+        public var colorTransfer: String?
+        public var colorSpace: String?
+        public var colorRange: String?
+        /// The scaler's interpolation (swscale), when the video is re-encoded.
+        public var scaler: String?
+        /// The sample entry written (`hvc1` for HEVC, so Apple players accept it); nil leaves the muxer's.
+        public var codecTag: String?
+    }
+
+    /// The audio track's path through the export.
+    public struct Audio: Sendable, Codable, Equatable {
+        public var stream: Int
+        public var sourceCodec: String
+        /// `aac`, or the copied stream's codec.
+        public var codec: String
+        public var copied: Bool
+        /// Bits per second of the AAC encoder; the source's (when known) for a copy.
+        public var bitRate: Int?
+        public var channels: Int?
+        public var sampleRate: Int?
+        public var sourceChannels: Int?
+        public var sourceSampleRate: Int?
+    }
+
+    /// What becomes of a stream.
+    public enum StreamAction: String, Sendable, Codable {
+        case transcode, copy, skip
+    }
+
+    /// One stream of the asset.
+    public struct Stream: Sendable, Codable, Equatable {
+        public var index: Int
+        public var kind: TrackKind
+        public var codec: String
+        public var action: StreamAction
+        /// Why a stream is skipped.
+        public var reason: String?
+    }
+
+    /// The container metadata written.
+    public struct Metadata: Sendable, Codable, Equatable {
+        public var policy: MetadataPolicy
+        /// The keys and values written (the source's, filtered by the policy).
+        public var written: [String: String]
+    }
+}
+
+/// What keeps a source from being copied as is under a video preset (smart passthrough): a stable
+/// value for callers and tests; `ExportPlan.Decision.summary` says the same with the numbers.
+public enum PassthroughObstacle: String, Sendable, Codable, CaseIterable, CustomStringConvertible {
+    case notAVideoPreset = "not-a-video-preset"
+    case noVideo = "no-video"
+    /// A time range is cut frame-accurately, which a copy cannot do.
+    case timeRange = "time-range"
+    /// `forceTranscode` asked for a re-encode.
+    case forced
+    case videoCodec = "video-codec"
+    /// The output type cannot hold the codec.
+    case container
+    /// Bit depth or chroma subsampling other than the preset's.
+    case pixelFormat = "pixel-format"
+    /// An H.264 profile few players decode.
+    case profile
+    case rotation
+    case nonSquarePixels = "non-square-pixels"
+    case unknownSize = "unknown-size"
+    /// Larger than the preset's box (or not a multiple of its size grid).
+    case doesNotFit = "does-not-fit"
+    case frameRate = "frame-rate"
+    /// HDR must be converted for an SDR preset.
+    case hdr
+    case unknownBitRate = "unknown-bit-rate"
+    case bitRate = "bit-rate"
+    case audioCodec = "audio-codec"
+    case audioChannels = "audio-channels"
+    case audioSampleRate = "audio-sample-rate"
+    case audioBitRate = "audio-bit-rate"
+
+    /// The stable code (`does-not-fit`).
+    public var code: String { rawValue }
+
+    public var description: String {
+        switch self {
+        case .notAVideoPreset: "not a video preset"
+        case .noVideo: "the asset has no video"
+        case .timeRange: "a time range is cut frame-accurately"
+        case .forced: "re-encoding was forced"
+        case .videoCodec: "the video codec is not the preset's"
+        case .container: "the output type cannot hold the codec"
+        case .pixelFormat: "the bit depth or chroma subsampling is not the preset's"
+        case .profile: "the H.264 profile is not widely playable"
+        case .rotation: "the rotation must be applied to the pixels"
+        case .nonSquarePixels: "the pixels are not square"
+        case .unknownSize: "the size is unknown"
+        case .doesNotFit: "the picture does not fit the preset's box"
+        case .frameRate: "the frame rate is above the preset's cap"
+        case .hdr: "HDR must be converted to SDR"
+        case .unknownBitRate: "the bit rate is unknown"
+        case .bitRate: "the bit rate is above the preset's cap"
+        case .audioCodec: "the audio is not AAC-LC"
+        case .audioChannels: "the audio has more channels than the preset"
+        case .audioSampleRate: "the audio is not at 44.1 or 48 kHz"
+        case .audioBitRate: "the audio's bit rate is above the preset's"
+        }
+    }
+}
+
+extension ExportPlan {
+    /// The one place an export plan becomes ReelMedia's `TranscodePlan` (its output path and thread
+    /// count are filled in by the session).
+    func transcodePlan(limits: InputLimits) -> TranscodePlan {
+        TranscodePlan(
+            inputPath: asset, outputPath: "", container: Container(muxer: output.muxer, brand: output.brand),
+            mode: mode, faststart: output.networkOptimized, metadata: metadata.written,
+            startSeconds: timeRange.map(\.start).flatMap { $0 > 0 ? $0 : nil }, endSeconds: timeRange?.end,
+            policy: limits)
+    }
+
+    /// What ReelMedia does with the streams.
+    private var mode: TranscodePlan.Mode {
+        switch method {
+        case .passthrough, .smartPassthrough:
+            return .copy(streams: streams.filter { $0.action == .copy }.map(\.index))
+        case .transcode:
+            var encodedVideo: StreamEncoding<VideoEncoding>?
+            if let video, let codec = VideoEncoding.Codec(rawValue: video.codec), let crf = video.crf,
+                let encoderPreset = video.encoderPreset
+            {
+                encodedVideo = StreamEncoding(
+                    stream: video.stream,
+                    encoding: VideoEncoding(
+                        codec: codec, width: video.width, height: video.height, rotation: video.rotation,
+                        tenBit: (video.bitDepth ?? 8) > 8, color: video.color == .keepSource ? .keepSource : .bt709,
+                        encoderPreset: encoderPreset, crf: crf, maxBitrate: video.maxBitrate,
+                        bufferSize: video.bufferSize, maxFrameRate: video.maxFrameRate, profile: video.profile))
+            }
+            var encodedAudio: StreamEncoding<AudioEncoding>?
+            if let audio, let bitRate = audio.bitRate, let channels = audio.channels, let rate = audio.sampleRate {
+                encodedAudio = StreamEncoding(
+                    stream: audio.stream,
+                    encoding: AudioEncoding(bitrate: bitRate, channels: channels, sampleRate: rate))
+            }
+            return .transcode(video: encodedVideo, audio: encodedAudio)
+        }
+    }
+}

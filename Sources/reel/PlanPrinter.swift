@@ -1,0 +1,65 @@
+import Foundation
+import ReelExport
+
+/// `reel export --estimate` without `--json`: the plan as a few readable lines.
+enum PlanPrinter {
+    static func describe(_ plan: ExportPlan) -> String {
+        var lines = ["\(plan.preset): \(plan.method.rawValue) (\(plan.decision.summary))"]
+        var output = [plan.output.path ?? "-", plan.output.type.rawValue]
+        if let width = plan.width, let height = plan.height { output.append("\(width)x\(height)") }
+        if let rate = plan.frameRate { output.append(String(format: "%.2f fps", rate)) }
+        output.append(String(format: "%.2f s", plan.durationSeconds))
+        if plan.output.networkOptimized { output.append("moov first") }
+        lines.append("  output    " + output.joined(separator: ", "))
+        if let video = plan.video {
+            var facts = ["\(video.sourceCodec) \(size(video.sourceWidth, video.sourceHeight))"]
+            if video.copied {
+                facts.append("copied")
+            } else {
+                var encoding = [video.encoder ?? video.codec, video.encoderPreset ?? ""]
+                if let crf = video.crf { encoding.append(String(format: "CRF %g", crf)) }
+                if let cap = video.maxBitrate { encoding.append("at most \(rate(cap))") }
+                if let profile = video.profile { encoding.append(profile) }
+                encoding.append(video.pixelFormat ?? "")
+                encoding.append(video.color == .bt709 ? "BT.709" : "source colours")
+                if video.rotation != 0 { encoding.append("rotated \(video.rotation)°") }
+                facts.append("→ " + encoding.filter { !$0.isEmpty }.joined(separator: " "))
+            }
+            lines.append("  video     " + facts.joined(separator: " "))
+        }
+        if let audio = plan.audio {
+            var facts = [audio.sourceCodec, channels(audio.sourceChannels), hertz(audio.sourceSampleRate)]
+            if audio.copied {
+                facts.append("copied")
+            } else {
+                facts += ["→ AAC", audio.bitRate.map(rate) ?? "", channels(audio.channels), hertz(audio.sampleRate)]
+            }
+            lines.append("  audio     " + facts.filter { !$0.isEmpty }.joined(separator: " "))
+        }
+        let skipped = plan.streams.filter { $0.action == .skip }
+        if !skipped.isEmpty {
+            lines.append(
+                "  skipped   "
+                    + skipped.map { "\($0.index) (\($0.kind.rawValue) \($0.codec): \($0.reason ?? "not exported"))" }
+                    .joined(separator: ", "))
+        }
+        lines.append("  metadata  \(plan.metadata.policy.rawValue) (\(plan.metadata.written.count) keys)")
+        lines.append("  estimate  \(CLI.formatBytes(plan.estimatedBytes)) (\(plan.estimatedBytes) bytes)")
+        return lines.joined(separator: "\n")
+    }
+
+    private static func size(_ width: Int?, _ height: Int?) -> String {
+        guard let width, let height else { return "" }
+        return "\(width)x\(height)"
+    }
+
+    private static func rate(_ bits: Int) -> String {
+        bits >= 1_000_000 ? String(format: "%g Mb/s", Double(bits) / 1e6) : "\(bits / 1000) kb/s"
+    }
+
+    private static func channels(_ count: Int?) -> String { count.map { "\($0) ch" } ?? "" }
+
+    private static func hertz(_ rate: Int?) -> String {
+        rate.map { String(format: "%g kHz", Double($0) / 1000) } ?? ""
+    }
+}

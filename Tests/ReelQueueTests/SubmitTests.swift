@@ -1,0 +1,83 @@
+import Foundation
+import ReelExport
+import TestSupport
+import Testing
+
+@testable import ReelQueue
+
+/// `reel submit` refuses at once what `reel export` would refuse before work, with the same line and
+/// exit code, and a refused submission queues nothing.
+@Suite("Submit", .serialized, .timeLimit(.minutes(5)))
+struct SubmitTests {
+    @Test(arguments: [
+        (["--preset", "1280x720", "--type", "m4a"], Int32(65), "m4a"),
+        (["--preset", "LowQuality", "--time-range", "5-9"], 64, "after the end"),
+        (["--preset", "1280x720p"], 64, "did you mean '1280x720'"),
+        (["--preset", "LowQuality", "--type", "mov", "-o", "OUT/x.mp4"], 64, "x.mp4"),
+        (["--preset", "LowQuality", "--max-attempts", "0"], 64, "between 1 and 20"),
+    ])
+    func aRefusedSubmissionMatchesExportAndQueuesNothing(_ arguments: [String], _ code: Int32, _ words: String)
+        async throws
+    {
+        let spool = WorkerProcessTests.Spool()
+        let source = try await Fixtures.url(Fixtures.landscape).path
+        let options = arguments.map { $0.replacingOccurrences(of: "OUT", with: spool.outputs.path) }
+        let submitted = try await ReelBinary.run(["submit", source] + options, environment: spool.environment)
+        #expect(submitted.status == code, "\(submitted.stderr)")
+        #expect(submitted.stderr.hasPrefix("reel: error: ") && submitted.stderr.contains(words), "\(submitted.stderr)")
+        #expect(submitted.stderr.split(separator: "\n").count == 1)
+        #expect(spool.store.all().isEmpty)
+        // `reel export` says the same, in the same words, for what both check.
+        if !arguments.contains("--max-attempts") {
+            let exported = try await ReelBinary.run(
+                ["export", source, "--estimate"] + options.filter { $0 != "--max-attempts" })
+            #expect(exported.status == code && exported.stderr == submitted.stderr, "\(exported.stderr)")
+        }
+    }
+
+    @Test func aTextFileNamedMovIsRefusedAtSubmit() async throws {
+        let spool = WorkerProcessTests.Spool()
+        let text = Fixtures.scratchFolder("text").appendingPathComponent("notes.mov")
+        try Data("not a video".utf8).write(to: text)
+        let submitted = try await ReelBinary.run(
+            ["submit", text.path, "--preset", "720p", "--output-dir", spool.outputs.path],
+            environment: spool.environment)
+        #expect(submitted.status == 65 && submitted.stderr.contains("notes.mov"), "\(submitted.stderr)")
+        #expect(spool.store.all().isEmpty)
+    }
+
+    @Test func oneBadLineOrAssetQueuesNothingOfTheBatch() async throws {
+        let spool = WorkerProcessTests.Spool()
+        let source = try await Fixtures.url(Fixtures.landscape).path
+        let manifest = """
+            {"asset": "\(source)", "preset": "LowQuality", "outputDir": "\(spool.outputs.path)"}
+            {"asset": "\(source)", "preset": "LowQuality", "outputdir": "\(spool.outputs.path)"}
+            """
+        let rejected = try await ReelBinary.run(
+            ["submit", "--manifest", "-"], environment: spool.environment, input: Data(manifest.utf8))
+        #expect(rejected.status == 64, "\(rejected.stderr)")
+        #expect(rejected.stderr.contains("line 2: unknown key 'outputdir' (did you mean 'outputDir'?)"))
+        #expect(spool.store.all().isEmpty)
+        let assets = try await ReelBinary.run(
+            ["submit", source, "/nonexistent/b.mp4", "--preset", "LowQuality", "--output-dir", spool.outputs.path],
+            environment: spool.environment)
+        #expect(assets.status == 65 && assets.stderr.contains("b.mp4"), "\(assets.stderr)")
+        #expect(spool.store.all().isEmpty)
+    }
+
+    @Test func overwriteReachesTheSpec() async throws {
+        let spool = WorkerProcessTests.Spool()
+        let plain = try await spool.submit(Fixtures.landscape, preset: "LowQuality")
+        let replacing = try await spool.submit(Fixtures.landscape, preset: "LowQuality", extra: ["--overwrite"])
+        let source = try await Fixtures.url(Fixtures.landscape).path
+        let line =
+            #"{"asset": "\#(source)", "preset": "LowQuality", "output": "\#(spool.outputs.path)/m.mp4", "overwrite": true}"#
+        let piped = try await ReelBinary.run(
+            ["submit", "--manifest", "-", "--json"], environment: spool.environment, input: Data(line.utf8))
+        let id = try #require(
+            (try JSONSerialization.jsonObject(with: Data(piped.stdout.utf8)) as? [String: Any])?["id"] as? String)
+        #expect(try spool.store.spec(plain)?.overwrite == false)
+        #expect(try spool.store.spec(replacing)?.overwrite == true)
+        #expect(try spool.store.spec(id)?.overwrite == true)
+    }
+}
