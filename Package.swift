@@ -6,12 +6,16 @@ let package = Package(
     products: [
         .executable(name: "reel", targets: ["reel"]),
         .library(name: "ReelExport", targets: ["ReelExport"]),
+        .library(name: "ReelQueue", targets: ["ReelQueue"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.0"),
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.0"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.25.0"),
+        // Metrics through swift-metrics' API (no backend) and the worker as a swift-service-lifecycle Service.
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.5.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
     ],
     targets: [
         // FFmpeg 5.1's libraries and headers, as Debian 12 ships them; the module map links every library.
@@ -44,7 +48,11 @@ let package = Package(
         // Jobs, the spool-directory store, status files and the worker pool.
         .target(
             name: "ReelQueue",
-            dependencies: ["ReelExport", .product(name: "Logging", package: "swift-log")]
+            dependencies: [
+                "ReelExport", .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
         ),
         // The fleet's store: jobs in PostgreSQL (postgres-nio), for many machines on one queue. A target of
         // its own, so an app that only exports never links NIO or a database driver.
@@ -76,7 +84,13 @@ let package = Package(
         .target(name: "QueueContract", dependencies: ["ReelQueue", "TestSupport"], path: "Tests/QueueContract"),
         .testTarget(name: "ReelMediaTests", dependencies: ["ReelMedia", "TestSupport"]),
         .testTarget(name: "ReelExportTests", dependencies: ["ReelExport", "TestSupport"]),
-        .testTarget(name: "ReelQueueTests", dependencies: ["ReelQueue", "TestSupport", "QueueContract"]),
+        .testTarget(
+            name: "ReelQueueTests",
+            dependencies: [
+                "ReelQueue", "TestSupport", "QueueContract",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
         .testTarget(name: "ReelCLITests", dependencies: ["TestSupport"]),
         // The contract and the fleet's failure cases against a private PostgreSQL server the tests start.
         .testTarget(
