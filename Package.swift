@@ -16,6 +16,10 @@ let package = Package(
         // Metrics through swift-metrics' API (no backend) and the worker as a swift-service-lifecycle Service.
         .package(url: "https://github.com/apple/swift-metrics", from: "2.5.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
+        // The worker's HTTP side (ReelServer): Prometheus text, health, the status page.
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.1.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.5.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.80.0"),
     ],
     targets: [
         // FFmpeg 5.1's libraries and headers, as Debian 12 ships them; the module map links every library.
@@ -64,20 +68,38 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // A worker's HTTP side: Prometheus metrics, health, readiness and the status page (Hummingbird,
+        // swift-prometheus). A target of its own, so an app that only exports or queues never links NIO.
+        .target(
+            name: "ReelServer",
+            dependencies: [
+                "ReelQueue", .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .executableTarget(
             name: "reel",
             dependencies: [
                 "ReelExport",
                 "ReelQueue",
                 "ReelFleet",
+                "ReelServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
-            ]
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            plugins: ["BuildInfo"]
         ),
         // Build-time tool: turns Presets/*.json into Swift source, so a built or installed binary
         // carries the shipped presets while the JSON files stay the single source of truth.
         .executableTarget(name: "EmbedPresets"),
         .plugin(name: "PresetEmbedder", capability: .buildTool(), dependencies: ["EmbedPresets"]),
+        // Build-time: the git commit the binary was built from (reel --version, the build-info metric).
+        .plugin(name: "BuildInfo", capability: .buildTool()),
 
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         // The queue's contract as test cases any store runs (the spool here, PostgreSQL in the fleet).
@@ -100,6 +122,9 @@ let package = Package(
                 .product(name: "PostgresNIO", package: "postgres-nio"),
             ]
         ),
+        // A running worker's HTTP side, black box: metrics scraped and parsed, health, the status page
+        // in headless Chromium.
+        .testTarget(name: "ReelServerTests", dependencies: ["TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )
