@@ -20,6 +20,8 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.1.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.5.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.80.0"),
+        // `swift package generate-documentation` (Scripts/docs): DocC for ReelExport and ReelQueue.
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.4.0"),
     ],
     targets: [
         // FFmpeg 5.1's libraries and headers, as Debian 12 ships them; the module map links every library.

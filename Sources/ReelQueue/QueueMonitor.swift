@@ -27,7 +27,9 @@ public final class QueueMonitor: Service, Sendable {
         public var duration: Duration
     }
 
+    /// The store it watches.
     public let store: any JobStore
+    /// How often it looks.
     public let interval: Duration
     /// How many recent failures each summary keeps.
     public let recentFailures: Int
@@ -35,6 +37,7 @@ public final class QueueMonitor: Service, Sendable {
     private let logger: Logger
     private let latest = Mutex<Snapshot?>(nil)
 
+    /// Watches `store` every `interval`, keeping the latest `recentFailures` failures of each look.
     public init(
         store: any JobStore, interval: Duration = .seconds(10), recentFailures: Int = 20,
         logger: Logger = Logger(label: "reel.monitor")
@@ -49,6 +52,7 @@ public final class QueueMonitor: Service, Sendable {
     /// The latest look, nil before the first.
     public var snapshot: Snapshot? { latest.withLock { $0 } }
 
+    /// Looks at the store every `interval` until graceful shutdown or cancellation.
     public func run() async throws {
         await withGracefulShutdownHandler {
             while !Task.isCancelled && !Task.isShuttingDownGracefully {

@@ -13,6 +13,7 @@ public struct QueueSummary: Sendable {
     /// When it was taken.
     public var takenAt: Date
 
+    /// A summary; `counts` gains a zero for every state it lacks.
     public init(counts: [JobState: Int], running: [JobStatus], recentFailures: [JobStatus], takenAt: Date) {
         var all = Dictionary(uniqueKeysWithValues: JobState.allCases.map { ($0, 0) })
         all.merge(counts) { $1 }

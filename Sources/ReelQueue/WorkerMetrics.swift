@@ -24,18 +24,31 @@ import Metrics
 /// | `reel_worker_slots` | gauge | | jobs this worker runs at once (`--jobs`) |
 /// | `reel_worker_slots_busy` | gauge | | jobs it is running now |
 public enum WorkerMetricNames {
+    /// Attempts started (counter; preset).
     public static let started = "reel_jobs_started_total"
+    /// Attempts completed (counter; preset, method).
     public static let completed = "reel_jobs_completed_total"
+    /// Attempts failed (counter; preset, code).
     public static let failed = "reel_jobs_failed_total"
+    /// Jobs cancelled while running (counter; preset).
     public static let cancelled = "reel_jobs_cancelled_total"
+    /// Jobs handed back at shutdown (counter; preset).
     public static let handedBack = "reel_jobs_handed_back_total"
+    /// Wall time of completed exports (timer: a histogram in seconds; preset).
     public static let exportDuration = "reel_export_duration_seconds"
+    /// Media seconds per wall second of completed exports (histogram; preset).
     public static let realtimeFactor = "reel_export_realtime_factor"
+    /// Media seconds exported (counter; preset).
     public static let mediaSeconds = "reel_export_media_seconds_total"
+    /// Bytes of completed outputs (counter; preset).
     public static let outputBytes = "reel_output_bytes_total"
+    /// Submit to first start (timer: a histogram in seconds; preset).
     public static let queueWait = "reel_queue_wait_seconds"
+    /// The attempt jobs ended on (histogram; outcome).
     public static let attempts = "reel_job_attempts"
+    /// Jobs the pool runs at once (gauge).
     public static let slots = "reel_worker_slots"
+    /// Jobs it runs now (gauge).
     public static let slotsBusy = "reel_worker_slots_busy"
 }
 

@@ -19,6 +19,7 @@ public enum WorkerPoolEvent: Sendable {
 
 /// A job a worker pool is running now, as ``WorkerPool/runningJobs()`` shows it.
 public struct RunningJobInfo: Sendable {
+    /// The job, its attempt and its spec.
     public var lease: Lease
     /// When this attempt started.
     public var startedAt: Date
@@ -27,6 +28,7 @@ public struct RunningJobInfo: Sendable {
     /// Codec threads the job was given (0: the codecs choose).
     public var threads: Int
 
+    /// A running job's snapshot.
     public init(lease: Lease, startedAt: Date, progress: JobProgress?, threads: Int) {
         self.lease = lease
         self.startedAt = startedAt

@@ -20,12 +20,15 @@ import ServiceLifecycle
 /// try await group.run()
 /// ```
 public struct WorkerPoolService: Service {
+    /// The pool it runs.
     public let pool: WorkerPool
 
+    /// Wraps `pool`; run it once.
     public init(_ pool: WorkerPool) {
         self.pool = pool
     }
 
+    /// Runs the pool until it stops (see the type's description for how it stops).
     public func run() async throws {
         // The pool runs in a task of its own: cancelling this service must not cancel the jobs' tasks
         // directly (an export cancelled that way would end as `cancelled`); the pool stops them itself
