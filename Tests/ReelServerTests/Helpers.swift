@@ -11,10 +11,13 @@ struct ServedWorker {
     var environment: [String: String] { ["REEL_SPOOL": spool.path] }
 
     /// Starts a worker on a fresh spool (or `spool`) and waits for its HTTP side.
-    static func start(spool: URL? = nil, _ extra: [String] = []) async throws -> ServedWorker {
+    static func start(
+        spool: URL? = nil, _ extra: [String] = [], environment: [String: String] = [:]
+    ) async throws -> ServedWorker {
         let spool = spool ?? Fixtures.scratchFolder("spool")
         let process = try ReelBinary.start(
-            ["work", "--metrics-port", "0", "--stats-interval", "0.2"] + extra, environment: ["REEL_SPOOL": spool.path])
+            ["work", "--metrics-port", "0", "--stats-interval", "0.2"] + extra,
+            environment: environment.merging(["REEL_SPOOL": spool.path]) { $1 })
         let port = await eventually(within: .seconds(60)) { () -> Int? in
             guard let range = process.output.range(of: "url=http://127.0.0.1:") else { return nil }
             return Int(process.output[range.upperBound...].prefix { $0.isNumber })
@@ -198,5 +201,46 @@ enum DOM {
         return String(html[html.index(after: open)..<close.lowerBound])
             .replacingOccurrences(of: "&amp;", with: "&").replacingOccurrences(of: "&lt;", with: "<")
             .replacingOccurrences(of: "&gt;", with: ">").replacingOccurrences(of: "&quot;", with: "\"")
+    }
+}
+
+/// A Unix datagram socket standing in for systemd's notification socket (`NOTIFY_SOCKET`).
+final class NotifySocket: Sendable {
+    let path: String
+    private let descriptor: Int32
+
+    init() throws {
+        path = Fixtures.scratchFolder("notify").appendingPathComponent("notify.sock").path
+        descriptor = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        guard descriptor >= 0, bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
+            throw ToolFailure(message: "cannot make a socket at \(path)")
+        }
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: bytes) }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        guard bound == 0 else { throw ToolFailure(message: "cannot bind \(path)") }
+        var timeout = timeval(tv_sec: 0, tv_usec: 100_000)
+        setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    }
+
+    deinit { close(descriptor) }
+
+    /// The next message, waiting at most `timeLimit` (polling in 0.1 s reads off the cooperative pool).
+    func next(within timeLimit: Duration) async -> String? {
+        await eventually(within: timeLimit, every: .milliseconds(10)) { () -> String? in
+            await withCheckedContinuation { continuation in
+                DispatchQueue.global().async {
+                    var buffer = [UInt8](repeating: 0, count: 4096)
+                    let count = recv(self.descriptor, &buffer, buffer.count, 0)
+                    continuation.resume(returning: count > 0 ? String(decoding: buffer[0..<count], as: UTF8.self) : nil)
+                }
+            }
+        }
     }
 }

@@ -101,8 +101,12 @@ struct MetricsTests {
     }
 
     @Test func healthAndReadinessFollowTheStoreAndTheDrain() async throws {
-        let worker = try await ServedWorker.start(["--jobs", "1"])
+        let systemd = try NotifySocket()
+        let worker = try await ServedWorker.start(["--jobs", "1"], environment: ["NOTIFY_SOCKET": systemd.path])
         defer { Task { await worker.stop() } }
+        // Readiness goes to systemd too (Type=notify).
+        let ready = await systemd.next(within: .seconds(30))
+        #expect(ready?.contains("READY=1") == true, "\(ready ?? "nothing")")
         #expect(try await worker.get("/healthz").status == 200)
         #expect(
             await eventually(within: .seconds(10)) {
@@ -113,11 +117,11 @@ struct MetricsTests {
         // The store goes away: both answer 503 and say why; it comes back: both 200.
         let away = worker.spool.deletingLastPathComponent().appendingPathComponent("away-\(UUID().uuidString)")
         try FileManager.default.moveItem(at: worker.spool, to: away)
-        let health = try await worker.get("/healthz")
-        let ready = try await worker.get("/readyz")
+        let healthAway = try await worker.get("/healthz")
+        let readyAway = try await worker.get("/readyz")
         try FileManager.default.moveItem(at: away, to: worker.spool)
-        #expect(health.status == 503 && health.body.contains("store unavailable"), "\(health)")
-        #expect(ready.status == 503 && ready.body.contains("store unavailable"), "\(ready)")
+        #expect(healthAway.status == 503 && healthAway.body.contains("store unavailable"), "\(healthAway)")
+        #expect(readyAway.status == 503 && readyAway.body.contains("store unavailable"), "\(readyAway)")
         #expect(try await worker.get("/healthz").status == 200)
         #expect(try await worker.get("/readyz").status == 200)
 
@@ -127,6 +131,8 @@ struct MetricsTests {
             long, preset: "MediumQuality", extra: ["--time-range", "0-8", "--force-transcode"])
         #expect(await eventually { worker.state(id) == "exporting" && worker.progress(id) > 0.02 ? true : nil } == true)
         worker.process.signal(SIGTERM)
+        let stopping = await systemd.next(within: .seconds(30))
+        #expect(stopping?.contains("STOPPING=1") == true, "\(stopping ?? "nothing")")
         let draining = await eventually(within: .seconds(10)) { () -> String? in
             guard let ready = try? await worker.get("/readyz"), ready.status == 503 else { return nil }
             return ready.body
