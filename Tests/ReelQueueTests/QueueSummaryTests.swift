@@ -82,7 +82,7 @@ struct QueueSummaryTests {
         await #expect(throws: QueueError.self) { try await store.summarizer().summarize(recentFailures: 1) }
     }
 
-    @Test(.timeLimit(.minutes(1)))
+    @Test(.timeLimit(.minutes(3)))
     func poolServiceDrainsOnGracefulShutdown() async throws {
         let store = try SpoolStore(root: Fixtures.scratchFolder("spool"))
         let states = Mutex<[WorkerPool.State]>([])
@@ -94,7 +94,7 @@ struct QueueSummaryTests {
         let group = ServiceGroup(services: [WorkerPoolService(pool)], logger: .init(label: "test"))
         try await withThrowingTaskGroup(of: Void.self) { tasks in
             tasks.addTask { try await group.run() }
-            #expect(await eventually(within: .seconds(10)) { pool.state == .running ? true : nil } == true)
+            #expect(await eventually(within: .seconds(120)) { pool.state == .running ? true : nil } == true)
             await group.triggerGracefulShutdown()
             try await tasks.waitForAll()
         }

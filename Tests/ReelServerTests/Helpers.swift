@@ -1,23 +1,60 @@
 import Foundation
 import TestSupport
 
-/// A spool and a `reel work --metrics-port 0` worker on it, with its HTTP side found from its log.
-struct ServedWorker {
-    let spool: URL
-    let outputs: URL
-    let process: BackgroundProcess
-    let port: Int
+/// A spool to submit to and poll, as a client sees it.
+struct Queue {
+    let spool = Fixtures.scratchFolder("spool")
+    let outputs = Fixtures.scratchFolder("outputs")
 
     var environment: [String: String] { ["REEL_SPOOL": spool.path] }
 
-    /// Starts a worker on a fresh spool (or `spool`) and waits for its HTTP side.
+    /// Submits a job; returns its id.
+    func submit(_ asset: String, preset: String, extra: [String] = []) async throws -> String {
+        let result = try await ReelBinary.run(
+            ["submit", asset, "--preset", preset, "--output-dir", outputs.path, "--json"] + extra,
+            environment: environment)
+        guard result.status == 0,
+            let json = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any],
+            let id = json["id"] as? String
+        else { throw ToolFailure(message: "submit failed: \(result.stderr)\(result.stdout)") }
+        return id
+    }
+
+    /// A job that fails with `unreadable-input` however much checking submit does: its asset (a copy of
+    /// a fixture) is deleted once it is submitted. Submit it before a worker starts.
+    func submitVanishing(preset: String, extra: [String] = []) async throws -> String {
+        let copy = Fixtures.scratchFolder("vanishing").appendingPathComponent("gone.mp4")
+        try FileManager.default.copyItem(at: try await Fixtures.url(Fixtures.landscape), to: copy)
+        let id = try await submit(copy.path, preset: preset, extra: extra)
+        try FileManager.default.removeItem(at: copy)
+        return id
+    }
+
+    /// A job's status file.
+    func status(_ id: String) -> [String: Any]? {
+        FileManager.default.contents(atPath: spool.appendingPathComponent("status/\(id).json").path)
+            .flatMap { try? JSONSerialization.jsonObject(with: $0) as? [String: Any] }
+    }
+
+    func state(_ id: String) -> String? { status(id)?["state"] as? String }
+    func progress(_ id: String) -> Double { status(id)?["progress"] as? Double ?? 0 }
+}
+
+/// A `reel work --metrics-port 0` worker on a queue, with its HTTP side found from its log.
+struct ServedWorker {
+    let queue: Queue
+    let process: BackgroundProcess
+    let port: Int
+
+    var spool: URL { queue.spool }
+
+    /// Starts a worker on `queue` and waits for its HTTP side.
     static func start(
-        spool: URL? = nil, _ extra: [String] = [], environment: [String: String] = [:]
+        queue: Queue = Queue(), _ extra: [String] = [], environment: [String: String] = [:]
     ) async throws -> ServedWorker {
-        let spool = spool ?? Fixtures.scratchFolder("spool")
         let process = try ReelBinary.start(
             ["work", "--metrics-port", "0", "--stats-interval", "0.2"] + extra,
-            environment: environment.merging(["REEL_SPOOL": spool.path]) { $1 })
+            environment: environment.merging(queue.environment) { $1 })
         let port = await eventually(within: .seconds(60)) { () -> Int? in
             guard let range = process.output.range(of: "url=http://127.0.0.1:") else { return nil }
             return Int(process.output[range.upperBound...].prefix { $0.isNumber })
@@ -25,7 +62,7 @@ struct ServedWorker {
         guard let port else {
             throw ToolFailure(message: "the worker did not say where it serves; it wrote:\n\(process.output)")
         }
-        return ServedWorker(spool: spool, outputs: Fixtures.scratchFolder("outputs"), process: process, port: port)
+        return ServedWorker(queue: queue, process: process, port: port)
     }
 
     func url(_ path: String) -> String { "http://127.0.0.1:\(port)\(path)" }
@@ -41,34 +78,12 @@ struct ServedWorker {
         return (Int(result.stdout[result.stdout.index(after: newline)...]) ?? 0, String(result.stdout[..<newline]))
     }
 
-    /// Submits a job; returns its id.
     func submit(_ asset: String, preset: String, extra: [String] = []) async throws -> String {
-        let result = try await ReelBinary.run(
-            ["submit", asset, "--preset", preset, "--output-dir", outputs.path, "--json"] + extra,
-            environment: environment)
-        guard result.status == 0,
-            let json = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any],
-            let id = json["id"] as? String
-        else { throw ToolFailure(message: "submit failed: \(result.stderr)\(result.stdout)") }
-        return id
+        try await queue.submit(asset, preset: preset, extra: extra)
     }
-
-    /// A job's status file.
-    func status(_ id: String) -> [String: Any]? {
-        FileManager.default.contents(atPath: spool.appendingPathComponent("status/\(id).json").path)
-            .flatMap { try? JSONSerialization.jsonObject(with: $0) as? [String: Any] }
-    }
-
-    func state(_ id: String) -> String? { status(id)?["state"] as? String }
-    func progress(_ id: String) -> Double { status(id)?["progress"] as? Double ?? 0 }
-
-    /// A copy of a fixture that is deleted after it was submitted: its export fails (unreadable-input)
-    /// however much checking submit does.
-    func vanishingAsset() async throws -> URL {
-        let copy = Fixtures.scratchFolder("vanishing").appendingPathComponent("gone.mp4")
-        try FileManager.default.copyItem(at: try await Fixtures.url(Fixtures.landscape), to: copy)
-        return copy
-    }
+    func status(_ id: String) -> [String: Any]? { queue.status(id) }
+    func state(_ id: String) -> String? { queue.state(id) }
+    func progress(_ id: String) -> Double { queue.progress(id) }
 
     /// Ends the worker at once: SIGTERM, then (once it says it is stopping) SIGINT to hand jobs back.
     func stop() async {

@@ -7,17 +7,17 @@ import Testing
 @Suite("Worker HTTP side", .serialized, .timeLimit(.minutes(5)))
 struct MetricsTests {
     @Test func metricsCountTheJobsRun() async throws {
-        let worker = try await ServedWorker.start(["--jobs", "1"])
-        defer { Task { await worker.stop() } }
+        // Everything is queued before the worker starts.
+        let queue = Queue()
         let landscape = try await Fixtures.url(Fixtures.landscape).path
         let transcoded = [
-            try await worker.submit(landscape, preset: "AVAssetExportPresetLowQuality", extra: ["--force-transcode"]),
-            try await worker.submit(landscape, preset: "low", extra: ["--force-transcode", "--metadata", "strip"]),
+            try await queue.submit(landscape, preset: "AVAssetExportPresetLowQuality", extra: ["--force-transcode"]),
+            try await queue.submit(landscape, preset: "low", extra: ["--force-transcode", "--metadata", "strip"]),
         ]
-        let copied = try await worker.submit(landscape, preset: "Passthrough")
-        let vanishing = try await worker.vanishingAsset()
-        let failed = try await worker.submit(vanishing.path, preset: "960x540")
-        try FileManager.default.removeItem(at: vanishing)
+        let copied = try await queue.submit(landscape, preset: "Passthrough")
+        let failed = try await queue.submitVanishing(preset: "960x540")
+        let worker = try await ServedWorker.start(queue: queue, ["--jobs", "1"])
+        defer { Task { await worker.stop() } }
         let all = transcoded + [copied, failed]
         let ended = await eventually(within: .seconds(120)) {
             all.allSatisfy { ["completed", "failed"].contains(worker.state($0)) } ? true : nil

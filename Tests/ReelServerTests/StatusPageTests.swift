@@ -7,14 +7,13 @@ import Testing
 @Suite("Status page in Chromium", .serialized, .timeLimit(.minutes(5)))
 struct StatusPageTests {
     @Test func pageShowsLiveProgressAndFailures() async throws {
-        let worker = try await ServedWorker.start(["--jobs", "1"])
-        defer { Task { await worker.stop() } }
-        // A job that fails first (higher priority), then a long one to watch.
-        let vanishing = try await worker.vanishingAsset()
-        let failed = try await worker.submit(vanishing.path, preset: "1280x720", extra: ["--priority", "5"])
-        try FileManager.default.removeItem(at: vanishing)
+        // A job that fails first (higher priority), then a long one to watch, queued before the worker starts.
+        let queue = Queue()
+        let failed = try await queue.submitVanishing(preset: "1280x720", extra: ["--priority", "5"])
         let long = try await Fixtures.url(Fixtures.long).path
-        let running = try await worker.submit(long, preset: "HighestQuality", extra: ["--force-transcode"])
+        let running = try await queue.submit(long, preset: "HighestQuality", extra: ["--force-transcode"])
+        let worker = try await ServedWorker.start(queue: queue, ["--jobs", "1"])
+        defer { Task { await worker.stop() } }
         #expect(
             await eventually(within: .seconds(120)) {
                 worker.state(failed) == "failed" && worker.state(running) == "exporting"
