@@ -6,12 +6,22 @@ let package = Package(
     products: [
         .executable(name: "reel", targets: ["reel"]),
         .library(name: "ReelExport", targets: ["ReelExport"]),
+        .library(name: "ReelQueue", targets: ["ReelQueue"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.0"),
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.0"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.25.0"),
+        // Metrics through swift-metrics' API (no backend) and the worker as a swift-service-lifecycle Service.
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.5.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
+        // The worker's HTTP side (ReelServer): Prometheus text, health, the status page.
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.1.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.5.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.80.0"),
+        // `swift package generate-documentation` (Scripts/docs): DocC for ReelExport and ReelQueue.
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.4.0"),
     ],
     targets: [
         // FFmpeg 5.1's libraries and headers, as Debian 12 ships them; the module map links every library.
@@ -44,7 +54,11 @@ let package = Package(
         // Jobs, the spool-directory store, status files and the worker pool.
         .target(
             name: "ReelQueue",
-            dependencies: ["ReelExport", .product(name: "Logging", package: "swift-log")]
+            dependencies: [
+                "ReelExport", .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
         ),
         // The fleet's store: jobs in PostgreSQL (postgres-nio), for many machines on one queue. A target of
         // its own, so an app that only exports never links NIO or a database driver.
@@ -56,27 +70,51 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // A worker's HTTP side: Prometheus metrics, health, readiness and the status page (Hummingbird,
+        // swift-prometheus). A target of its own, so an app that only exports or queues never links NIO.
+        .target(
+            name: "ReelServer",
+            dependencies: [
+                "ReelQueue", .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .executableTarget(
             name: "reel",
             dependencies: [
                 "ReelExport",
                 "ReelQueue",
                 "ReelFleet",
+                "ReelServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
-            ]
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            plugins: ["BuildInfo"]
         ),
         // Build-time tool: turns Presets/*.json into Swift source, so a built or installed binary
         // carries the shipped presets while the JSON files stay the single source of truth.
         .executableTarget(name: "EmbedPresets"),
         .plugin(name: "PresetEmbedder", capability: .buildTool(), dependencies: ["EmbedPresets"]),
+        // Build-time: the git commit the binary was built from (reel --version, the build-info metric).
+        .plugin(name: "BuildInfo", capability: .buildTool()),
 
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         // The queue's contract as test cases any store runs (the spool here, PostgreSQL in the fleet).
         .target(name: "QueueContract", dependencies: ["ReelQueue", "TestSupport"], path: "Tests/QueueContract"),
         .testTarget(name: "ReelMediaTests", dependencies: ["ReelMedia", "TestSupport"]),
         .testTarget(name: "ReelExportTests", dependencies: ["ReelExport", "TestSupport"]),
-        .testTarget(name: "ReelQueueTests", dependencies: ["ReelQueue", "TestSupport", "QueueContract"]),
+        .testTarget(
+            name: "ReelQueueTests",
+            dependencies: [
+                "ReelQueue", "TestSupport", "QueueContract",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
         .testTarget(name: "ReelCLITests", dependencies: ["TestSupport"]),
         // The contract and the fleet's failure cases against a private PostgreSQL server the tests start.
         .testTarget(
@@ -86,6 +124,9 @@ let package = Package(
                 .product(name: "PostgresNIO", package: "postgres-nio"),
             ]
         ),
+        // A running worker's HTTP side, black box: metrics scraped and parsed, health, the status page
+        // in headless Chromium.
+        .testTarget(name: "ReelServerTests", dependencies: ["TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -97,6 +97,7 @@ public struct Asset: Sendable {
     public var make: String? {
         metadata["com.apple.quicktime.make"] ?? metadata["make"] ?? metadata["com.android.manufacturer"]
     }
+    /// Device model (QuickTime keys, or Android's).
     public var model: String? {
         metadata["com.apple.quicktime.model"] ?? metadata["model"] ?? metadata["com.android.model"]
     }

@@ -37,14 +37,19 @@ public final class ExportSession: Sendable {
 
     /// What a completed export produced, read back from the file.
     public struct Result: Sendable, Codable, Equatable {
+        /// Size of the file.
         public var bytes: Int64
+        /// Media duration of the file, in seconds.
         public var durationSeconds: Double
+        /// Picture size (nil for audio-only files).
         public var width: Int?
         public var height: Int?
+        /// Codec names as FFmpeg gives them (`h264`, `hevc`, `aac`), nil without such a stream.
         public var videoCodec: String?
         public var audioCodec: String?
         /// Whether the moov atom precedes the media data (plays while downloading).
         public var networkOptimized: Bool
+        /// Wall time of the export, in seconds.
         public var elapsedSeconds: Double
         /// How the file was made: `transcode`, `passthrough` or `smart-passthrough`.
         public var method: ExportMethod

@@ -3,7 +3,14 @@ internal import ReelMedia
 
 /// The file type an export writes, like `AVFileType`.
 public enum OutputType: String, Sendable, CaseIterable, Codable {
-    case mp4, mov, m4v, m4a
+    /// MPEG-4 (`public.mpeg-4`), the default.
+    case mp4
+    /// QuickTime movie (`com.apple.quicktime-movie`).
+    case mov
+    /// MPEG-4 with Apple's `M4V ` brand (`com.apple.m4v-video`).
+    case m4v
+    /// MPEG-4 audio, for audio-only presets (`com.apple.m4a-audio`).
+    case m4a
 
     /// Accepts `mp4`, `.mp4`, `MP4` and Apple's uniform type identifiers (`public.mpeg-4`, …).
     public init?(name: String) {

@@ -3,7 +3,16 @@ import ReelExport
 
 /// Where a job is: Apple's export states.
 public enum JobState: String, Sendable, Codable, CaseIterable {
-    case waiting, exporting, completed, failed, cancelled
+    /// Queued: claimable now, or after `notBefore` when a retry is backing off.
+    case waiting
+    /// A worker is running it.
+    case exporting
+    /// Its output is in place.
+    case completed
+    /// It failed for good (a failure retrying cannot help, or its attempts are used up).
+    case failed
+    /// Someone cancelled it; it left no output.
+    case cancelled
 
     /// Completed, failed and cancelled jobs never change again (unless retried).
     public var isTerminal: Bool { self == .completed || self == .failed || self == .cancelled }
@@ -15,6 +24,7 @@ public struct JobSpec: Sendable, Codable, Equatable {
     public var asset: String
     /// Preset name as given (resolved by the worker).
     public var preset: String
+    /// The file type to write.
     public var outputType: OutputType
     /// Absolute path of the output file.
     public var output: String
@@ -22,7 +32,9 @@ public struct JobSpec: Sendable, Codable, Equatable {
     public var priority: Int
     /// Idempotency key: submitting the same key again returns the existing job.
     public var key: String?
+    /// Part of the asset to export; nil for all of it.
     public var timeRange: TimeRange?
+    /// Which source metadata to keep.
     public var metadata: MetadataPolicy
     /// Moov first (default true).
     public var optimizeForNetwork: Bool
@@ -138,13 +150,19 @@ public struct JobError: Sendable, Codable, Equatable {
 
 /// What a completed job produced.
 public struct JobResult: Sendable, Codable, Equatable {
+    /// Size of the output file.
     public var bytes: Int64
+    /// Media duration of the output.
     public var durationSeconds: Double
+    /// Picture size of the output (nil for audio-only outputs).
     public var width: Int?
     public var height: Int?
+    /// Codec names as FFmpeg gives them (`h264`, `hevc`, `aac`), nil without such a stream.
     public var videoCodec: String?
     public var audioCodec: String?
+    /// Whether the moov atom precedes the media data (plays while downloading).
     public var networkOptimized: Bool
+    /// Wall time of the export.
     public var elapsedSeconds: Double
     /// `transcode`, `passthrough` or `smart-passthrough`.
     public var method: String?
@@ -181,23 +199,33 @@ public struct JobResult: Sendable, Codable, Equatable {
 
 /// The status file of one job, `<spool>/status/<id>.json` (schema 1, documented in README).
 public struct JobStatus: Sendable, Codable, Equatable {
+    /// The file format's version (1).
     public var schema = 1
+    /// The job's id (`j` + creation time + random digits: ids sort by creation).
     public var id: String
+    /// Where the job is.
     public var state: JobState
     /// 0…1.
     public var progress: Double
     /// `transcoding` or `finalizing` while exporting.
     public var phase: String?
+    /// Encoding speed in frames per second, while exporting.
     public var fps: Double?
+    /// Estimated seconds left, while exporting.
     public var etaSeconds: Double?
+    /// The spec's asset, preset (as given), output type and output path.
     public var asset: String
     public var preset: String
     public var outputType: String
     public var output: String
+    /// Higher runs first.
     public var priority: Int
+    /// The idempotency key it was submitted with.
     public var key: String?
+    /// Attempts started so far, and how many it may have.
     public var attempts: Int
     public var maxAttempts: Int
+    /// When it was submitted, last changed, last started and ended.
     public var createdAt: Date
     public var updatedAt: Date
     public var startedAt: Date?
@@ -209,7 +237,9 @@ public struct JobStatus: Sendable, Codable, Equatable {
     /// When its worker last showed it was alive, while exporting: refreshed at least every 5 s, so
     /// a poller may take a job whose heartbeat is older than 15 s as orphaned.
     public var heartbeatAt: Date?
+    /// Why it failed or was cancelled (or, while waiting for a retry, why the last attempt failed).
     public var error: JobError?
+    /// What it produced, once completed.
     public var result: JobResult?
     /// What was submitted, in full (older spools' status files lack it).
     public var spec: JobSpec?

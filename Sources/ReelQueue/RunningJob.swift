@@ -30,9 +30,15 @@ final class RunningJob: Sendable {
     }
 
     let lease: Lease
+    /// When this attempt started, and the codec threads it was given (for `WorkerPool.runningJobs()`).
+    let startedAt = Date()
+    let threads: Int
     private let state = Mutex(State())
 
-    init(lease: Lease) { self.lease = lease }
+    init(lease: Lease, threads: Int = 0) {
+        self.lease = lease
+        self.threads = threads
+    }
 
     /// Records progress (called on the export's thread; cheap).
     func report(_ progress: JobProgress) {
@@ -50,6 +56,9 @@ final class RunningJob: Sendable {
             return state.progress
         }
     }
+
+    /// The latest progress reported, whether or not it was taken.
+    var latestProgress: JobProgress? { state.withLock { $0.progress } }
 
     /// Stops the export (now, or as soon as it has a handle) for `reason`.
     func stop(_ reason: StopReason) {

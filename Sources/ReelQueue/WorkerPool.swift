@@ -26,6 +26,8 @@ public final class WorkerPool: Sendable {
         public var isolation: Isolation?
         /// Delete jobs that ended longer ago than this (checked every minute); nil keeps them.
         public var keepFinished: TimeInterval?
+        /// Receives the pool's state changes and each attempt's start and end (metrics, a status page).
+        public var onEvent: (@Sendable (WorkerPoolEvent) -> Void)?
 
         public init(
             jobs: Int = WorkerPool.defaultJobs, drain: Bool = false, presets: PresetLibrary = .shipped,
@@ -47,7 +49,19 @@ public final class WorkerPool: Sendable {
     /// (see `CoreBudget`): one each when jobs are waiting, every core for a video job on its own.
     public static var defaultJobs: Int { max(1, min(8, ProcessInfo.processInfo.activeProcessorCount)) }
 
-    enum State: Equatable { case idle, running, draining, cancelling, stopped }
+    /// Where the pool is in its life.
+    public enum State: Sendable, Equatable {
+        /// Not started yet.
+        case idle
+        /// Claiming and running jobs.
+        case running
+        /// Stopping: no new claims; running jobs finish.
+        case draining
+        /// Stopping: running jobs are stopped and handed back to the queue.
+        case cancelling
+        /// `run()` has returned or is about to.
+        case stopped
+    }
 
     private struct Shared {
         var state = State.idle
@@ -61,12 +75,15 @@ public final class WorkerPool: Sendable {
     private let cores: CoreBudget
     private let runner: any ExportRunner
     private let logger: Logger
+    private let metrics: WorkerMetrics
     private let name = "\(ProcessInfo.processInfo.hostName):\(getpid())"
 
     public init(store: any JobStore, configuration: Configuration, logger: Logger = Logger(label: "reel.worker")) {
         self.store = store
         self.configuration = configuration
         self.logger = logger
+        let presets = configuration.presets
+        metrics = WorkerMetrics(presetName: { (try? presets.preset(named: $0.preset))?.name ?? "unknown" })
         // More jobs than cores is the user's call: each then gets a unit of its own.
         cores = CoreBudget(
             total: max(ProcessInfo.processInfo.activeProcessorCount, configuration.jobs), slots: configuration.jobs)
@@ -91,6 +108,9 @@ public final class WorkerPool: Sendable {
         guard start else { return }
         logger.info(
             "worker pool started", metadata: ["jobs": "\(configuration.jobs)", "store": "\(store.location)"])
+        metrics.slots(configuration.jobs)
+        metrics.busy(0)
+        configuration.onEvent?(.stateChanged(.running))
         await rescue()
         await prune()
         let maintenance = Task { [self] in
@@ -121,10 +141,10 @@ public final class WorkerPool: Sendable {
                     var alone = scalesWithCores(lease.spec)
                     if alone { alone = !((try? await store.pendingWork().waiting) ?? true) }
                     let units = cores.take(allFree: alone)
-                    let job = RunningJob(lease: lease)
+                    let job = RunningJob(lease: lease, threads: cores.threads(holding: units))
                     register(job)
                     jobs.addTask { [self] in
-                        await execute(job, threads: cores.threads(holding: units))
+                        await execute(job, threads: job.threads)
                         unregister(job)
                         cores.release(units)
                     }
@@ -139,13 +159,15 @@ public final class WorkerPool: Sendable {
         }
         maintenance.cancel()
         shared.withLock { $0.state = .stopped }
+        configuration.onEvent?(.stateChanged(.stopped))
         logger.info("worker pool stopped")
     }
 
     /// First call: stop claiming and let running jobs finish. Second call (or `cancelRunning`): stop
     /// running jobs and hand them back to the queue (their attempt is not counted).
     public func stop(cancelRunning: Bool = false) {
-        let (jobs, state) = shared.withLock { shared -> ([RunningJob], State) in
+        let (jobs, state, changed) = shared.withLock { shared -> ([RunningJob], State, Bool) in
+            let before = shared.state
             switch shared.state {
             case .idle, .running:
                 shared.state = cancelRunning ? .cancelling : .draining
@@ -154,26 +176,45 @@ public final class WorkerPool: Sendable {
             case .cancelling, .stopped:
                 break
             }
-            return (shared.state == .cancelling ? Array(shared.jobs.values) : [], shared.state)
+            return (shared.state == .cancelling ? Array(shared.jobs.values) : [], shared.state, shared.state != before)
         }
         if state == .draining || state == .cancelling {
             logger.info(state == .draining ? "stopping: finishing running jobs" : "stopping: handing running jobs back")
         }
+        if changed { configuration.onEvent?(.stateChanged(state)) }
         for job in jobs { job.stop(.handedBack) }
     }
 
     private var isRunning: Bool { shared.withLock { $0.state == .running } }
 
+    /// Where the pool is now: `running` while it takes jobs (ready, for a health check).
+    public var state: State { shared.withLock { $0.state } }
+
+    /// The jobs running now, with their latest progress, oldest first.
+    public func runningJobs() -> [RunningJobInfo] {
+        shared.withLock { Array($0.jobs.values) }
+            .map {
+                RunningJobInfo(
+                    lease: $0.lease, startedAt: $0.startedAt, progress: $0.latestProgress, threads: $0.threads)
+            }
+            .sorted { $0.startedAt < $1.startedAt }
+    }
+
     private func register(_ job: RunningJob) {
-        let handBack = shared.withLock { shared -> Bool in
+        let (handBack, busy) = shared.withLock { shared -> (Bool, Int) in
             shared.jobs[job.lease.token] = job
-            return shared.state == .cancelling
+            return (shared.state == .cancelling, shared.jobs.count)
         }
+        metrics.busy(busy)
         if handBack { job.stop(.handedBack) }
     }
 
     private func unregister(_ job: RunningJob) {
-        _ = shared.withLock { $0.jobs.removeValue(forKey: job.lease.token) }
+        let busy = shared.withLock { shared -> Int in
+            shared.jobs.removeValue(forKey: job.lease.token)
+            return shared.jobs.count
+        }
+        metrics.busy(busy)
     }
 
     private func rescue() async {
@@ -208,6 +249,10 @@ public final class WorkerPool: Sendable {
     /// Runs one claimed job with its heartbeat, then records the outcome on its lease.
     private func execute(_ job: RunningJob, threads: Int) async {
         let began = ContinuousClock.now
+        // Queue wait (submit to start) is measured for first attempts only.
+        let submittedAt = job.lease.attempt == 1 ? try? await store.status(job.lease.id)?.createdAt : nil
+        metrics.started(job.lease, submittedAt: submittedAt, now: job.startedAt)
+        configuration.onEvent?(.started(job.lease, submittedAt: submittedAt))
         let runner = runner
         let attempt: ExportAttempt = await withTaskGroup(of: ExportAttempt?.self) { group in
             group.addTask { await runner.run(job, threads: threads) { await self.confirm(job) } }
@@ -242,8 +287,11 @@ public final class WorkerPool: Sendable {
         case (.failed(let error), _):
             outcome = error.code == "cancelled" ? .cancelled : .failed(error)
         }
-        log(outcome, of: lease, elapsed: ContinuousClock.now - began)
+        let elapsed = ContinuousClock.now - began
+        log(outcome, of: lease, elapsed: elapsed)
         await record(outcome, of: lease)
+        metrics.ended(lease, outcome, elapsed: elapsed)
+        configuration.onEvent?(.ended(lease, outcome, elapsed: elapsed))
     }
 
     /// Renews the job's lease every `renewInterval` with its latest progress, and stops the job when

@@ -15,6 +15,7 @@ struct WorkCommand: AsyncParsableCommand {
     @OptionGroup var global: GlobalOptions
     @OptionGroup var storeOptions: StoreOptions
     @OptionGroup var input: InputOptions
+    @OptionGroup(title: "Running as a service") var service: ServiceOptions
 
     @Option(name: .long, help: "Jobs at once (default: one per core, at most 8).")
     var jobs: Int?
@@ -73,16 +74,15 @@ struct WorkCommand: AsyncParsableCommand {
         let workers = jobs ?? WorkerPool.defaultJobs
         // A connection per running job's renewals, plus claims, rescues and notifications.
         let store = try storeOptions.open(create: true, connections: workers + 3, lease: lease.map { .seconds($0) })
-        let pool = WorkerPool(
-            store: store,
-            configuration: WorkerPool.Configuration(
-                jobs: workers, drain: drain, presets: presets, limits: input.limits,
-                recoveryInterval: rescueInterval, stallTimeout: stallTimeout,
-                isolation: isolate ? try isolation() : nil,
-                keepFinished: keepFinished.flatMap(Age.seconds)))
-        let sources = CLI.onTerminationSignals { pool.stop() }
-        defer { sources.forEach { $0.cancel() } }
-        await pool.run()
+        var configuration = WorkerPool.Configuration(
+            jobs: workers, drain: drain, presets: presets, limits: input.limits, recoveryInterval: rescueInterval,
+            stallTimeout: stallTimeout, isolation: isolate ? try isolation() : nil,
+            keepFinished: keepFinished.flatMap(Age.seconds))
+        // The pool runs in a ServiceGroup, with the metrics/health/status server when asked for
+        // (WorkService.swift); SIGINT/SIGTERM drain it, a second signal hands running jobs back.
+        let runtime = ServiceOptions.Runtime(options: service, presets: presets)
+        configuration.onEvent = runtime.observe
+        try await runtime.run(WorkerPool(store: store, configuration: configuration), store: store, slots: workers)
         await (store as? PostgresStore)?.close()
     }
 

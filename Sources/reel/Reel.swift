@@ -10,7 +10,7 @@ struct Reel: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "reel",
         abstract: "Export and transcode video into network-optimised files, like AVAssetExportSession.",
-        version: "0.1.0",
+        version: ReelVersion.version,
         subcommands: [
             ExportCommand.self, SubmitCommand.self, WorkCommand.self, StatusCommand.self, ListCommand.self,
             WaitCommand.self, CancelCommand.self, RetryCommand.self, DatabaseCommand.self, ProbeCommand.self,
