@@ -131,3 +131,56 @@ extension StreamInfo {
         return range
     }
 }
+
+/// HDR10 static metadata: the mastering display and the content light level, either or both.
+public struct HDRStaticMetadata: Sendable, Equatable, Codable {
+    public var masteringDisplay: MasteringDisplay?
+    public var contentLightLevel: ContentLightLevel?
+    public init(masteringDisplay: MasteringDisplay? = nil, contentLightLevel: ContentLightLevel? = nil) {
+        self.masteringDisplay = masteringDisplay
+        self.contentLightLevel = contentLightLevel
+    }
+}
+
+/// How HLG or PQ pictures become SDR BT.709 ones, following ITU-R BT.2408: HDR reference white
+/// (203 cd/m²) becomes SDR white, highlights roll off from 85 % of it up to `peakLuminance`, the
+/// BT.2020 gamut is mapped into BT.709 keeping hue and luminance, and HLG's system gamma is applied
+/// to the luminance as BT.2100's OOTF.
+public struct ToneMapping: Sendable, Equatable, Codable {
+    /// The source's transfer.
+    public enum Transfer: String, Sendable, Codable {
+        case hlg, pq
+    }
+    public var transfer: Transfer
+    /// The brightest light of the source in cd/m² (`StreamInfo.peakLuminance`), where the roll-off ends.
+    public var peakLuminance: Double
+    /// Whether the source's primaries are BT.2020 (else BT.709: no gamut mapping needed).
+    public var bt2020Primaries: Bool
+
+    public init(transfer: Transfer, peakLuminance: Double, bt2020Primaries: Bool = true) {
+        self.transfer = transfer
+        self.peakLuminance = peakLuminance
+        self.bt2020Primaries = bt2020Primaries
+    }
+}
+
+extension StreamInfo {
+    /// The tone mapping that shows this stream as SDR, or nil when it is SDR or has no base layer a
+    /// decoder without Dolby Vision can show (profile 5).
+    public var toneMapping: ToneMapping? {
+        let transfer: ToneMapping.Transfer
+        switch baseDynamicRange {
+        case .hlg: transfer = .hlg
+        case .pq: transfer = .pq
+        default: return nil
+        }
+        return ToneMapping(
+            transfer: transfer, peakLuminance: peakLuminance ?? 1000, bt2020Primaries: colorPrimaries != "bt709")
+    }
+
+    /// The HDR10 static metadata this stream carries (container or first frame), or nil.
+    public var hdrStaticMetadata: HDRStaticMetadata? {
+        guard masteringDisplay != nil || contentLightLevel != nil else { return nil }
+        return HDRStaticMetadata(masteringDisplay: masteringDisplay, contentLightLevel: contentLightLevel)
+    }
+}
