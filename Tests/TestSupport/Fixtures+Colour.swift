@@ -9,10 +9,11 @@ extension Fixtures {
     /// The SDR tags of the original, given to zscale explicitly (a lavfi source carries none).
     static let sdrTags = "setparams=color_primaries=bt709:color_trc=bt709:colorspace=bt709:range=tv"
 
-    /// 640x360 testsrc2, 1 s at 30 fps, BT.709 limited range, lossless (FFV1): the truth.
+    /// 1280x720 testsrc2, 0.5 s at 30 fps, BT.709 limited range, lossless (FFV1): the truth. At
+    /// 640x360 testsrc2's detail is too fine for x264 at CRF 21 to keep 30 dB even from SDR.
     public static let sdrOriginal = Recipe(
         "sdr-original.mkv",
-        video("640x360") + [
+        video("1280x720", seconds: 0.5) + [
             "-vf", "scale=out_color_matrix=bt709:out_range=tv,format=yuv420p,\(sdrTags)", "-c:v", "ffv1",
             "-color_primaries", "bt709", "-color_trc", "bt709", "-colorspace", "bt709", "-color_range", "tv",
         ])
@@ -64,14 +65,22 @@ extension Fixtures {
                 ])
         })
 
-    /// PQ of the SDR truth's size whose luma ramps left to right from 0 to 1000 cd/m² (0 to 75.2 %
-    /// PQ signal, evenly in signal), neutral chroma; MaxCLL 1000.
+    /// 640x360 PQ whose luma ramps left to right from 0 to 1000 cd/m² (0 to 75.2 % PQ signal, evenly
+    /// in signal), neutral chroma; MaxCLL 1000; 0.5 s.
     public static let pqRamp = Recipe(
         "pq-ramp.mov",
         [
-            "-f", "lavfi", "-i", "color=black:size=640x360:rate=30:duration=1", "-vf",
+            "-f", "lavfi", "-i", "color=black:size=640x360:rate=30:duration=0.5", "-vf",
             "format=yuv420p10le,geq=lum='64+876*0.751827*X/(W-1)':cb=512:cr=512",
         ] + hdrHEVC(transfer: "smpte2084", x265: hdr10SEI))
+
+    /// 640x360 8-bit H.264 tagged HLG (BT.2020): it fits the H.264 presets in every other way, so
+    /// only its transfer keeps smart passthrough from copying it.
+    public static let hlgH264 = Recipe(
+        "hlg-h264.mp4",
+        video("640x360", seconds: 0.5) + h264 + [
+            "-color_primaries", "bt2020", "-color_trc", "arib-std-b67", "-colorspace", "bt2020nc",
+        ])
 
     /// Linear-light BT.2020 RGB of the six gamut patches, in 1/65535 of HDR reference white: BT.2020's
     /// red, green and blue primaries, then BT.709's, each at half of reference white.
