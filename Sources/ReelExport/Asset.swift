@@ -1,6 +1,7 @@
 import Foundation
 // ReelExport's API shows a few ReelMedia types on purpose: these three under its own names, and
-// TranscodePlan, TranscodeProgress.Phase and VideoEncoding.Codec inside its own types. The files that
+// TranscodePlan, TranscodeProgress.Phase, VideoEncoding.Codec and the colour facts of a plan
+// (DynamicRange, ToneMapping, HDRStaticMetadata) inside its own types. The files that
 // do import ReelMedia `public`; the others import it `internal`, so the compiler keeps it that way.
 public import ReelMedia
 

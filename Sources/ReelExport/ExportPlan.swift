@@ -58,10 +58,14 @@ public struct ExportPlan: Sendable, Codable, Equatable {
 
     /// What happens to the colours of the video.
     public enum ColorHandling: String, Sendable, Codable {
-        /// Converted to BT.709 limited range and tagged so (SDR web video).
+        /// Converted to BT.709 limited range and tagged so (SDR web video from an SDR source).
         case bt709
-        /// The source's matrix, primaries and transfer kept and tagged, limited range (10-bit HEVC).
+        /// The source's matrix, primaries and transfer kept and tagged, limited range (10-bit HEVC),
+        /// with `hdrMetadata` written when the source has HDR10 metadata: HLG or HDR10 kept.
         case keepSource = "keep-source"
+        /// HLG or PQ tone-mapped to SDR BT.709, limited range (`toneMapping` says from what, up to
+        /// which peak).
+        case toneMapped = "tone-mapped"
         /// The stream is copied: its colours are untouched.
         case copied
     }
@@ -110,6 +114,16 @@ public struct ExportPlan: Sendable, Codable, Equatable {
         public var scaler: String?
         /// The sample entry written (`hvc1` for HEVC, so Apple players accept it); nil leaves the muxer's.
         public var codecTag: String?
+        /// Whether the pixels are mirrored left to right (before `rotation`), as the source's display
+        /// matrix says (false for a copy, which keeps the matrix).
+        public var mirrored: Bool = false
+        /// The source's dynamic range (`sdr`, `hlg`, `pq`, `dolby-vision`).
+        public var sourceDynamicRange: DynamicRange? = nil
+        /// With `color` `tone-mapped`: the source's transfer and the peak (cd/m²) the highlights roll
+        /// off to.
+        public var toneMapping: ToneMapping? = nil
+        /// HDR10 static metadata written into the output (SEI and `mdcv`/`clli`), when HDR is kept.
+        public var hdrMetadata: HDRStaticMetadata? = nil
     }
 
     /// The audio track's path through the export.
@@ -231,13 +245,20 @@ extension ExportPlan {
             if let video, let codec = VideoEncoding.Codec(rawValue: video.codec), let crf = video.crf,
                 let encoderPreset = video.encoderPreset
             {
+                let color: VideoEncoding.Color
+                switch video.color {
+                case .keepSource: color = .keepSource
+                case .toneMapped: color = video.toneMapping.map { .toneMapped($0) } ?? .bt709
+                case .bt709, .copied: color = .bt709
+                }
                 encodedVideo = StreamEncoding(
                     stream: video.stream,
                     encoding: VideoEncoding(
                         codec: codec, width: video.width, height: video.height, rotation: video.rotation,
-                        tenBit: (video.bitDepth ?? 8) > 8, color: video.color == .keepSource ? .keepSource : .bt709,
+                        mirrored: video.mirrored, tenBit: (video.bitDepth ?? 8) > 8, color: color,
                         encoderPreset: encoderPreset, crf: crf, maxBitrate: video.maxBitrate,
-                        bufferSize: video.bufferSize, maxFrameRate: video.maxFrameRate, profile: video.profile))
+                        bufferSize: video.bufferSize, maxFrameRate: video.maxFrameRate, profile: video.profile,
+                        hdrMetadata: video.color == .keepSource ? video.hdrMetadata : nil))
             }
             var encodedAudio: StreamEncoding<AudioEncoding>?
             if let audio, let bitRate = audio.bitRate, let channels = audio.channels, let rate = audio.sampleRate {

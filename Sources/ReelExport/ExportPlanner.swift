@@ -162,8 +162,8 @@ public enum ExportPlanner {
             }
             plan.video = encodedVideo(
                 settings, track: track,
-                size: preset.outputSize(
-                    forDisplayWidth: display.width, height: display.height))
+                size: preset.outputSize(forDisplayWidth: display.width, height: display.height),
+                color: try videoColor(settings, track: track, presetName: preset.name))
             plan.mark(track.index, .transcode)
         }
         if let track = asset.audioTrack {
@@ -192,8 +192,8 @@ public enum ExportPlanner {
 
     /// Why the source cannot simply be copied under a video preset, with the reason in words, or nil
     /// when it can: same codec (8-bit 4:2:0 H.264, or HEVC within the preset's depth), inside the box
-    /// at its own size, square pixels, no rotation to apply, frame rate and bit rate within the caps,
-    /// SDR for H.264, and audio that is already AAC-LC with at most the preset's channels at 44.1/48 kHz.
+    /// at its own size, square pixels, no rotation or mirror to apply, frame rate and bit rate within
+    /// the caps, no HDR the preset would make SDR, and audio that is already AAC-LC with at most the preset's channels at 44.1/48 kHz.
     static func smartPassthroughObstacle(asset: Asset, preset: Preset, type: OutputType, timeRange: TimeRange?)
         -> (PassthroughObstacle, String)?
     {
@@ -224,6 +224,7 @@ public enum ExportPlanner {
         if (video.rotation ?? 0) != 0 {
             return no(.rotation, "its \(video.rotation ?? 0)° rotation must be applied to the pixels")
         }
+        if video.isMirrored == true { return no(.rotation, "its mirror must be applied to the pixels") }
         if let sar = video.sampleAspectRatio, sar.isValid, sar.numerator != sar.denominator {
             return no(.nonSquarePixels, "its pixels are not square")
         }
@@ -235,11 +236,7 @@ public enum ExportPlanner {
         if let cap = settings.maxFrameRate, let rate = video.frameRate?.value, rate > cap + 0.01 {
             return no(.frameRate, "\(String(format: "%.2f", rate)) fps is above the \(Int(cap)) fps cap")
         }
-        if settings.codec == .h264, let transfer = video.colorTransfer,
-            ["smpte2084", "arib-std-b67"].contains(transfer)
-        {
-            return no(.hdr, "HDR (\(transfer)) must be converted to SDR")
-        }
+        if let hdr = hdrObstacle(settings, track: video) { return no(.hdr, hdr) }
         if let cap = settings.maxBitrate {
             guard let rate = video.bitRate ?? asset.bitRate else {
                 return no(.unknownBitRate, "its bit rate is unknown")
@@ -265,11 +262,20 @@ public enum ExportPlanner {
         return nil
     }
 
-    /// The video re-encoded under a preset's settings at `size`.
-    static func encodedVideo(_ settings: Preset.Video, track: AssetTrack, size: (width: Int, height: Int))
-        -> ExportPlan.Video
-    {
-        let highBit = settings.codec == .hevc && (settings.keepHighBitDepth ?? false) && (track.bitDepth ?? 8) > 8
+    /// The video re-encoded under a preset's settings at `size`, its colours handled as `color` says.
+    static func encodedVideo(
+        _ settings: Preset.Video, track: AssetTrack, size: (width: Int, height: Int), color: VideoColorPlan
+    ) -> ExportPlan.Video {
+        let highBit = color.tenBit
+        let handling: ExportPlan.ColorHandling
+        var toneMapping: ToneMapping?
+        switch color.color {
+        case .keepSource: handling = .keepSource
+        case .toneMapped(let mapping):
+            handling = .toneMapped
+            toneMapping = mapping
+        case .bt709: handling = .bt709
+        }
         let sourceRate = track.frameRate.map(\.value).flatMap { $0 > 0 ? $0 : nil }
         var rate = sourceRate
         if let cap = settings.maxFrameRate, let source = sourceRate, source > cap + 0.01 { rate = cap }
@@ -280,10 +286,12 @@ public enum ExportPlanner {
             rotation: track.rotation ?? 0, encoder: settings.codec.encoderName, encoderPreset: settings.encoderPreset,
             crf: settings.crf, maxBitrate: settings.maxBitrate, bufferSize: settings.bufferSize,
             profile: settings.profile, pixelFormat: highBit ? "yuv420p10le" : "yuv420p", bitDepth: highBit ? 10 : 8,
-            color: highBit ? .keepSource : .bt709,
+            color: handling,
             colorPrimaries: highBit ? track.colorPrimaries : "bt709",
             colorTransfer: highBit ? track.colorTransfer : "bt709", colorSpace: highBit ? track.colorSpace : "bt709",
-            colorRange: "tv", scaler: scaler, codecTag: settings.codec == .hevc ? "hvc1" : nil)
+            colorRange: "tv", scaler: scaler, codecTag: settings.codec == .hevc ? "hvc1" : nil,
+            mirrored: track.isMirrored ?? false, sourceDynamicRange: track.dynamicRange, toneMapping: toneMapping,
+            hdrMetadata: color.hdrMetadata)
     }
 
     /// The video stream copied as it is.
@@ -296,7 +304,7 @@ public enum ExportPlanner {
             sourceFrameRate: rate, maxFrameRate: nil, frameRate: rate, rotation: 0, pixelFormat: track.pixelFormat,
             bitDepth: track.bitDepth, color: .copied, colorPrimaries: track.colorPrimaries,
             colorTransfer: track.colorTransfer, colorSpace: track.colorSpace, colorRange: track.colorRange,
-            codecTag: track.codecTag)
+            codecTag: track.codecTag, sourceDynamicRange: track.dynamicRange)
     }
 
     /// The audio encoded to AAC-LC: 44.1/48 kHz kept (else 48 kHz), at most the preset's channels,

@@ -29,6 +29,21 @@ final class Frame {
 
     func unref() { av_frame_unref(pointer) }
 
+    /// The first byte of plane `index` (0...7) and its stride in bytes, or nil when the frame has
+    /// no such plane. (`AVFrame.data` and `linesize` are C arrays, imported as tuples.)
+    func plane(_ index: Int) -> (bytes: UnsafeMutablePointer<UInt8>, stride: Int)? {
+        guard (0..<8).contains(index) else { return nil }
+        let bytes = withUnsafeBytes(of: pointer.pointee.data) {
+            $0.load(
+                fromByteOffset: index * MemoryLayout<UnsafeMutablePointer<UInt8>?>.stride,
+                as: UnsafeMutablePointer<UInt8>?.self)
+        }
+        let stride = withUnsafeBytes(of: pointer.pointee.linesize) {
+            $0.load(fromByteOffset: index * MemoryLayout<Int32>.stride, as: Int32.self)
+        }
+        return bytes.map { ($0, Int(stride)) }
+    }
+
     /// Makes the buffers writable (copying them if an encoder still holds a reference).
     func makeWritable() throws(MediaError) {
         try check(av_frame_make_writable(pointer), "av_frame_make_writable")

@@ -73,7 +73,9 @@ extension InputFile {
                 parameters.sample_aspect_ratio.num > 0
                 ? parameters.sample_aspect_ratio : stream.pointee.sample_aspect_ratio
             info.sampleAspectRatio = sar.num > 0 && sar.den > 0 ? Rational(Int(sar.num), Int(sar.den)) : Rational(1, 1)
-            info.rotation = rotation(of: stream)
+            let orientation = orientation(of: stream)
+            info.rotation = orientation.rotation
+            info.isMirrored = orientation.mirrored
             let average = stream.pointee.avg_frame_rate
             let base = stream.pointee.r_frame_rate
             if average.num > 0, average.den > 0 {
@@ -112,6 +114,7 @@ extension InputFile {
             info.colorRange = nameOrNil(
                 av_color_range_name(parameters.color_range),
                 unspecified: parameters.color_range == AVCOL_RANGE_UNSPECIFIED)
+            describeDynamicRange(stream, into: &info)
         case .audio:
             info.sampleRate = Int(parameters.sample_rate)
             var layout = parameters.ch_layout
@@ -130,19 +133,31 @@ extension InputFile {
         return info
     }
 
-    /// Clockwise degrees (0/90/180/270) a player rotates the frames by, from the display matrix.
-    static func rotation(of stream: UnsafeMutablePointer<AVStream>) -> Int {
+    /// How a player orients the frames, from the display matrix: a left-right mirror (when the
+    /// matrix's determinant is negative), then a clockwise rotation snapped to a quarter turn.
+    ///
+    /// The matrix maps a source point (p, q) to (a·p + c·q, b·p + d·q), where a, b, c, d are
+    /// `matrix[0]`, `[1]`, `[3]`, `[4]` (ISO/IEC 14496-12 `tkhd`, FFmpeg's display matrix). A mirror H
+    /// followed by a rotation R is the product H·R, so R = H·M: its first row is (−a, −b).
+    static func orientation(of stream: UnsafeMutablePointer<AVStream>) -> (rotation: Int, mirrored: Bool) {
         var size: Int = 0
         guard let data = av_stream_get_side_data(stream, AV_PKT_DATA_DISPLAYMATRIX, &size),
             size >= 9 * MemoryLayout<Int32>.size
-        else { return 0 }
-        let degrees = data.withMemoryRebound(to: Int32.self, capacity: 9) { av_display_rotation_get($0) }
-        guard degrees.isFinite else { return 0 }
-        // FFmpeg gives counter-clockwise degrees; a player rotates clockwise by the negation.
-        var clockwise = Int((-degrees).rounded())
+        else { return (0, false) }
+        let matrix = data.withMemoryRebound(to: Int32.self, capacity: 9) { pointer in
+            (0..<9).map { Double(pointer[$0]) / 65536 }
+        }
+        let (a, b, c, d) = (matrix[0], matrix[1], matrix[3], matrix[4])
+        let mirrored = a * d - b * c < 0
+        let (cosine, sine) = mirrored ? (-a, -b) : (a, b)
+        guard cosine != 0 || sine != 0 else { return (0, false) }
+        // Clockwise in picture coordinates (y down): a quarter turn maps the top edge to the right.
+        let degrees = atan2(sine, cosine) * 180 / .pi
+        guard degrees.isFinite else { return (0, false) }
+        var clockwise = Int(degrees.rounded())
         clockwise = ((clockwise % 360) + 360) % 360
         // Snap to the nearest quarter turn; other angles are not representable without resampling.
-        return ((clockwise + 45) / 90 % 4) * 90
+        return (((clockwise + 45) / 90 % 4) * 90, mirrored)
     }
 
     private static func nameOrNil(_ name: UnsafePointer<CChar>?, unspecified: Bool) -> String? {
@@ -166,7 +181,7 @@ public enum MediaProbe {
         // Probing decodes a few frames on the caller's thread; the export that follows runs on other
         // threads (other malloc arenas), which would never reuse what the probe freed.
         defer { reel_trim_heap() }
-        return try InputFile(path: path, policy: policy).info
+        return try InputFile(path: path, policy: policy).withFirstFrameFacts()
     }
 
     /// Reads only the header of an MP4/QuickTime or Matroska file (no frames decoded): enough for

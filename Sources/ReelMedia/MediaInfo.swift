@@ -41,8 +41,12 @@ public struct StreamInfo: Sendable, Codable {
     public var width: Int?
     public var height: Int?
     public var sampleAspectRatio: Rational?
-    /// Clockwise rotation, in degrees (0, 90, 180, 270), that a player applies to display the frames.
+    /// Clockwise rotation, in degrees (0, 90, 180, 270), that a player applies to display the frames
+    /// (after mirroring them, when `isMirrored`).
     public var rotation: Int?
+    /// Whether the display matrix mirrors the frames left to right before the rotation (front cameras
+    /// write such matrices). A vertical flip is a mirror and a 180° rotation.
+    public var isMirrored: Bool?
     /// Average frame rate, when known.
     public var frameRate: Rational?
     /// Whether timestamps are irregular (average and base frame rates disagree).
@@ -55,6 +59,17 @@ public struct StreamInfo: Sendable, Codable {
     public var colorPrimaries: String?
     public var colorSpace: String?
     public var colorRange: String?
+    /// SDR, HLG, PQ or Dolby Vision (video only).
+    public var dynamicRange: DynamicRange?
+    /// The Dolby Vision configuration record, when the container has one.
+    public var dolbyVision: DolbyVisionConfiguration?
+    /// Whether the first packet carries Dolby Vision RPU NAL units (HEVC type 62), with or without a
+    /// configuration record.
+    public var hasDolbyVisionRPU: Bool?
+    /// HDR10 static metadata, from the container or else from the first frame's SEI.
+    public var masteringDisplay: MasteringDisplay?
+    public var contentLightLevel: ContentLightLevel?
+    public var hdrMetadataSource: HDRMetadataSource?
 
     // Audio
     public var sampleRate: Int?

@@ -136,8 +136,10 @@ final class OutputFile {
             kind: .outputFailed, context: "cannot write the output")
     }
 
-    /// Writes the trailer (the faststart rewrite happens here), flushes and fsyncs the file.
-    func finish() throws(MediaError) {
+    /// Writes the trailer (the faststart rewrite happens here), flushes and fsyncs the file. `edit`
+    /// runs between the flush and the fsync, with the file's descriptor, for what the muxer cannot
+    /// write (a Dolby Vision configuration box).
+    func finish(edit: ((Int32) throws(MediaError) -> Void)? = nil) throws(MediaError) {
         try check(
             av_write_trailer(context), "av_write_trailer", kind: .outputFailed, context: "cannot finish the output")
         if let io {
@@ -147,6 +149,7 @@ final class OutputFile {
                     call: "avio_flush", code: io.pointee.error, kind: .outputFailed, context: "cannot write the output")
             }
         }
+        try edit?(sink.fd)
         try sink.sync()
     }
 }
@@ -173,7 +176,8 @@ private final class ByteSink {
     var heartbeat: Heartbeat?
 
     init(path: String) throws(MediaError) {
-        fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        // Read-write: a finished file may be edited in place (`finish(edit:)`).
+        fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
         if fd < 0 {
             let code = errno
             throw MediaError(

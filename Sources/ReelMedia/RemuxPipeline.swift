@@ -19,6 +19,8 @@ final class RemuxPipeline {
     private var packets = 0
     /// Bytes reserved at the front for the moov (nil: faststart rewrites the file at the end).
     private let reservedMoovBytes: Int?
+    /// Dolby Vision configurations to write into the finished file, by output track.
+    private var dolbyVision: [(track: Int, box: DolbyVisionBox)] = []
 
     /// Creates the output with a copy of each of `streams` and writes its header. With `reserveMoov`
     /// (and faststart), room for the moov is reserved at the front; when it turns out too small,
@@ -66,12 +68,15 @@ final class RemuxPipeline {
                 data.update(from: side.data, count: side.size)
             }
             mapping[index] = stream
+            // FFmpeg 5.1's muxer drops the Dolby Vision configuration the side data carries.
+            if let box = DolbyVisionBox(of: source) { dolbyVision.append((Int(stream.pointee.index), box)) }
         }
         // Copying is cheap, so faststart's second pass over the file would double the work: reserve
         // room for the moov up front instead (a generous estimate from the sample counts).
         reservedMoovBytes =
             plan.faststart && reserveMoov
-            ? MoovEstimate.bytes(input: input, streams: streams, metadata: plan.metadata) : nil
+            ? MoovEstimate.bytes(input: input, streams: streams, metadata: plan.metadata)
+                + dolbyVision.count * 64 : nil
         try output.writeHeader(
             metadata: plan.metadata, options: Transcoder.muxerOptions(plan, reservedMoovBytes: reservedMoovBytes))
     }
@@ -155,8 +160,14 @@ final class RemuxPipeline {
         }
         Transcoder.reportFinalizing(
             output: output, share: share, frames: packets, mediaSeconds: mediaSeconds, progress: progress)
+        let boxes = dolbyVision
         do {
-            try output.finish()
+            try output.finish(
+                edit: boxes.isEmpty
+                    ? nil
+                    : { (descriptor: Int32) throws(MediaError) in
+                        for (track, box) in boxes { try box.write(toTrack: track, of: descriptor) }
+                    })
         } catch
             where reservedMoovBytes != nil && error.code == reel_averror(EINVAL) && error.call == "av_write_trailer"
         {

@@ -1,8 +1,19 @@
 internal import CFFmpeg
 
 /// Owns a swscale context (freed with `sws_freeContext`) that converts frames of one size and pixel
-/// format into another, also converting the colour matrix to BT.709 limited range.
+/// format into another, also converting the colour matrix (to BT.709 unless told otherwise) and the
+/// range (always to limited).
 final class Scaler {
+    /// The YCbCr matrix of the scaled frames.
+    enum Matrix {
+        /// BT.709: SDR output.
+        case bt709
+        /// The source's own (HDR kept in HEVC).
+        case source
+        /// BT.2020 non-constant luminance: what the tone mapper reads.
+        case bt2020
+    }
+
     private let context: OpaquePointer
     let sourceWidth: Int32
     let sourceHeight: Int32
@@ -10,10 +21,10 @@ final class Scaler {
     let sourceColorSpace: AVColorSpace
     let sourceRange: AVColorRange
 
-    /// `keepColorSpace` keeps the source's matrix (HDR kept in HEVC); otherwise the output is BT.709.
+    /// `matrix` is the scaled frames' YCbCr matrix.
     init(
         from frame: UnsafeMutablePointer<AVFrame>, toWidth width: Int32, height: Int32, format: AVPixelFormat,
-        keepColorSpace: Bool = false, threads: Int = 0
+        matrix: Matrix = .bt709, threads: Int = 0
     ) throws(MediaError) {
         sourceColorSpace = frame.pointee.colorspace
         sourceRange = frame.pointee.color_range
@@ -48,7 +59,13 @@ final class Scaler {
         }
         let sourceSpace = Scaler.colorSpace(of: frame)
         let coefficientsIn = sws_getCoefficients(sourceSpace)
-        let coefficientsOut = sws_getCoefficients(keepColorSpace ? sourceSpace : SWS_CS_ITU709)
+        let outputSpace: Int32
+        switch matrix {
+        case .bt709: outputSpace = SWS_CS_ITU709
+        case .source: outputSpace = sourceSpace
+        case .bt2020: outputSpace = SWS_CS_BT2020
+        }
+        let coefficientsOut = sws_getCoefficients(outputSpace)
         // Fails (harmlessly) for RGB sources, where there is no matrix to convert.
         _ = sws_setColorspaceDetails(
             allocated, coefficientsIn, fullRange ? 1 : 0, coefficientsOut, 0, 0, 1 << 16, 1 << 16)

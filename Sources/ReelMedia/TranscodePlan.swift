@@ -7,10 +7,13 @@ public struct VideoEncoding: Sendable, Equatable {
     }
     /// What colours the output carries.
     public enum Color: Sendable, Equatable {
-        /// Convert to BT.709, limited range (SDR web video).
+        /// Convert the matrix to BT.709, limited range (SDR web video from an SDR source).
         case bt709
-        /// Keep the source's matrix, primaries, transfer and range (HDR in HEVC presets).
+        /// Keep the source's matrix, primaries and transfer, limited range (HDR in HEVC presets), and
+        /// write `hdrMetadata` when there is some.
         case keepSource
+        /// Tone-map an HLG or PQ source to SDR BT.709, limited range, 8-bit (ITU-R BT.2408).
+        case toneMapped(ToneMapping)
     }
     public var codec: Codec
     /// Output size after rotation, in square pixels; both even.
@@ -18,6 +21,8 @@ public struct VideoEncoding: Sendable, Equatable {
     public var height: Int
     /// Clockwise degrees (0, 90, 180, 270) to rotate the decoded pixels by.
     public var rotation: Int
+    /// Mirror the decoded pixels left to right before rotating them (a display matrix with a flip).
+    public var mirrored: Bool
     /// 10-bit output (HEVC Main 10) instead of 8-bit.
     public var tenBit: Bool
     public var color: Color
@@ -32,15 +37,21 @@ public struct VideoEncoding: Sendable, Equatable {
     public var maxFrameRate: Double?
     /// Codec profile (`high`, `main`, `main10`).
     public var profile: String?
+    /// HDR10 static metadata for the output (with `.keepSource`): written into the HEVC SEI and the
+    /// MP4 (`mdcv`, `clli`). Nil writes none.
+    public var hdrMetadata: HDRStaticMetadata?
 
     public init(
-        codec: Codec, width: Int, height: Int, rotation: Int, tenBit: Bool, color: Color, encoderPreset: String,
-        crf: Double, maxBitrate: Int?, bufferSize: Int?, maxFrameRate: Double?, profile: String?
+        codec: Codec, width: Int, height: Int, rotation: Int, mirrored: Bool = false, tenBit: Bool, color: Color,
+        encoderPreset: String, crf: Double, maxBitrate: Int?, bufferSize: Int?, maxFrameRate: Double?,
+        profile: String?, hdrMetadata: HDRStaticMetadata? = nil
     ) {
         self.codec = codec
         self.width = width
         self.height = height
         self.rotation = rotation
+        self.mirrored = mirrored
+        self.hdrMetadata = hdrMetadata
         self.tenBit = tenBit
         self.color = color
         self.encoderPreset = encoderPreset

@@ -2,8 +2,13 @@ internal import CFFmpeg
 internal import CFFmpegShim
 
 /// The decoding half of the video path, run on a transcode's reader thread: decoder → scaler
-/// (→ rotation) into frames taken from a bounded pool, with timestamps carried from the source
-/// (variable frame rate preserved) and an optional frame-rate cap. Ready frames go to `emit`.
+/// (→ tone mapping) (→ mirror and rotation) into frames taken from a bounded pool, with timestamps
+/// carried from the source (variable frame rate preserved) and an optional frame-rate cap. Ready
+/// frames go to `emit`.
+///
+/// Tone mapping (HDR to SDR) runs after the scaler, on the picture at its output size: the scaler
+/// writes 10-bit BT.2020 YCbCr, the `ToneMapper` turns it into 8-bit BT.709. SDR sources never take
+/// that path.
 final class VideoDecodeStage {
     let inputIndex: Int
     /// Keeps the context `inputStream` points into alive.
@@ -14,8 +19,14 @@ final class VideoDecodeStage {
     /// The frames' pixel format (8- or 10-bit 4:2:0).
     let outputFormat: AVPixelFormat
     private var scaler: Scaler?
-    /// Scaled, not yet rotated (only when rotating).
+    /// What the scaler writes when it does not write into the pool's frames: a picture still to be
+    /// tone-mapped (10-bit) or oriented.
     private var scaled: Frame?
+    /// Tone-mapped, not yet oriented (only when both happen).
+    private var mapped: Frame?
+    private let toneMapper: ToneMapper?
+    /// Whether the pixels are mirrored or rotated.
+    private let reorients: Bool
     private let decoded: Frame
     /// The source's time base, which the frames' timestamps keep.
     let timeBase: AVRational
@@ -59,6 +70,16 @@ final class VideoDecodeStage {
         decoded = try Frame()
         let format = encoding.tenBit ? AV_PIX_FMT_YUV420P10LE : AV_PIX_FMT_YUV420P
         outputFormat = format
+        if case .toneMapped(let mapping) = encoding.color {
+            guard !encoding.tenBit else {
+                throw MediaError(
+                    kind: .invalidArgument, call: "plan", message: "tone mapping to SDR makes 8-bit video, not 10-bit")
+            }
+            toneMapper = try ToneMapper(mapping)
+        } else {
+            toneMapper = nil
+        }
+        reorients = encoding.rotation != 0 || encoding.mirrored
         var rate = av_guess_frame_rate(input.context, inputStream, nil)
         if rate.num <= 0 || rate.den <= 0 { rate = AVRational(num: 30, den: 1) }
         if let cap = encoding.maxFrameRate, av_q2d(rate) > cap + 0.01 {
@@ -69,10 +90,15 @@ final class VideoDecodeStage {
         for _ in 0..<poolSize {
             try pool.push(try Frame(width: Int32(encoding.width), height: Int32(encoding.height), format: format))
         }
-        if encoding.rotation == 90 || encoding.rotation == 270 {
-            scaled = try Frame(width: Int32(encoding.height), height: Int32(encoding.width), format: format)
-        } else if encoding.rotation == 180 {
-            scaled = try Frame(width: Int32(encoding.width), height: Int32(encoding.height), format: format)
+        // Before a quarter turn, the picture has the output's height as its width.
+        let turned = encoding.rotation == 90 || encoding.rotation == 270
+        let width = Int32(turned ? encoding.height : encoding.width)
+        let height = Int32(turned ? encoding.width : encoding.height)
+        if toneMapper != nil {
+            scaled = try Frame(width: width, height: height, format: ToneMapper.inputFormat)
+            if reorients { mapped = try Frame(width: width, height: height, format: ToneMapper.outputFormat) }
+        } else if reorients {
+            scaled = try Frame(width: width, height: height, format: format)
         }
     }
 
@@ -129,12 +155,18 @@ final class VideoDecodeStage {
             let (width, height) =
                 scaled.map { ($0.pointer.pointee.width, $0.pointer.pointee.height) }
                 ?? (Int32(encoding.width), Int32(encoding.height))
+            let matrix: Scaler.Matrix
+            switch encoding.color {
+            case .bt709: matrix = .bt709
+            case .keepSource: matrix = .source
+            case .toneMapped: matrix = .bt2020
+            }
             // One slice thread: the reader thread scales while x264's frame threads and the decoder's
             // use the other cores, so slice threads only add hand-offs (1080p→720p on 2 cores: 6% less
             // wall time than sws's automatic count).
             scaler = try Scaler(
-                from: frame, toWidth: width, height: height, format: outputFormat,
-                keepColorSpace: encoding.color == .keepSource, threads: 1)
+                from: frame, toWidth: width, height: height,
+                format: toneMapper != nil ? ToneMapper.inputFormat : outputFormat, matrix: matrix, threads: 1)
         }
         // A free frame from the pool; waits while the encoder holds them all (back-pressure).
         guard let target = try pool.pop() else {
@@ -144,7 +176,17 @@ final class VideoDecodeStage {
         if let scaled {
             try scaled.makeWritable()
             try scaler!.scale(frame, into: scaled.pointer)
-            try Rotator.rotate(scaled.pointer, into: target.pointer, degrees: encoding.rotation)
+            var oriented = scaled
+            if let toneMapper {
+                let destination = mapped ?? target
+                try destination.makeWritable()
+                try toneMapper.map(scaled.pointer, into: destination.pointer)
+                oriented = destination
+            }
+            if reorients {
+                try Rotator.rotate(
+                    oriented.pointer, into: target.pointer, degrees: encoding.rotation, mirrored: encoding.mirrored)
+            }
         } else {
             try scaler!.scale(frame, into: target.pointer)
         }

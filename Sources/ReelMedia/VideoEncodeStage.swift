@@ -37,7 +37,7 @@ final class VideoEncodeStage {
         }
         let parameters = source.pointer.pointee
         switch encoding.color {
-        case .bt709:
+        case .bt709, .toneMapped:
             context.pointee.color_primaries = AVCOL_PRI_BT709
             context.pointee.color_trc = AVCOL_TRC_BT709
             context.pointee.colorspace = AVCOL_SPC_BT709
@@ -51,9 +51,14 @@ final class VideoEncodeStage {
         if output.wantsGlobalHeader { context.pointee.flags |= AV_CODEC_FLAG_GLOBAL_HEADER }
         var options: [(String, String)] = [("preset", encoding.encoderPreset), ("crf", String(encoding.crf))]
         if let profile = encoding.profile { options.append(("profile", profile)) }
+        // HDR10 metadata goes with the source's transfer only; SDR output carries none.
+        let hdrMetadata = encoding.color == .keepSource ? encoding.hdrMetadata : nil
         if encoding.codec == .hevc {
             var parameters = "log-level=error"
             if threads > 0 { parameters += ":pools=\(threads)" + (threads == 1 ? ":frame-threads=1" : "") }
+            // libx265 in FFmpeg 5.1 does not turn frame side data into SEI: the metadata goes through
+            // its own parameters.
+            if let hdrMetadata { parameters += VideoEncodeStage.x265Parameters(hdrMetadata) }
             options.append(("x265-params", parameters))
         }
         try encoder.open(options: options)
@@ -71,6 +76,8 @@ final class VideoEncodeStage {
         if let language {
             try check(av_dict_set(&outputStream.pointee.metadata, "language", language, 0), "av_dict_set")
         }
+        // The MP4 muxer writes `mdcv` and `clli` from the stream's side data.
+        if let hdrMetadata { try VideoEncodeStage.addSideData(hdrMetadata, to: outputStream) }
     }
 
     /// Encodes one frame (whose pts is in the encoder's time base) and writes what comes out.

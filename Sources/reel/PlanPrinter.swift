@@ -21,7 +21,19 @@ enum PlanPrinter {
                 if let cap = video.maxBitrate { encoding.append("at most \(rate(cap))") }
                 if let profile = video.profile { encoding.append(profile) }
                 encoding.append(video.pixelFormat ?? "")
-                encoding.append(video.color == .bt709 ? "BT.709" : "source colours")
+                switch video.color {
+                case .bt709, .copied: encoding.append("BT.709")
+                case .keepSource:
+                    encoding.append(
+                        "source colours" + (video.colorTransfer.map { " (\($0))" } ?? "")
+                            + (video.hdrMetadata != nil ? " with HDR10 metadata" : ""))
+                case .toneMapped:
+                    let from = video.toneMapping.map {
+                        " from \($0.transfer.rawValue.uppercased()) (peak \(Int($0.peakLuminance)) cd/m²)"
+                    }
+                    encoding.append("tone-mapped to BT.709" + (from ?? ""))
+                }
+                if video.mirrored { encoding.append("mirrored") }
                 if video.rotation != 0 { encoding.append("rotated \(video.rotation)°") }
                 facts.append("→ " + encoding.filter { !$0.isEmpty }.joined(separator: " "))
             }

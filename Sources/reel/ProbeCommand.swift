@@ -37,6 +37,11 @@ struct ProbeReport: Encodable {
     var displayWidth: Int?
     var displayHeight: Int?
     var rotation: Int
+    /// Whether the display matrix mirrors the picture (before the rotation).
+    var mirrored: Bool
+    /// The video's dynamic range as people name it (`HLG`, `HDR10`, `Dolby Vision 8.4 (HLG base
+    /// layer)`), nil for SDR; the tracks carry the details.
+    var hdr: String?
     var creationDate: Date?
     var location: String?
     var make: String?
@@ -54,6 +59,8 @@ struct ProbeReport: Encodable {
         displayWidth = asset.displaySize?.width
         displayHeight = asset.displaySize?.height
         rotation = asset.rotation
+        mirrored = asset.videoTrack?.isMirrored ?? false
+        hdr = asset.videoTrack.flatMap(ProbeReport.hdrName)
         creationDate = asset.creationDate
         location = asset.location
         make = asset.make
@@ -70,7 +77,8 @@ struct ProbeReport: Encodable {
                 + (bitRate.map { ", \($0 / 1000) kb/s" } ?? ""))
         if let displayWidth, let displayHeight {
             CLI.printLine(
-                "  display    \(displayWidth)x\(displayHeight)" + (rotation != 0 ? ", rotated \(rotation)°" : ""))
+                "  display    \(displayWidth)x\(displayHeight)" + (mirrored ? ", mirrored" : "")
+                    + (rotation != 0 ? ", rotated \(rotation)°" : "") + (hdr.map { ", \($0)" } ?? ""))
         }
         if let creationDate { CLI.printLine("  created    \(ISO8601DateFormatter().string(from: creationDate))") }
         if let location { CLI.printLine("  location   \(location)") }
@@ -92,6 +100,8 @@ struct ProbeReport: Encodable {
                 if let format = track.pixelFormat { facts.append(format) }
                 if let depth = track.bitDepth { facts.append("\(depth)-bit") }
                 if let transfer = track.colorTransfer { facts.append(transfer) }
+                if let hdr = ProbeReport.hdrName(track) { facts.append(hdr) }
+                if track.isMirrored == true { facts.append("mirrored") }
                 if let rotation = track.rotation, rotation != 0 { facts.append("rotation \(rotation)") }
             case .audio:
                 if let rate = track.sampleRate { facts.append("\(rate) Hz") }
@@ -103,6 +113,57 @@ struct ProbeReport: Encodable {
             CLI.printLine(
                 "  #\(track.index) \(track.kind.rawValue.padding(toLength: 8, withPad: " ", startingAt: 0))\(facts.joined(separator: ", "))"
             )
+            for line in ProbeReport.hdrDetails(track) { CLI.printLine("             " + line) }
         }
+    }
+
+    /// `HLG`, `HDR10` (PQ with static metadata), `PQ`, `Dolby Vision 8.4 (HLG base layer)`; nil for SDR.
+    static func hdrName(_ track: AssetTrack) -> String? {
+        switch track.dynamicRange {
+        case .hlg: return "HLG"
+        case .pq: return track.hdrStaticMetadata != nil ? "HDR10" : "PQ"
+        case .dolbyVision:
+            guard let dolbyVision = track.dolbyVision else { return "Dolby Vision" }
+            let base: String
+            switch dolbyVision.baseLayer {
+            case .hlg: base = "HLG base layer"
+            case .pq: base = "HDR10 base layer"
+            case .sdr: base = "SDR base layer"
+            default: base = "no compatible base layer"
+            }
+            return "Dolby Vision \(dolbyVision.name) (\(base))"
+        default: return nil
+        }
+    }
+
+    /// The Dolby Vision record and HDR10 static metadata of a track, a line each.
+    static func hdrDetails(_ track: AssetTrack) -> [String] {
+        var lines: [String] = []
+        if let dolbyVision = track.dolbyVision {
+            lines.append(
+                "Dolby Vision \(dolbyVision.versionMajor).\(dolbyVision.versionMinor), profile \(dolbyVision.profile), level \(dolbyVision.level), compatibility \(dolbyVision.compatibilityID)"
+                    + (track.hasDolbyVisionRPU == true ? ", RPUs" : ""))
+        }
+        let source = track.hdrMetadataSource == .bitstream ? " (SEI)" : ""
+        if let display = track.masteringDisplay {
+            func point(_ name: String, _ x: Double?, _ y: Double?) -> String? {
+                guard let x, let y else { return nil }
+                return name + String(format: "(%.4f,%.4f)", x, y)
+            }
+            var parts = [
+                point("R", display.red?.x, display.red?.y), point("G", display.green?.x, display.green?.y),
+                point("B", display.blue?.x, display.blue?.y), point("WP", display.whitePoint?.x, display.whitePoint?.y),
+            ].compactMap { $0 }
+            if let low = display.minLuminance, let high = display.maxLuminance {
+                parts.append(String(format: "%.4g-%.0f cd/m²", low, high))
+            }
+            lines.append("mastering display " + parts.joined(separator: " ") + source)
+        }
+        if let level = track.contentLightLevel {
+            lines.append(
+                "content light level MaxCLL \(level.maxContentLightLevel) cd/m², MaxFALL \(level.maxFrameAverageLightLevel) cd/m²"
+                    + source)
+        }
+        return lines
     }
 }

@@ -48,6 +48,21 @@ struct CLITests {
         #expect(text.stdout.contains("640x360") && text.stdout.contains("h264"))
     }
 
+    @Test func probeShowsTheHDRKindTheMetadataAndMirrors() async throws {
+        let pq = try await ReelBinary.run(["probe", try await Fixtures.url(Fixtures.pq).path])
+        #expect(pq.status == 0 && pq.stdout.contains("HDR10"), "\(pq.stdout)")
+        #expect(
+            pq.stdout.contains("MaxCLL 1000 cd/m², MaxFALL 400 cd/m² (SEI)") && pq.stdout.contains("WP(0.3127,0.3290)"))
+        let dv = try await ReelBinary.run(["probe", try await Fixtures.url(Fixtures.dolbyVisionWithRPU).path, "--json"])
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(dv.stdout.utf8)) as? [String: Any])
+        #expect(json["hdr"] as? String == "Dolby Vision 8.4 (HLG base layer)")
+        let track = try #require((json["tracks"] as? [[String: Any]])?.first)
+        #expect(track["dynamicRange"] as? String == "dolby-vision" && track["hasDolbyVisionRPU"] as? Bool == true)
+        #expect((track["dolbyVision"] as? [String: Any])?["profile"] as? Int == 8)
+        let mirrored = try await ReelBinary.run(["probe", try await Fixtures.url(Fixtures.mirrored(.vertical)).path])
+        #expect(mirrored.stdout.contains("480x270, mirrored, rotated 180°"), "\(mirrored.stdout)")
+    }
+
     @Test func exportWithJSONPrintsProgressAndTheResult() async throws {
         let folder = Fixtures.scratchFolder("cli-export")
         let output = folder.appendingPathComponent("clip.mov")

@@ -22,6 +22,8 @@ struct SmartPassthroughTests {
     @Test(arguments: [
         (Fixtures.fullHD, "1280x720", PassthroughObstacle.doesNotFit),
         (Fixtures.rotated(90), "1280x720", .rotation),
+        (Fixtures.mirrored(.horizontal), "1280x720", .rotation),
+        (Fixtures.hlgH264, "1280x720", .hdr),
         (Fixtures.hevc10, "1280x720", .videoCodec),
         (Fixtures.chroma444, "1280x720", .pixelFormat),
         (Fixtures.sixty, "MediumQuality", .doesNotFit),

@@ -96,16 +96,16 @@ struct PipelinePartsTests {
     }
 
     static func rotated<Sample: FixedWidthInteger>(
-        _ source: [Sample], _ width: Int, _ height: Int, stride: Int, degrees: Int
+        _ source: [Sample], _ width: Int, _ height: Int, stride: Int, degrees: Int, mirrored: Bool = false
     ) -> [Sample] {
-        let (outWidth, outHeight) = degrees == 180 ? (width, height) : (height, width)
+        let (outWidth, outHeight) = degrees == 180 || degrees == 0 ? (width, height) : (height, width)
         let outStride = outWidth + 3
         var destination = [Sample](repeating: 0, count: outStride * outHeight)
         source.withUnsafeBufferPointer { from in
             destination.withUnsafeMutableBufferPointer { to in
                 Rotator.rotatePlane(
                     from.baseAddress!, stride, to.baseAddress!, outStride, width: width, height: height,
-                    degrees: degrees)
+                    degrees: degrees, mirrored: mirrored)
             }
         }
         // Drop the padding, so results compare as plain rows.
@@ -119,6 +119,19 @@ struct PipelinePartsTests {
         #expect(Self.rotated(source, 3, 2, stride: 5, degrees: 90) == [3, 0, 4, 1, 5, 2])
         #expect(Self.rotated(source, 3, 2, stride: 5, degrees: 270) == [2, 5, 1, 4, 0, 3])
         #expect(Self.rotated(source, 3, 2, stride: 5, degrees: 180) == [5, 4, 3, 2, 1, 0])
+    }
+
+    @Test func mirrorsComeBeforeTheTurn() {
+        // 3×2, numbered:  0 1 2   mirrored:  2 1 0
+        //                 3 4 5              5 4 3
+        let source: [UInt8] = Self.plane(3, 2, stride: 5)
+        #expect(Self.rotated(source, 3, 2, stride: 5, degrees: 0, mirrored: true) == [2, 1, 0, 5, 4, 3])
+        // A top-bottom mirror is a left-right mirror and a half turn.
+        #expect(Self.rotated(source, 3, 2, stride: 5, degrees: 180, mirrored: true) == [3, 4, 5, 0, 1, 2])
+        // Mirrored, then a quarter turn clockwise: a transpose flipped both ways.
+        #expect(Self.rotated(source, 3, 2, stride: 5, degrees: 90, mirrored: true) == [5, 2, 4, 1, 3, 0])
+        // Mirrored, then a quarter turn counter-clockwise: a transpose.
+        #expect(Self.rotated(source, 3, 2, stride: 5, degrees: 270, mirrored: true) == [0, 3, 1, 4, 2, 5])
     }
 
     @Test func fourQuarterTurnsOfATenBitPlaneGiveItBack() {

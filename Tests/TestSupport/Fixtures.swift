@@ -11,10 +11,15 @@ public enum Fixtures {
         public var arguments: [String]
         /// Fixtures this one is made from; `$0`, `$1`… in the arguments stand for their paths.
         public var inputs: [Recipe]
-        public init(_ name: String, _ arguments: [String], inputs: [Recipe] = []) {
+        /// Runs on the file ffmpeg wrote, for what ffmpeg cannot write (boxes, display matrices).
+        public var patch: (@Sendable (URL) throws -> Void)?
+        public init(
+            _ name: String, _ arguments: [String], inputs: [Recipe] = [], patch: (@Sendable (URL) throws -> Void)? = nil
+        ) {
             self.name = name
             self.arguments = arguments
             self.inputs = inputs
+            self.patch = patch
         }
         public var description: String { name }
     }
@@ -33,6 +38,7 @@ public enum Fixtures {
                 }
                 let url = Fixtures.folder.appendingPathComponent(recipe.name)
                 try await Tools.ffmpeg(arguments + [url.path])
+                try recipe.patch?(url)
                 return url
             }
             files[recipe.name] = task

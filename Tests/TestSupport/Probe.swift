@@ -31,6 +31,29 @@ public struct ProbedFile: Decodable, Sendable {
         public struct SideData: Decodable, Sendable {
             public var side_data_type: String?
             public var rotation: Int?
+            // DOVI configuration record
+            public var dv_profile: Int?
+            public var dv_level: Int?
+            public var rpu_present_flag: Int?
+            public var el_present_flag: Int?
+            public var bl_present_flag: Int?
+            public var dv_bl_signal_compatibility_id: Int?
+            // Mastering display metadata (rationals as "n/d") and content light level
+            public var red_x: String?
+            public var green_y: String?
+            public var white_point_x: String?
+            public var min_luminance: String?
+            public var max_luminance: String?
+            public var max_content: Int?
+            public var max_average: Int?
+
+            /// An "n/d" field's value.
+            public static func value(_ text: String?) -> Double? {
+                guard let text else { return nil }
+                let parts = text.split(separator: "/").compactMap { Double($0) }
+                guard parts.count == 2, parts[1] != 0 else { return parts.count == 1 ? parts[0] : nil }
+                return parts[0] / parts[1]
+            }
         }
 
         public var frames: Int? { (nb_read_frames ?? nb_frames).flatMap(Int.init) }
@@ -66,6 +89,23 @@ public struct ProbedFile: Decodable, Sendable {
         let result = try await Tools.run("ffprobe", arguments + [url.path])
         guard result.status == 0 else { throw ToolFailure(message: "ffprobe \(url.path): \(result.stderr)") }
         return try JSONDecoder().decode(ProbedFile.self, from: Data(result.stdout.utf8))
+    }
+
+    /// The side data of the first video frame (decoded by ffprobe).
+    public static func firstFrameSideData(_ url: URL) async throws -> [Stream.SideData] {
+        let result = try await Tools.run(
+            "ffprobe",
+            [
+                "-v", "error", "-select_streams", "v:0", "-read_intervals", "%+#1", "-show_frames", "-show_entries",
+                "frame=side_data_list", "-of", "json", url.path,
+            ])
+        guard result.status == 0 else { throw ToolFailure(message: "ffprobe \(url.path): \(result.stderr)") }
+        struct Frames: Decodable {
+            struct Frame: Decodable { var side_data_list: [Stream.SideData]? }
+            var frames: [Frame]
+        }
+        let frames = try JSONDecoder().decode(Frames.self, from: Data(result.stdout.utf8))
+        return frames.frames.first?.side_data_list ?? []
     }
 
     /// Presentation times of every video packet, in seconds, sorted.

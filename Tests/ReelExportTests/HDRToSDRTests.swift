@@ -1,0 +1,156 @@
+import Foundation
+import ReelExport
+import TestSupport
+import Testing
+
+/// HLG and PQ sources under 8-bit presets come out as SDR BT.709 that looks like the SDR original
+/// they were made from (BT.2408: reference white to SDR white), checked on the pixels with ffmpeg's
+/// filters, and with no HDR signalling left.
+@Suite("HDR to SDR", .timeLimit(.minutes(10)))
+struct HDRToSDRTests {
+    /// BT.709 SDR tags, 8-bit 4:2:0, and no HDR side data on the stream or its first frame.
+    static func expectSDR(_ url: URL) async throws {
+        let video = try #require(try await ProbedFile.probe(url).video)
+        #expect(video.pix_fmt == "yuv420p")
+        #expect(video.color_primaries == "bt709" && video.color_transfer == "bt709" && video.color_space == "bt709")
+        #expect(video.side_data_list == nil, "\(video.side_data_list.map { $0.map(\.side_data_type) } ?? [])")
+        // x264 writes its settings in an unregistered user data SEI; nothing else may be there.
+        let frame = try await ProbedFile.firstFrameSideData(url).compactMap(\.side_data_type)
+        #expect(frame.allSatisfy { $0.contains("User Data Unregistered") }, "\(frame)")
+        let track = try await MediaInfoTool.track("Video", of: url)
+        #expect(track["HDR_Format"] == nil && track["colour_primaries"] == "BT.709", "\(track)")
+    }
+
+    @Test(arguments: [Fixtures.hlg, Fixtures.pq])
+    func hdrComesOutLikeTheSDROriginal(_ recipe: Fixtures.Recipe) async throws {
+        let (url, _) = try await export(recipe, preset: "1280x720")
+        try await Self.expectSDR(url)
+        let original = try await Fixtures.url(Fixtures.sdrOriginal)
+        let psnr = try await Pictures.psnr(url, against: original)
+        #expect(psnr.average >= 30, "\(psnr)")
+        let output = try await Pictures.averages(url)
+        let truth = try await Pictures.averages(original)
+        #expect(output.saturation >= 0.85 * truth.saturation, "saturation \(output.saturation) of \(truth.saturation)")
+        #expect(abs(output.luma - truth.luma) <= 0.03 * truth.luma, "luma \(output.luma) of \(truth.luma)")
+    }
+
+    /// A 0–1000 cd/m² PQ ramp: monotonic, black to SDR white, and the highlights above reference
+    /// white spread over several code values instead of one clipped band.
+    @Test func aPQRampRollsOffItsHighlights() async throws {
+        let (url, _) = try await export(Fixtures.pqRamp, preset: "1280x720")
+        try await Self.expectSDR(url)
+        let frame = try await Pictures.firstFrame(url, pixelFormat: "gray")
+        // Each column's mean over the middle rows (the ramp runs left to right).
+        let rows = (frame.height / 4)..<(frame.height * 3 / 4)
+        let columns = (0..<frame.width).map { x in
+            Double(rows.reduce(0) { $0 + Int(frame.bytes[$1 * frame.width + x]) }) / Double(rows.count)
+        }
+        let drops = zip(columns, columns.dropFirst()).filter { $1 < $0 - 0.75 }
+        #expect(drops.isEmpty, "the ramp goes down: \(drops.prefix(5))")
+        #expect(columns.first! <= 17 && columns.last! >= 233, "\(columns.first!) to \(columns.last!)")
+        // Reference white (203 cd/m², 58.1 % PQ) is at 77 % of the ramp (which ends at 75.2 % PQ).
+        let whiteColumn = Int(0.5806 / 0.751827 * Double(frame.width - 1))
+        let highlights = columns[whiteColumn...]
+        let levels = Set(highlights.map { Int($0.rounded()) })
+        #expect(levels.count >= 6, "highlights on \(levels.sorted())")
+        // A clip at reference white would put every highlight column on one value; the roll-off
+        // reaches the top only past about 600 cd/m² (65 % PQ, 86 % of the ramp).
+        let clipped = highlights.filter { $0 >= columns.last! - 0.5 }.count
+        #expect(Double(clipped) < 0.45 * Double(highlights.count), "\(clipped) of \(highlights.count) at the top")
+        let column400 = Int(0.6525 / 0.751827 * Double(frame.width - 1))
+        #expect(columns[column400] < columns.last! - 0.5, "400 cd/m² at \(columns[column400])")
+    }
+
+    /// BT.2020 primaries beyond BT.709 keep their hue and luminance (only saturation is given up);
+    /// BT.709's primaries inside BT.2020 come out as themselves.
+    @Test(arguments: ["arib-std-b67", "smpte2084"])
+    func gamutMappingKeepsHue(_ transfer: String) async throws {
+        let (url, _) = try await export(Fixtures.gamut(transfer), preset: "1280x720")
+        try await Self.expectSDR(url)
+        let frame = try await Pictures.firstFrame(
+            url, pixelFormat: "rgb24", filters: "scale=in_color_matrix=bt709:in_range=tv:flags=neighbor")
+        for (index, patch) in Fixtures.gamutPatches.enumerated() {
+            // Mean of the patch's middle, back to linear light (BT.1886).
+            var sum = [0.0, 0.0, 0.0]
+            var count = 0.0
+            let left = index * Fixtures.gamutPatchWidth
+            for y in 24..<72 {
+                for x in (left + 24)..<(left + 72) {
+                    for c in 0..<3 { sum[c] += pow(Double(frame.bytes[(y * frame.width + x) * 3 + c]) / 255, 2.4) }
+                    count += 1
+                }
+            }
+            let output = sum.map { $0 / count }
+            let expected = Colour.bt709(fromBT2020: patch.rgb)
+            let hueError = Colour.hueDifference(output, expected)
+            #expect(hueError <= 2, "\(patch.name): hue off by \(hueError)° (\(output) for \(expected))")
+            let luminance = Colour.luminance(output)
+            let expectedLuminance = Colour.luminance(expected)
+            #expect(
+                abs(luminance - expectedLuminance) <= 0.1 * expectedLuminance,
+                "\(patch.name): luminance \(luminance) for \(expectedLuminance)")
+            if patch.name.hasPrefix("bt709") {
+                #expect(Colour.saturation(output) >= 0.9, "\(patch.name): saturation \(Colour.saturation(output))")
+            }
+        }
+    }
+
+    /// Linear-light colour arithmetic for the gamut test.
+    enum Colour {
+        /// Linear BT.709 RGB (reference white 1) of a BT.2020 patch given in 1/65535 of reference white.
+        static func bt709(fromBT2020 rgb: (Int, Int, Int)) -> [Double] {
+            let (r, g, b) = (Double(rgb.0) / 65535, Double(rgb.1) / 65535, Double(rgb.2) / 65535)
+            return [
+                1.6604910 * r - 0.5876411 * g - 0.0728499 * b,
+                -0.1245505 * r + 1.1328999 * g - 0.0083494 * b,
+                -0.0181508 * r - 0.1005789 * g + 1.1187297 * b,
+            ]
+        }
+        static func luminance(_ rgb: [Double]) -> Double { 0.2126 * rgb[0] + 0.7152 * rgb[1] + 0.0722 * rgb[2] }
+        /// (max − min) / max.
+        static func saturation(_ rgb: [Double]) -> Double {
+            let high = rgb.max()!
+            return high > 0 ? (high - rgb.min()!) / high : 0
+        }
+        /// The angle in degrees between two colours' directions away from grey, in the opponent plane
+        /// (R − (G + B)/2, √3/2 (G − B)): moving toward grey of the same luminance does not change it.
+        static func hueDifference(_ a: [Double], _ b: [Double]) -> Double {
+            func angle(_ c: [Double]) -> Double { atan2(0.866_025 * (c[1] - c[2]), c[0] - (c[1] + c[2]) / 2) }
+            var difference = abs(angle(a) - angle(b)) * 180 / .pi
+            if difference > 180 { difference = 360 - difference }
+            return difference
+        }
+    }
+}
+
+/// The plan (`reel export --estimate --json`) says what happens to the colours before any work.
+@Suite("Colour in export plans")
+struct ColourPlanTests {
+    static func plan(_ recipe: Fixtures.Recipe, preset: String) async throws -> ExportPlan {
+        let session = try ExportSession(asset: try await Asset.load(try await Fixtures.url(recipe)), presetName: preset)
+        session.forceTranscode = true
+        return try session.determineCompatibility()
+    }
+
+    @Test func toneMappingKeptHDRAndMirrorsAreInThePlan() async throws {
+        let hlg = try #require(try await Self.plan(Fixtures.hlg, preset: "1280x720").video)
+        #expect(hlg.color == .toneMapped && hlg.sourceDynamicRange == .hlg && hlg.pixelFormat == "yuv420p")
+        #expect(hlg.toneMapping?.transfer == .hlg && hlg.toneMapping?.peakLuminance == 1000)
+        #expect(hlg.colorTransfer == "bt709" && hlg.hdrMetadata == nil)
+        let dv = try #require(try await Self.plan(Fixtures.dolbyVision81, preset: "960x540").video)
+        #expect(dv.color == .toneMapped && dv.sourceDynamicRange == .dolbyVision && dv.toneMapping?.transfer == .pq)
+        let kept = try #require(try await Self.plan(Fixtures.pqWithBoxes, preset: "HEVC1920x1080").video)
+        #expect(kept.color == .keepSource && kept.colorTransfer == "smpte2084" && kept.pixelFormat == "yuv420p10le")
+        #expect(kept.hdrMetadata?.contentLightLevel?.maxContentLightLevel == 800)
+        #expect(kept.hdrMetadata?.masteringDisplay?.maxLuminance == 4000)
+        let sdr = try #require(try await Self.plan(Fixtures.hevc10, preset: "HEVC1920x1080").video)
+        #expect(sdr.color == .keepSource && sdr.sourceDynamicRange == .sdr && sdr.hdrMetadata == nil)
+        let mirrored = try #require(try await Self.plan(Fixtures.mirrored(.vertical), preset: "1280x720").video)
+        #expect(mirrored.mirrored && mirrored.rotation == 180 && mirrored.color == .bt709)
+        // The JSON carries it all.
+        let data = try JSONCoding.lineEncoder.encode(kept)
+        #expect(try JSONCoding.decoder.decode(ExportPlan.Video.self, from: data) == kept)
+        let text = String(decoding: try JSONCoding.lineEncoder.encode(hlg), as: UTF8.self)
+        #expect(text.contains("\"tone-mapped\"") && text.contains("\"peakLuminance\""), "\(text)")
+    }
+}
