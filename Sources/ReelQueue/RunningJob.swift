@@ -33,11 +33,14 @@ final class RunningJob: Sendable {
     /// When this attempt started, and the codec threads it was given (for `WorkerPool.runningJobs()`).
     let startedAt = Date()
     let threads: Int
+    /// When the claim that gave this lease was sent (the lease cannot have started earlier).
+    let claimSent: ContinuousClock.Instant
     private let state = Mutex(State())
 
-    init(lease: Lease, threads: Int = 0) {
+    init(lease: Lease, threads: Int = 0, claimSent: ContinuousClock.Instant = .now) {
         self.lease = lease
         self.threads = threads
+        self.claimSent = claimSent
     }
 
     /// Records progress (called on the export's thread; cheap).

@@ -130,6 +130,7 @@ public final class WorkerPool: Sendable {
                 await cores.waitForRoom()
                 guard isRunning else { break }
                 let lease: Lease?
+                let claimSent = ContinuousClock.now
                 do {
                     lease = try await store.claim(worker: name)
                 } catch {
@@ -141,7 +142,8 @@ public final class WorkerPool: Sendable {
                     var alone = scalesWithCores(lease.spec)
                     if alone { alone = !((try? await store.pendingWork().waiting) ?? true) }
                     let units = cores.take(allFree: alone)
-                    let job = RunningJob(lease: lease, threads: cores.threads(holding: units))
+                    let job = RunningJob(
+                        lease: lease, threads: cores.threads(holding: units), claimSent: claimSent)
                     register(job)
                     jobs.addTask { [self] in
                         await execute(job, threads: job.threads)
@@ -256,9 +258,17 @@ public final class WorkerPool: Sendable {
         let runner = runner
         let attempt: ExportAttempt = await withTaskGroup(of: ExportAttempt?.self) { group in
             group.addTask { await runner.run(job, threads: threads) { await self.confirm(job) } }
+            // The lease runs from the claim: measured from before the claim was sent, never later.
+            let lastRenewed = LastRenewal(job.claimSent)
             group.addTask { [self] in
-                await heartbeat(job)
+                await heartbeat(job, lastRenewed: lastRenewed)
                 return nil
+            }
+            if let lease = store.leaseDuration {
+                group.addTask { [self] in
+                    await selfFence(job, lease: lease, lastRenewed: lastRenewed)
+                    return nil
+                }
             }
             var attempt: ExportAttempt?
             while let next = await group.next() {
@@ -295,11 +305,9 @@ public final class WorkerPool: Sendable {
     }
 
     /// Renews the job's lease every `renewInterval` with its latest progress, and stops the job when
-    /// someone cancels it or the lease is lost. A worker that cannot reach its store stops its job by
-    /// itself once its lease must have expired (measured on this machine's monotonic clock from the
-    /// last renewal that got through).
-    private func heartbeat(_ job: RunningJob) async {
-        var lastRenewed = ContinuousClock.now
+    /// someone cancels it or the lease is lost. `lastRenewed` is when the last renewal that got
+    /// through was sent, for `selfFence`.
+    private func heartbeat(_ job: RunningJob, lastRenewed: LastRenewal) async {
         while !Task.isCancelled && !job.isFinished {
             await store.waitToRenew(job.lease)
             if Task.isCancelled || job.isFinished { return }
@@ -307,33 +315,53 @@ public final class WorkerPool: Sendable {
             do {
                 switch try await store.renew(job.lease, progress: job.takeProgress()) {
                 case .held:
-                    lastRenewed = sent
+                    lastRenewed.advance(to: sent)
                 case .cancelRequested:
-                    lastRenewed = sent
+                    lastRenewed.advance(to: sent)
                     job.stop(.cancelled)
                 case .lost:
                     job.stop(.lost)
                     return
                 }
             } catch {
+                if Task.isCancelled || job.isFinished { return }
                 logger.warning("cannot renew a job's lease", metadata: ["job": "\(job.lease.id)", "error": "\(error)"])
-                if let lease = store.leaseDuration, ContinuousClock.now - lastRenewed >= lease {
-                    logger.error(
-                        "stopping a job whose lease has expired while the store was unreachable",
-                        metadata: ["job": "\(job.lease.id)"])
-                    job.stop(.lost)
-                    return
-                }
             }
         }
     }
 
+    /// A worker that cannot reach its store stops its job by itself once its lease must have expired,
+    /// measured on this machine's monotonic clock from the last renewal that got through: whether the
+    /// renewals fail or hang (a network partition that no error reports), the job stops before
+    /// another worker could be given it.
+    private func selfFence(_ job: RunningJob, lease: Duration, lastRenewed: LastRenewal) async {
+        let step = min(lease / 4, .seconds(1))
+        while !Task.isCancelled && !job.isFinished {
+            if ContinuousClock.now - lastRenewed.instant >= lease {
+                logger.error(
+                    "stopping a job whose lease has expired while the store was unreachable",
+                    metadata: ["job": "\(job.lease.id)"])
+                job.stop(.lost)
+                return
+            }
+            try? await Task.sleep(for: step)
+        }
+    }
+
     /// The publish gate: a finished export is renamed into place only if renewing its lease (fenced
-    /// on the token) says it is still this worker's and nobody cancelled it.
+    /// on the token) says it is still this worker's and nobody cancelled it. An answer that took half
+    /// a lease or more to arrive is not trusted: the lease it renewed may have run out since.
     private func confirm(_ job: RunningJob) async -> PublishVerdict {
+        let sent = ContinuousClock.now
         do {
             switch try await store.renew(job.lease, progress: nil) {
             case .held:
+                if let lease = store.leaseDuration, ContinuousClock.now - sent >= lease / 2 {
+                    logger.warning(
+                        "the store confirmed the job's lease too late to trust; not publishing",
+                        metadata: ["job": "\(job.lease.id)"])
+                    return .unconfirmed("the store took \(ContinuousClock.now - sent) to confirm the lease")
+                }
                 return .publish
             case .cancelRequested:
                 job.stop(.cancelled)
@@ -400,5 +428,19 @@ public final class WorkerPool: Sendable {
         case .handBack:
             logger.info("job handed back", metadata: metadata)
         }
+    }
+}
+
+/// When the last renewal of a job's lease that got through was sent, shared by its heartbeat and
+/// its self-fencing watch.
+private final class LastRenewal: Sendable {
+    private let last: Mutex<ContinuousClock.Instant>
+
+    init(_ instant: ContinuousClock.Instant) { last = Mutex(instant) }
+
+    var instant: ContinuousClock.Instant { last.withLock { $0 } }
+
+    func advance(to instant: ContinuousClock.Instant) {
+        last.withLock { $0 = max($0, instant) }
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import ReelExport
+import Synchronization
 import TestSupport
 import Testing
 
@@ -52,4 +53,79 @@ struct WorkerPoolTests {
         #expect(status.state == .exporting && status.attempts == 2 && status.worker == "rescuer")
         #expect(try await rescuer.finish(fresh, .cancelled))
     }
+
+    /// The store stops answering (a network partition that no error reports: renewals hang): the worker
+    /// stops its job by itself once its lease must have run out, and publishes nothing, so the job a
+    /// rescuer may now give to another worker cannot be finished twice.
+    @Test func aWorkerWhoseRenewalsHangStopsItsJobWhenTheLeaseRunsOut() async throws {
+        let spool = try SpoolStore(root: Fixtures.scratchFolder("spool"))
+        let store = PartitionedStore(spool, lease: .seconds(3))
+        let outputs = Fixtures.scratchFolder("outputs")
+        let spec = JobSpec(
+            asset: try await Fixtures.url(Fixtures.long).path, preset: "HighestQuality", outputType: .mp4,
+            output: outputs.appendingPathComponent("long.mp4").path, timeRange: TimeRange(start: 0, end: 8),
+            forceTranscode: true)
+        let id = try await spool.submit(spec).status.id
+        let pool = WorkerPool(store: store, configuration: .init(jobs: 1, recoveryInterval: 3600, isolation: nil))
+        let running = Task { await pool.run() }
+        let exporting = await eventually(within: .seconds(180)) { () -> Bool? in
+            guard let status = try? spool.status(id: id), status.state == .exporting, status.progress > 0 else {
+                return nil
+            }
+            return true
+        }
+        try #require(exporting != nil, "the job never started exporting")
+        pool.stop()
+        store.partitioned.withLock { $0 = true }
+        // The export would take far longer than the lease on this clip; the pool's job ends early.
+        let stopped = await eventually(within: .seconds(60)) { pool.runningJobs().isEmpty ? true : nil }
+        #expect(stopped != nil, "the job went on past its lease with no renewal getting through")
+        await running.value
+        let names = try FileManager.default.contentsOfDirectory(atPath: outputs.path)
+        #expect(names.isEmpty, "the worker left \(names) behind")
+        // Nothing was recorded either: the job still reads as the lost attempt's, for a rescuer to take.
+        let status = try #require(try spool.status(id: id))
+        #expect(status.state == .exporting && status.attempts == 1)
+    }
+}
+
+/// A spool whose renewals hang while `partitioned` (a store behind a network partition) and whose
+/// leases last `lease`, as a database's do.
+private final class PartitionedStore: JobStore {
+    let spool: SpoolStore
+    let lease: Duration
+    let partitioned = Mutex(false)
+
+    init(_ spool: SpoolStore, lease: Duration) {
+        self.spool = spool
+        self.lease = lease
+    }
+
+    var location: String { spool.location }
+    var renewInterval: Duration { spool.renewInterval }
+    var leaseDuration: Duration? { lease }
+
+    func submit(_ spec: JobSpec) async throws -> Submission { try await spool.submit(spec) }
+    func status(_ id: String) async throws -> JobStatus? { try await spool.status(id) }
+    func list(state: JobState?) async throws -> [JobStatus] { try await spool.list(state: state) }
+    func cancel(_ id: String) async throws -> CancelResult { try await spool.cancel(id) }
+    func retry(_ id: String) async throws -> JobStatus { try await spool.retry(id) }
+    func prune(finishedBefore cutoff: Date, states: Set<JobState>) async throws -> Int {
+        try await spool.prune(finishedBefore: cutoff, states: states)
+    }
+    func claim(worker: String) async throws -> Lease? { try await spool.claim(worker: worker) }
+    func renew(_ lease: Lease, progress: JobProgress?) async throws -> LeaseState {
+        if partitioned.withLock({ $0 }) {
+            try await Task.sleep(for: .seconds(3600))
+        }
+        return try await spool.renew(lease, progress: progress)
+    }
+    func finish(_ lease: Lease, _ outcome: JobOutcome) async throws -> Bool {
+        if partitioned.withLock({ $0 }) { throw CancellationError() }
+        return try await spool.finish(lease, outcome)
+    }
+    func rescueExpired() async throws -> Int { try await spool.rescueExpired() }
+    func pendingWork() async throws -> PendingWork { try await spool.pendingWork() }
+    func waitForWork(timeout: Duration) async { await spool.waitForWork(timeout: timeout) }
+    func statusFile(for id: String) -> String? { spool.statusFile(for: id) }
 }
