@@ -55,6 +55,18 @@ public final class ExportSession: Sendable {
         public var method: ExportMethod
         /// Why that method (for video presets: why the source was or was not copied as is).
         public var decision: String
+        /// Seconds spent reading the file back to verify it (`OutputVerification`), part of
+        /// `elapsedSeconds`.
+        public var verificationSeconds: Double? = nil
+    }
+
+    /// Damage done to the finished temporary file before it is verified, to prove that verification
+    /// catches it. Honoured only in debug builds (tests); release builds ignore it.
+    enum OutputFault: String, Sendable {
+        /// Cut the file to half its size.
+        case truncate
+        /// Overwrite a stretch in the middle of the media data with zeros.
+        case corrupt
     }
 
     private struct State {
@@ -69,6 +81,7 @@ public final class ExportSession: Sendable {
         var codecThreads = 0
         var temporaryTag: String?
         var publishGate: (@Sendable () throws(ExportError) -> Void)?
+        var outputFault: OutputFault?
         var status = Status.unknown
         var progress = Progress(
             status: .unknown, phase: .transcoding, fraction: 0, frames: 0, framesPerSecond: 0, elapsedSeconds: 0)
@@ -165,6 +178,12 @@ public final class ExportSession: Sendable {
     public var stallTimeout: TimeInterval {
         get { state.withLock { $0.stallTimeout } }
         set { state.withLock { $0.stallTimeout = max(0.05, newValue) } }
+    }
+    /// Damage to do to the file before verifying it (debug builds only). Defaults to the
+    /// `REEL_TEST_OUTPUT_FAULT` environment variable (`truncate`, `corrupt`) in debug builds.
+    var outputFault: OutputFault? {
+        get { state.withLock { $0.outputFault } }
+        set { state.withLock { $0.outputFault = newValue } }
     }
     /// Where the export stands.
     public var status: Status { state.withLock { $0.status } }
@@ -307,17 +326,40 @@ public final class ExportSession: Sendable {
             break
         }
         if cancelFlag.isRaised { throw ExportSession.cancelled() }
+        injectFault(into: output.temporary)
+        let verifying = Date()
+        try OutputVerification.check(output.temporary, plan: exportPlan, asset: asset)
+        let verificationSeconds = Date().timeIntervalSince(verifying)
         try gate?()
         try output.publish()
         do {
             var result = try ExportSession.summarize(destination, started: started)
             result.method = exportPlan.method
             result.decision = exportPlan.decision.summary
+            result.verificationSeconds = verificationSeconds
             return result
         } catch {
             unlink(destination.path)
             throw error
         }
+    }
+
+    /// Damages the finished file as `outputFault` (or `REEL_TEST_OUTPUT_FAULT`) says, in debug builds.
+    private func injectFault(into url: URL) {
+        #if DEBUG
+            let fault =
+                outputFault ?? ProcessInfo.processInfo.environment["REEL_TEST_OUTPUT_FAULT"].flatMap(OutputFault.init)
+            guard let fault, let handle = try? FileHandle(forUpdating: url) else { return }
+            defer { try? handle.close() }
+            guard let size = try? handle.seekToEnd() else { return }
+            switch fault {
+            case .truncate:
+                try? handle.truncate(atOffset: size / 2)
+            case .corrupt:
+                try? handle.seek(toOffset: size / 2)
+                try? handle.write(contentsOf: Data(count: Int(min(size / 4, 1 << 20))))
+            }
+        #endif
     }
 
     /// The error of a cancelled export.
