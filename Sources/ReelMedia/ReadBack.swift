@@ -22,10 +22,10 @@ public struct ReadBack: Sendable, Equatable {
         public var samples: Int
         /// Samples the index places (partly) beyond the end of the file: the file was truncated.
         public var samplesPastEnd: Int
-        /// Samples decoded from the start up to the second sync sample (video; all of an audio stream).
+        /// Frames decoded from the start up to the second sync sample (video; the first packets of audio).
         public var decodedAtStart: Int
-        /// Samples decoded from the last sync sample to the end (video; the same as `decodedAtStart`
-        /// when the stream has one group of pictures, and for audio).
+        /// Frames decoded from the last sync sample to the end (video; the last packets of audio); the
+        /// same as `decodedAtStart` when both stretches are one.
         public var decodedAtEnd: Int
         /// Why a stretch did not decode, or nil when both did.
         public var decodeFailure: String?
@@ -37,11 +37,14 @@ public struct ReadBack: Sendable, Equatable {
 }
 
 extension MediaProbe {
+    /// Audio packets decoded at each end of an audio stream (about two seconds of AAC at 48 kHz).
+    static let audioPacketsChecked = 96
+
     /// Reads back a file Reel has just written (MP4 or QuickTime): opens it from its header, checks
     /// every sample's place in the file against its size, and decodes each video stream's first and
-    /// last group of pictures (from a sync sample to the next one, and from the last one to the end)
-    /// and every audio stream whole, with error concealment off, so damage fails rather than being
-    /// hidden. Other streams' samples are
+    /// last group of pictures (from a sync sample to the next one, and from the last one to the end;
+    /// the frames no other frame refers to are skipped) and about two seconds at each end of every
+    /// audio stream, with error concealment off, so damage fails rather than being hidden. Other streams' samples are
     /// skipped, not read. Throws `MediaError` when the file cannot be opened or read (its `code` says
     /// whether the cause was I/O); decoding failures are reported in the result, not thrown.
     public static func readBack(path: String) throws(MediaError) -> ReadBack {
@@ -86,9 +89,9 @@ extension MediaProbe {
                 firstEnd = keyframes.count > 1 ? keyframes[1] : entries
                 lastStart = keyframes.last ?? 0
             } else {
-                // Audio is cheap to decode (AAC runs at hundreds of times real time): all of it.
-                firstEnd = entries
-                lastStart = entries
+                // Audio packets are all sync samples: about two seconds at each end (all of a short file).
+                firstEnd = min(entries, audioPacketsChecked)
+                lastStart = max(firstEnd, entries - audioPacketsChecked)
             }
             do throws(MediaError) {
                 let decoder = try Decoder(stream: stream, index: index, strict: true)
