@@ -114,7 +114,7 @@ extension ExportPlanner {
                     let smallest = (Double(audioFloor) * seconds / 8 + container) / SizeLimit.aim
                     throw ExportError(
                         .limitExceeded,
-                        "\(limitText) cannot hold \(durationText(seconds)) of audio at \(audioFloor / 1000) kb/s; the smallest feasible size is \(SizeLimit.describe(smallest.rounded(.up)))"
+                        "the \(limitText) limit cannot hold \(durationText(seconds)) of audio at \(audioFloor / 1000) kb/s; the smallest feasible size is \(SizeLimit.describe(smallest.rounded(.up)))"
                     )
                 }
             }
@@ -148,7 +148,7 @@ extension ExportPlanner {
                     + container) / SizeLimit.aim
             throw ExportError(
                 .limitExceeded,
-                "\(limitText) cannot hold \(durationText(seconds)) of video at a watchable quality; the smallest feasible size is \(SizeLimit.describe(bytes.rounded(.up))) (\(smallest.0)x\(smallest.1) at \(floor) bits per pixel, audio at \(audioFloor / 1000) kb/s)"
+                "the \(limitText) limit cannot hold \(durationText(seconds)) of video at a watchable quality; the smallest feasible size is \(SizeLimit.describe(bytes.rounded(.up))) (\(smallest.0)x\(smallest.1) at \(floor) bits per pixel, audio at \(audioFloor / 1000) kb/s)"
             )
         }
         if chosen != (width, height) {

@@ -98,6 +98,23 @@ struct SizeLimitTests {
         #expect(session.currentProgress.frames == 0)
     }
 
+    @Test("an audio preset lowers its rate to fit, down to 32 kb/s (mono), and refuses below that")
+    func audioOnly() async throws {
+        let folder = Fixtures.scratchFolder("max-size-audio")
+        let session = try await Self.session("AppleM4A", limit: 200_000, folder: folder)
+        session.outputURL = folder.appendingPathComponent("out.m4a")
+        try await session.export()
+        let result = try #require(session.result)
+        #expect(result.bytes <= 200_000 && abs(result.durationSeconds - 20) < 0.1, "\(result)")
+        let tight = try await Self.session("AppleM4A", limit: 50_000, folder: folder)
+        do {
+            try tight.determineCompatibility()
+            Issue.record("50 KB for 20 s of audio was accepted")
+        } catch {
+            #expect(error.code == .limitExceeded && error.message.contains("smallest feasible size is"))
+        }
+    }
+
     @Test("Passthrough with a limit under the source's size is refused before work")
     func passthroughRefused() async throws {
         let folder = Fixtures.scratchFolder("max-size-copy")
