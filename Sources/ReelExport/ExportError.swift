@@ -28,6 +28,9 @@ public struct ExportError: Error, Sendable, Equatable, CustomStringConvertible {
         public static let noSpace = Code("no-space")
         /// The output could not be written (permissions, missing folder, existing file).
         public static let outputFailed = Code("output-failed")
+        /// The finished file failed verification (missing stream, wrong duration, undecodable, truncated)
+        /// and was removed.
+        public static let outputInvalid = Code("output-invalid")
         /// Cancelled by its owner.
         public static let cancelled = Code("cancelled")
         /// Stopped making progress and was stopped by the watchdog.

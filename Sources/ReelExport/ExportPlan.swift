@@ -29,8 +29,11 @@ public struct ExportPlan: Sendable, Codable, Equatable {
     /// Every stream of the asset and what becomes of it.
     public var streams: [Stream]
     public var metadata: Metadata
-    /// The size the output file is expected to have, in bytes (see `SizeEstimate`).
+    /// The size the output file is expected to have, in bytes (see `SizeEstimate`); with a size
+    /// limit, at most the limit.
     public var estimatedBytes: Int64
+    /// How the export fits a file size limit, when one was given (`fileLengthLimit`, `--max-size`).
+    public var sizeLimit: SizeLimit? = nil
 
     /// Why the export is done this way.
     public struct Decision: Sendable, Codable, Equatable, CustomStringConvertible {
@@ -194,6 +197,8 @@ public enum PassthroughObstacle: String, Sendable, Codable, CaseIterable, Custom
     case audioChannels = "audio-channels"
     case audioSampleRate = "audio-sample-rate"
     case audioBitRate = "audio-bit-rate"
+    /// The source is larger than the file size limit.
+    case sizeLimit = "size-limit"
 
     /// The stable code (`does-not-fit`).
     public var code: String { rawValue }
@@ -220,6 +225,7 @@ public enum PassthroughObstacle: String, Sendable, Codable, CaseIterable, Custom
         case .audioChannels: "the audio has more channels than the preset"
         case .audioSampleRate: "the audio is not at 44.1 or 48 kHz"
         case .audioBitRate: "the audio's bit rate is above the preset's"
+        case .sizeLimit: "the source is larger than the size limit"
         }
     }
 }

@@ -31,11 +31,30 @@ public enum ExportPlanner {
     static let scaler = "bicubic"
 
     /// Builds the plan or throws `incompatible-preset` / `invalid-argument` with a clear reason.
-    /// Reads only the asset's probed facts (a header-only probe is enough): no file is opened.
+    /// Reads only the asset's probed facts (a header-only probe is enough): no file is opened. With
+    /// `fileLengthLimit`, the plan fits that many bytes (`SizeLimit`) or throws `limit-exceeded` with
+    /// the smallest feasible size.
     public static func decide(
         asset: Asset, preset: Preset, type: OutputType, timeRange: TimeRange?, metadata: MetadataPolicy,
-        optimizeForNetwork: Bool, forceTranscode: Bool = false
+        optimizeForNetwork: Bool, forceTranscode: Bool = false, fileLengthLimit: Int64? = nil
     ) throws(ExportError) -> ExportPlan {
+        if let limit = fileLengthLimit {
+            var plan = try decide(
+                asset: asset, preset: preset, type: type, timeRange: timeRange, metadata: metadata,
+                optimizeForNetwork: optimizeForNetwork, forceTranscode: forceTranscode)
+            if plan.method == .smartPassthrough, plan.estimatedBytes > limit {
+                plan = try decide(
+                    asset: asset, preset: preset, type: type, timeRange: timeRange, metadata: metadata,
+                    optimizeForNetwork: optimizeForNetwork, forceTranscode: true)
+                plan.decision = ExportPlan.Decision(
+                    obstacle: .sizeLimit,
+                    summary:
+                        "re-encoded: the source (\(SizeLimit.describe(Double(asset.fileBytes)))) is over the \(SizeLimit.describe(Double(limit))) limit"
+                )
+            }
+            try fit(&plan, limit: limit, asset: asset, preset: preset)
+            return plan
+        }
         try check(timeRange, asset: asset)
         var plan = ExportPlan(
             asset: asset.url.path, preset: preset.name, method: .transcode,

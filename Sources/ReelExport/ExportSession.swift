@@ -55,6 +55,23 @@ public final class ExportSession: Sendable {
         public var method: ExportMethod
         /// Why that method (for video presets: why the source was or was not copied as is).
         public var decision: String
+        /// Seconds spent reading the file back to verify it (`OutputVerification`), part of
+        /// `elapsedSeconds`.
+        public var verificationSeconds: Double? = nil
+        /// Encodes made: 2 when a size limit (`fileLengthLimit`) was missed by the first.
+        public var encodingPasses: Int? = nil
+    }
+
+    /// Damage done to the finished temporary file before it is verified, to prove that verification
+    /// catches it. Honoured only in debug builds (tests); release builds ignore it.
+    enum OutputFault: String, Sendable {
+        /// Cut the file to half its size.
+        case truncate
+        /// Overwrite a stretch in the middle of the media data with zeros.
+        case corrupt
+        /// Make the first encode under a size limit overshoot it (its rate cap four times too high), so
+        /// the second pass runs.
+        case overshoot
     }
 
     private struct State {
@@ -66,9 +83,11 @@ public final class ExportSession: Sendable {
         var overwrite = false
         var stallTimeout: TimeInterval = 120
         var forceTranscode = false
+        var fileLengthLimit: Int64?
         var codecThreads = 0
         var temporaryTag: String?
         var publishGate: (@Sendable () throws(ExportError) -> Void)?
+        var outputFault: OutputFault?
         var status = Status.unknown
         var progress = Progress(
             status: .unknown, phase: .transcoding, fraction: 0, frames: 0, framesPerSecond: 0, elapsedSeconds: 0)
@@ -140,6 +159,15 @@ public final class ExportSession: Sendable {
         get { state.withLock { $0.forceTranscode } }
         set { state.withLock { $0.forceTranscode = newValue } }
     }
+    /// The largest file the export may write, in bytes (`fileLengthLimit`); nil for no limit. The
+    /// whole duration is kept: the rate (and if need be the picture size) is chosen to fit
+    /// (`SizeLimit`), the size is checked after the export, and a file still over the limit is
+    /// re-encoded once at a corrected rate. A limit that cannot be met at a watchable quality fails
+    /// before any work (`limit-exceeded`, saying the smallest feasible size).
+    public var fileLengthLimit: Int64? {
+        get { state.withLock { $0.fileLengthLimit } }
+        set { state.withLock { $0.fileLengthLimit = newValue.map { max(1, $0) } } }
+    }
     /// Threads the video decoder and encoder may each use; 0 (the default) lets them use every core.
     /// A worker running one job per core sets 1: two single-threaded jobs side by side waste less
     /// than two frame-threaded ones contending for the same cores.
@@ -165,6 +193,13 @@ public final class ExportSession: Sendable {
     public var stallTimeout: TimeInterval {
         get { state.withLock { $0.stallTimeout } }
         set { state.withLock { $0.stallTimeout = max(0.05, newValue) } }
+    }
+    /// Damage to do to the file before verifying it, or an overshoot to force a size limit's second
+    /// pass (debug builds only). Defaults to the `REEL_TEST_OUTPUT_FAULT` environment variable
+    /// (`truncate`, `corrupt`, `overshoot`) in debug builds.
+    var outputFault: OutputFault? {
+        get { state.withLock { $0.outputFault } }
+        set { state.withLock { $0.outputFault = newValue } }
     }
     /// Where the export stands.
     public var status: Status { state.withLock { $0.status } }
@@ -203,15 +238,15 @@ public final class ExportSession: Sendable {
     /// becomes of each stream and the estimated size. Throws the reason when it cannot.
     @discardableResult
     public func determineCompatibility() throws(ExportError) -> ExportPlan {
-        let (type, range, metadata, network, force, destination) = state.withLock {
+        let (type, range, metadata, network, force, destination, limit) = state.withLock {
             (
                 $0.outputFileType ?? ExportPlanner.defaultType(for: preset), $0.timeRange, $0.metadataPolicy,
-                $0.shouldOptimizeForNetworkUse, $0.forceTranscode, $0.outputURL
+                $0.shouldOptimizeForNetworkUse, $0.forceTranscode, $0.outputURL, $0.fileLengthLimit
             )
         }
         var plan = try ExportPlanner.decide(
             asset: asset, preset: preset, type: type, timeRange: range, metadata: metadata,
-            optimizeForNetwork: network, forceTranscode: force)
+            optimizeForNetwork: network, forceTranscode: force, fileLengthLimit: limit)
         plan.output.path = destination?.standardizedFileURL.path
         return plan
     }
@@ -275,15 +310,59 @@ public final class ExportSession: Sendable {
         guard let destination = outputURL?.standardizedFileURL else {
             throw ExportError(.invalidArgument, "no output URL was set")
         }
-        let exportPlan = try determineCompatibility()
+        var exportPlan = try determineCompatibility()
         let (overwrite, tag, gate) = state.withLock { ($0.overwrite, $0.temporaryTag, $0.publishGate) }
         let output = try OutputPublisher(
             destination: destination, asset: asset.url, tag: tag ?? TemporaryOutput.randomTag(), overwrite: overwrite)
+        setStatus(.exporting)
+        defer { output.discard() }
+        #if DEBUG
+            if activeFault == .overshoot, var video = exportPlan.video, let rate = video.maxBitrate {
+                video.maxBitrate = rate * 4
+                video.bufferSize = rate * 4
+                exportPlan.video = video
+            }
+        #endif
+        var verificationSeconds = try produce(exportPlan, into: output, started: started)
+        var passes = 1
+        if let limit = exportPlan.sizeLimit?.bytes, let bytes = ExportSession.fileBytes(output.temporary),
+            bytes > limit
+        {
+            // Over the limit: one more encode at a rate corrected by how far the first one missed.
+            guard let corrected = exportPlan.corrected(forBytes: bytes) else {
+                throw ExportSession.overLimit(bytes: bytes, limit: limit, passes: 1)
+            }
+            output.discard()
+            exportPlan = corrected
+            verificationSeconds += try produce(exportPlan, into: output, started: started)
+            passes = 2
+            if let again = ExportSession.fileBytes(output.temporary), again > limit {
+                throw ExportSession.overLimit(bytes: again, limit: limit, passes: 2)
+            }
+        }
+        try gate?()
+        try output.publish()
+        do {
+            var result = try ExportSession.summarize(destination, started: started)
+            result.method = exportPlan.method
+            result.decision = exportPlan.decision.summary
+            result.verificationSeconds = verificationSeconds
+            result.encodingPasses = passes
+            return result
+        } catch {
+            unlink(destination.path)
+            throw error
+        }
+    }
+
+    /// Runs one encode (or copy) of `plan` into the temporary file and verifies it; returns the
+    /// seconds the verification took.
+    private func produce(_ exportPlan: ExportPlan, into output: OutputPublisher, started: Date) throws(ExportError)
+        -> Double
+    {
         var transcode = exportPlan.transcodePlan(limits: limits)
         transcode.outputPath = output.temporary.path
         transcode.threads = codecThreads
-        setStatus(.exporting)
-        defer { output.discard() }
         let watchdog = Watchdog(timeout: stallTimeout, cancel: cancelFlag)
         let plan = transcode
         let outcome = watchdog.run { [self, cancelFlag] heartbeat throws(MediaError) in
@@ -307,17 +386,47 @@ public final class ExportSession: Sendable {
             break
         }
         if cancelFlag.isRaised { throw ExportSession.cancelled() }
-        try gate?()
-        try output.publish()
-        do {
-            var result = try ExportSession.summarize(destination, started: started)
-            result.method = exportPlan.method
-            result.decision = exportPlan.decision.summary
-            return result
-        } catch {
-            unlink(destination.path)
-            throw error
-        }
+        injectFault(into: output.temporary)
+        let verifying = Date()
+        try OutputVerification.check(output.temporary, plan: exportPlan, asset: asset)
+        return Date().timeIntervalSince(verifying)
+    }
+
+    private static func fileBytes(_ url: URL) -> Int64? {
+        var status = stat()
+        return stat(url.path, &status) == 0 ? Int64(status.st_size) : nil
+    }
+
+    private static func overLimit(bytes: Int64, limit: Int64, passes: Int) -> ExportError {
+        ExportError(
+            .limitExceeded,
+            "the file came out at \(bytes) bytes, over the limit of \(limit), after \(passes) \(passes == 1 ? "pass" : "passes")",
+            retryable: false)
+    }
+
+    /// Damages the finished file as `outputFault` (or `REEL_TEST_OUTPUT_FAULT`) says, in debug builds.
+    private func injectFault(into url: URL) {
+        #if DEBUG
+            guard let fault = activeFault, fault != .overshoot, let handle = try? FileHandle(forUpdating: url) else {
+                return
+            }
+            defer { try? handle.close() }
+            guard let size = try? handle.seekToEnd() else { return }
+            switch fault {
+            case .truncate:
+                try? handle.truncate(atOffset: size / 2)
+            case .corrupt:
+                try? handle.seek(toOffset: size / 2)
+                try? handle.write(contentsOf: Data(count: Int(min(size / 4, 1 << 20))))
+            case .overshoot:
+                break
+            }
+        #endif
+    }
+
+    /// `outputFault`, else `REEL_TEST_OUTPUT_FAULT`.
+    private var activeFault: OutputFault? {
+        outputFault ?? ProcessInfo.processInfo.environment["REEL_TEST_OUTPUT_FAULT"].flatMap(OutputFault.init)
     }
 
     /// The error of a cancelled export.

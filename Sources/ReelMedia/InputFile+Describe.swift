@@ -60,6 +60,9 @@ extension InputFile {
         if stream.pointee.duration != reel_nopts_value(), stream.pointee.duration > 0 {
             info.durationSeconds = Double(stream.pointee.duration) * timeBase.value
         }
+        if stream.pointee.start_time != reel_nopts_value() {
+            info.startSeconds = Double(stream.pointee.start_time) * timeBase.value
+        }
         if stream.pointee.nb_frames > 0 { info.frameCount = Int(stream.pointee.nb_frames) }
         if parameters.bit_rate > 0 { info.bitRate = Int(parameters.bit_rate) }
         let metadata = readDictionary(stream.pointee.metadata)

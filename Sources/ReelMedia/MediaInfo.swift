@@ -32,6 +32,8 @@ public struct StreamInfo: Sendable, Codable {
     public var isAttachedPicture: Bool
     public var timeBase: Rational
     public var durationSeconds: Double?
+    /// Presentation time of the stream's first sample, in seconds, when known.
+    public var startSeconds: Double?
     public var frameCount: Int?
     public var bitRate: Int?
     public var language: String?

@@ -46,6 +46,7 @@ extension JobSpec {
         session.stallTimeout = stallTimeout
         session.forceTranscode = forceTranscode
         session.overwritesExistingFile = overwrite
+        session.fileLengthLimit = fileLengthLimit
         session.codecThreads = threads
     }
 }

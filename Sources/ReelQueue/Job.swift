@@ -45,12 +45,15 @@ public struct JobSpec: Sendable, Codable, Equatable {
     /// Replace an existing file at `output` (`ExportSession.overwritesExistingFile`); false in specs
     /// written before the field existed.
     public var overwrite: Bool
+    /// The largest file the export may write, in bytes (`ExportSession.fileLengthLimit`); nil for none.
+    public var fileLengthLimit: Int64? = nil
 
     public init(
         asset: String, preset: String, outputType: OutputType, output: String, priority: Int = 0, key: String? = nil,
         timeRange: TimeRange? = nil, metadata: MetadataPolicy = .keep, optimizeForNetwork: Bool = true,
-        maxAttempts: Int = 3, forceTranscode: Bool = false, overwrite: Bool = false
+        maxAttempts: Int = 3, forceTranscode: Bool = false, overwrite: Bool = false, fileLengthLimit: Int64? = nil
     ) {
+        self.fileLengthLimit = fileLengthLimit
         self.forceTranscode = forceTranscode
         self.overwrite = overwrite
         self.asset = asset
@@ -69,10 +72,10 @@ public struct JobSpec: Sendable, Codable, Equatable {
 extension JobSpec {
     private enum CodingKeys: String, CodingKey {
         case asset, preset, outputType, output, priority, key, timeRange, metadata, optimizeForNetwork, maxAttempts
-        case forceTranscode, overwrite
+        case forceTranscode, overwrite, fileLengthLimit
     }
 
-    /// Decodes specs written by older versions too (no `overwrite`).
+    /// Decodes specs written by older versions too (no `overwrite`, no `fileLengthLimit`).
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         asset = try c.decode(String.self, forKey: .asset)
@@ -87,6 +90,7 @@ extension JobSpec {
         maxAttempts = try c.decode(Int.self, forKey: .maxAttempts)
         forceTranscode = try c.decode(Bool.self, forKey: .forceTranscode)
         overwrite = try c.decodeIfPresent(Bool.self, forKey: .overwrite) ?? false
+        fileLengthLimit = try c.decodeIfPresent(Int64.self, forKey: .fileLengthLimit)
     }
 }
 

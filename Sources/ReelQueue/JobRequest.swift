@@ -30,12 +30,16 @@ public struct JobRequest: Sendable, Codable, Equatable {
     public var overwrite: Bool?
     /// Keep `output`'s extension even though it is not the type's (needs `type`).
     public var forceExtension: Bool?
+    /// The largest file to write: `16MB`, `8MiB`, `500KB` or bytes (`SizeLimit.parseBytes`).
+    public var maxSize: String?
 
     public init(
         asset: String, preset: String, type: String? = nil, output: String? = nil, outputDir: String? = nil,
         priority: Int? = nil, key: String? = nil, timeRange: String? = nil, metadata: String? = nil,
-        maxAttempts: Int? = nil, forceTranscode: Bool? = nil, overwrite: Bool? = nil, forceExtension: Bool? = nil
+        maxAttempts: Int? = nil, forceTranscode: Bool? = nil, overwrite: Bool? = nil, forceExtension: Bool? = nil,
+        maxSize: String? = nil
     ) {
+        self.maxSize = maxSize
         self.asset = asset
         self.preset = preset
         self.type = type
@@ -87,6 +91,13 @@ public struct JobRequest: Sendable, Codable, Equatable {
             throw ExportError(
                 .invalidArgument, "unknown metadata policy '\(metadata ?? "")'; use keep, sharing or strip")
         }
+        var limit: Int64?
+        if let maxSize {
+            guard let bytes = SizeLimit.parseBytes(maxSize) else {
+                throw ExportError(.invalidArgument, "cannot read the size '\(maxSize)'; write e.g. 16MB, 8MiB or 500KB")
+            }
+            limit = bytes
+        }
         if let key { try JobSpec.checkKey(key) }
         let attempts = maxAttempts ?? JobSpec.defaultAttempts
         guard JobSpec.attemptLimits.contains(attempts) else {
@@ -111,7 +122,7 @@ public struct JobRequest: Sendable, Codable, Equatable {
             let probed = try Asset.header(of: assetURL, limits: limits)
             _ = try ExportPlanner.decide(
                 asset: probed, preset: preset, type: outputType, timeRange: range, metadata: metadataPolicy,
-                optimizeForNetwork: true, forceTranscode: forceTranscode ?? false)
+                optimizeForNetwork: true, forceTranscode: forceTranscode ?? false, fileLengthLimit: limit)
         }
         let folder = outputURL.deletingLastPathComponent()
         var isDirectory: ObjCBool = false
@@ -128,7 +139,7 @@ public struct JobRequest: Sendable, Codable, Equatable {
         return JobSpec(
             asset: assetURL.path, preset: preset.name, outputType: outputType, output: outputURL.path,
             priority: priority ?? 0, key: key, timeRange: range, metadata: metadataPolicy, maxAttempts: attempts,
-            forceTranscode: forceTranscode ?? false, overwrite: overwrite ?? false)
+            forceTranscode: forceTranscode ?? false, overwrite: overwrite ?? false, fileLengthLimit: limit)
     }
 
     /// The keys a manifest line may have.

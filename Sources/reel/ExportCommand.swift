@@ -64,6 +64,13 @@ struct ExportCommand: AsyncParsableCommand {
             "Threads for the video decoder and for the encoder; 0 lets them use every core.", valueName: "n"))
     var threads = 0
 
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Make the file fit this size (16MB, 8MiB, 500KB; MB = 1,000,000 bytes): the rate, and if need be the picture size, is chosen to fit; the whole duration is kept.",
+            valueName: "size"))
+    var maxSize: String?
+
     @Flag(name: .long, help: "Replace the output file if it exists.")
     var overwrite = false
 
@@ -80,6 +87,9 @@ struct ExportCommand: AsyncParsableCommand {
         if let timeRange, TimeRange(parsing: timeRange) == nil {
             throw ValidationError(
                 "cannot read the time range '\(timeRange)'; write start-end, e.g. 5-12.5 or 00:01:00-00:02:30")
+        }
+        if let maxSize, SizeLimit.parseBytes(maxSize) == nil {
+            throw ValidationError("cannot read the size '\(maxSize)'; write e.g. 16MB, 8MiB or 500KB")
         }
         if MetadataPolicy(rawValue: metadata) == nil {
             throw ValidationError("unknown metadata policy '\(metadata)'; use keep, sharing or strip")
@@ -115,6 +125,7 @@ struct ExportCommand: AsyncParsableCommand {
         session.overwritesExistingFile = overwrite
         session.stallTimeout = stallTimeout
         session.forceTranscode = forceTranscode
+        session.fileLengthLimit = maxSize.flatMap(SizeLimit.parseBytes)
         session.codecThreads = threads
         let destination = URL(
             fileURLWithPath: output

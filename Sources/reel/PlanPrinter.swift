@@ -57,6 +57,9 @@ enum PlanPrinter {
         }
         lines.append("  metadata  \(plan.metadata.policy.rawValue) (\(plan.metadata.written.count) keys)")
         lines.append("  estimate  \(CLI.formatBytes(plan.estimatedBytes)) (\(plan.estimatedBytes) bytes)")
+        if let limit = plan.sizeLimit {
+            lines.append("  limit     \(CLI.formatBytes(limit.bytes)) (\(limit.bytes) bytes): \(limit.summary)")
+        }
         return lines.joined(separator: "\n")
     }
 

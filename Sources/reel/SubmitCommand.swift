@@ -60,6 +60,13 @@ struct SubmitCommand: AsyncParsableCommand {
     @Flag(name: .long, help: "Keep -o's extension even though it is not the --type's (needs --type).")
     var forceExtension = false
 
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Make each file fit this size (16MB, 8MiB, 500KB): the rate, and if need be the picture size, is chosen to fit; the whole duration is kept.",
+            valueName: "size"))
+    var maxSize: String?
+
     @Flag(name: .long, help: "Print one JSON object per job.")
     var json = false
 
@@ -72,6 +79,9 @@ struct SubmitCommand: AsyncParsableCommand {
         }
         if key != nil && assets.count > 1 {
             throw ValidationError("--key identifies one job; submit one asset per key")
+        }
+        if let maxSize, SizeLimit.parseBytes(maxSize) == nil {
+            throw ValidationError("cannot read the size '\(maxSize)'; write e.g. 16MB, 8MiB or 500KB")
         }
         if forceExtension && type == nil {
             throw ValidationError("--force-extension keeps -o's extension for an explicit --type; give --type")
@@ -93,7 +103,7 @@ struct SubmitCommand: AsyncParsableCommand {
             let request = JobRequest(
                 asset: asset, preset: preset ?? "", type: type, output: output, outputDir: outputDir,
                 priority: priority, key: key, timeRange: timeRange, metadata: metadata, maxAttempts: maxAttempts,
-                forceTranscode: forceTranscode, overwrite: overwrite, forceExtension: forceExtension)
+                forceTranscode: forceTranscode, overwrite: overwrite, forceExtension: forceExtension, maxSize: maxSize)
             specs.append(try request.resolve(presets: presets, limits: limits, workingDirectory: workingDirectory))
         }
         let store = try storeOptions.open(create: true)

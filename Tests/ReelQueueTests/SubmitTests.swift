@@ -80,4 +80,34 @@ struct SubmitTests {
         #expect(try spool.store.spec(replacing)?.overwrite == true)
         #expect(try spool.store.spec(id)?.overwrite == true)
     }
+
+    @Test(arguments: ["--isolate", "--no-isolate"])
+    func aQueuedJobWithASizeLimitFitsIt(_ mode: String) async throws {
+        let spool = WorkerProcessTests.Spool()
+        let flag = try await spool.submit(Fixtures.fullHD20, preset: "1080p", extra: ["--max-size", "1MB"])
+        let source = try await Fixtures.url(Fixtures.fullHD20).path
+        let line =
+            #"{"asset": "\#(source)", "preset": "720p", "output": "\#(spool.outputs.path)/m.mp4", "maxSize": "900KB"}"#
+        let piped = try await ReelBinary.run(
+            ["submit", "--manifest", "-", "--json"], environment: spool.environment, input: Data(line.utf8))
+        let manifest = try #require(
+            (try JSONSerialization.jsonObject(with: Data(piped.stdout.utf8)) as? [String: Any])?["id"] as? String)
+        #expect(try spool.store.spec(flag)?.fileLengthLimit == 1_000_000)
+        #expect(try spool.store.spec(manifest)?.fileLengthLimit == 900_000)
+        // An impossible limit is refused at submit, in the words of `reel export`.
+        let refused = try await ReelBinary.run(
+            ["submit", source, "--preset", "1080p", "--max-size", "50KB", "--output-dir", spool.outputs.path],
+            environment: spool.environment)
+        #expect(refused.status != 0 && refused.stderr.contains("smallest feasible size"), "\(refused.stderr)")
+        let worker = try ReelBinary.start(["work", "--drain", "--jobs", "2", mode], environment: spool.environment)
+        try await worker.exit(within: .seconds(600))
+        for (id, limit) in [(flag, 1_000_000), (manifest, 900_000)] {
+            let status = try #require(spool.status(id))
+            #expect(status.state == .completed, "\(status.error?.message ?? "")")
+            let bytes = try FileManager.default.attributesOfItem(atPath: status.output)[.size] as? Int ?? .max
+            #expect(bytes <= limit, "\(bytes) bytes over \(limit)")
+            let probed = try await ProbedFile.probe(URL(fileURLWithPath: status.output))
+            #expect(abs((probed.format.durationSeconds ?? 0) - 20) < 0.1)
+        }
+    }
 }

@@ -96,6 +96,12 @@ public enum Fixtures {
             "-movflags", "+use_metadata_tags",
         ])
 
+    /// 1920x1080 H.264 + AAC, 20 s, at a high rate (CRF 18): what size limits are tested on.
+    public static let fullHD20 = Recipe(
+        "fullhd-20s.mp4",
+        video("1920x1080", seconds: 20) + audio(seconds: 20)
+            + ["-c:v", "libx264", "-preset", "veryfast", "-crf", "18", "-pix_fmt", "yuv420p"] + aac)
+
     /// 1920x1080 H.264 + AAC, 1 s: the preset anchors (Medium 568x320, Low 224x128).
     public static let fullHD = Recipe("fullhd.mp4", video("1920x1080", seconds: 1) + audio() + h264 + aac)
 
