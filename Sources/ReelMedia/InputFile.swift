@@ -49,9 +49,8 @@ final class InputFile {
                     kind: .limitExceeded, call: "avformat_open_input", code: opened,
                     message: "\(path) declares more streams than the limit of \(policy.maxStreams)")
             }
-            throw MediaError(
-                call: "avformat_open_input", code: opened, kind: .unreadableInput,
-                context: "\(path): " + InputFile.openFailureContext(opened))
+            throw InputDiagnosis.openFailure(
+                path: path, resolved: resolved, fileBytes: fileBytes, policy: policy, code: opened)
         }
         // Until every property is set, deinit will not run: close the input on every early exit.
         func fail(_ error: MediaError) -> MediaError {
@@ -60,9 +59,13 @@ final class InputFile {
             return error
         }
         if interrupt?.isRaised == true { throw fail(MediaError.cancelled()) }
-        let selfDescribing = ["mov", "matroska"].contains {
-            String(cString: context.pointee.iformat.pointee.name).split(separator: ",").contains(Substring($0))
+        let formatNames = String(cString: context.pointee.iformat.pointee.name).split(separator: ",").map(String.init)
+        // A file cut short opens (its header is complete) but is refused: what it would export is not
+        // what its sender meant.
+        if let truncated = InputDiagnosis.truncation(resolved, fileBytes: fileBytes, formatNames: formatNames) {
+            throw fail(MediaError(kind: .unreadableInput, call: "truncation", message: "\(path): \(truncated)"))
         }
+        let selfDescribing = ["mov", "matroska"].contains { formatNames.contains($0) }
         let found =
             analysis == .headerSuffices && selfDescribing && context.pointee.nb_streams > 0
             ? 0 : avformat_find_stream_info(context, nil)
@@ -166,13 +169,6 @@ final class InputFile {
             throw MediaError(kind: .unreadableInput, call: "access", message: "cannot read \(path): permission denied")
         }
         return (resolved, Int64(status.st_size))
-    }
-
-    private static func openFailureContext(_ code: Int32) -> String {
-        if code == reel_averror_invaliddata() || code == reel_averror_demuxer_not_found() {
-            return "not a media file Reel accepts (unknown, corrupt, or a disallowed kind such as a playlist)"
-        }
-        return "could not open the input"
     }
 
     static func checkLimits(_ info: MediaInfo, policy: InputPolicy) throws(MediaError) {
