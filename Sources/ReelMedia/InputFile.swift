@@ -65,9 +65,8 @@ final class InputFile {
         if let truncated = InputDiagnosis.truncation(resolved, fileBytes: fileBytes, formatNames: formatNames) {
             throw fail(MediaError(kind: .unreadableInput, call: "truncation", message: "\(path): \(truncated)"))
         }
-        let selfDescribing = ["mov", "matroska"].contains { formatNames.contains($0) }
         let found =
-            analysis == .headerSuffices && selfDescribing && context.pointee.nb_streams > 0
+            analysis == .headerSuffices && InputFile.headerDescribesStreams(context, formatNames: formatNames)
             ? 0 : avformat_find_stream_info(context, nil)
         if found < 0 {
             throw fail(
@@ -121,6 +120,31 @@ final class InputFile {
         try check(
             avformat_seek_file(context, -1, Int64.min, target, target, 0), "avformat_seek_file",
             kind: .unreadableInput)
+    }
+
+    /// Whether the header alone gives what copying the streams needs. Only MP4/QuickTime qualifies:
+    /// its sample tables carry decode timestamps and its sample entries the codecs' configurations.
+    /// Matroska does not: it stores presentation times only, so without the first frames decoded
+    /// FFmpeg cannot give B-frame video decode timestamps the MP4 muxer accepts. Even in MP4, a video
+    /// stream the header leaves without a size (MPEG-4 Part 2's `esds`), or VP9 without the pixel
+    /// format its `vpcC` box is written from, needs the frames looked at.
+    private static func headerDescribesStreams(
+        _ context: UnsafeMutablePointer<AVFormatContext>, formatNames: [String]
+    ) -> Bool {
+        guard formatNames.contains("mov"), context.pointee.nb_streams > 0 else { return false }
+        for index in 0..<Int(context.pointee.nb_streams) {
+            guard let parameters = context.pointee.streams[index]?.pointee.codecpar.pointee else { return false }
+            switch parameters.codec_type {
+            case AVMEDIA_TYPE_VIDEO:
+                if parameters.width <= 0 || parameters.height <= 0 { return false }
+                if parameters.codec_id == AV_CODEC_ID_VP9 && parameters.format < 0 { return false }
+            case AVMEDIA_TYPE_AUDIO:
+                if parameters.sample_rate <= 0 || parameters.ch_layout.nb_channels <= 0 { return false }
+            default:
+                break
+            }
+        }
+        return true
     }
 
     // MARK: - Checks before opening
