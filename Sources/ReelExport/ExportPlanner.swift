@@ -34,7 +34,7 @@ public enum ExportPlanner {
     /// Reads only the asset's probed facts (a header-only probe is enough): no file is opened.
     public static func decide(
         asset: Asset, preset: Preset, type: OutputType, timeRange: TimeRange?, metadata: MetadataPolicy,
-        optimizeForNetwork: Bool, forceTranscode: Bool = false
+        optimizeForNetwork: Bool, forceTranscode: Bool = false, background: RGBColor = .black
     ) throws(ExportError) -> ExportPlan {
         try check(timeRange, asset: asset)
         var plan = ExportPlan(
@@ -56,6 +56,11 @@ public enum ExportPlanner {
             try planAudio(&plan, asset: asset, preset: preset, type: type)
         case .video:
             try planVideo(&plan, asset: asset, preset: preset, type: type, forceTranscode: forceTranscode)
+        }
+        if plan.video?.copied == false, let format = asset.videoTrack?.pixelFormat,
+            MediaCapabilities.pixelFormatHasAlpha(format)
+        {
+            plan.video?.background = background
         }
         plan.width = plan.video?.width
         plan.height = plan.video?.height
@@ -79,6 +84,13 @@ public enum ExportPlanner {
 
     /// The Passthrough preset: every stream the output type can hold is copied.
     static func planPassthrough(_ plan: inout ExportPlan, asset: Asset, type: OutputType) throws(ExportError) {
+        let animated = ["gif": "an animated GIF", "apng": "an animated PNG"]
+        if let kind = asset.container.split(separator: ",").lazy.compactMap({ animated[String($0)] }).first {
+            throw ExportError(
+                .incompatiblePreset,
+                "Passthrough cannot copy \(asset.url.lastPathComponent): it is \(kind), which \(type.rawValue) cannot hold; use a video preset (such as 1280x720), which turns it into H.264"
+            )
+        }
         if type.isAudioOnly, asset.videoTrack != nil {
             throw ExportError(
                 .incompatiblePreset,

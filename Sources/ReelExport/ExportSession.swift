@@ -66,6 +66,7 @@ public final class ExportSession: Sendable {
         var overwrite = false
         var stallTimeout: TimeInterval = 120
         var forceTranscode = false
+        var backgroundColor = RGBColor.black
         var codecThreads = 0
         var temporaryTag: String?
         var publishGate: (@Sendable () throws(ExportError) -> Void)?
@@ -140,6 +141,11 @@ public final class ExportSession: Sendable {
         get { state.withLock { $0.forceTranscode } }
         set { state.withLock { $0.forceTranscode = newValue } }
     }
+    /// The colour transparent pixels of an animated GIF or APNG are flattened onto. Default black.
+    public var backgroundColor: RGBColor {
+        get { state.withLock { $0.backgroundColor } }
+        set { state.withLock { $0.backgroundColor = newValue } }
+    }
     /// Threads the video decoder and encoder may each use; 0 (the default) lets them use every core.
     /// A worker running one job per core sets 1: two single-threaded jobs side by side waste less
     /// than two frame-threaded ones contending for the same cores.
@@ -203,15 +209,15 @@ public final class ExportSession: Sendable {
     /// becomes of each stream and the estimated size. Throws the reason when it cannot.
     @discardableResult
     public func determineCompatibility() throws(ExportError) -> ExportPlan {
-        let (type, range, metadata, network, force, destination) = state.withLock {
+        let (type, range, metadata, network, force, destination, background) = state.withLock {
             (
                 $0.outputFileType ?? ExportPlanner.defaultType(for: preset), $0.timeRange, $0.metadataPolicy,
-                $0.shouldOptimizeForNetworkUse, $0.forceTranscode, $0.outputURL
+                $0.shouldOptimizeForNetworkUse, $0.forceTranscode, $0.outputURL, $0.backgroundColor
             )
         }
         var plan = try ExportPlanner.decide(
             asset: asset, preset: preset, type: type, timeRange: range, metadata: metadata,
-            optimizeForNetwork: network, forceTranscode: force)
+            optimizeForNetwork: network, forceTranscode: force, background: background)
         plan.output.path = destination?.standardizedFileURL.path
         return plan
     }

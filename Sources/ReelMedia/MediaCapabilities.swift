@@ -19,6 +19,12 @@ public enum MediaCapabilities {
         return avformat_query_codec(format, descriptor.pointee.id, FF_COMPLIANCE_NORMAL) == 1
     }
 
+    /// Whether the named pixel format (`bgra`, `yuva420p`) has an alpha channel.
+    public static func pixelFormatHasAlpha(_ name: String) -> Bool {
+        let format = av_get_pix_fmt(name)
+        return format != AV_PIX_FMT_NONE && AlphaFlattener.hasAlpha(format.rawValue)
+    }
+
     /// Whether a decoder exists for the named codec.
     public static func canDecode(_ codec: String) -> Bool {
         guard let descriptor = avcodec_descriptor_get_by_name(codec) else { return false }
