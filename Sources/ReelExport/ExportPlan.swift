@@ -127,6 +127,8 @@ public struct ExportPlan: Sendable, Codable, Equatable {
         public var toneMapping: ToneMapping? = nil
         /// HDR10 static metadata written into the output (SEI and `mdcv`/`clli`), when HDR is kept.
         public var hdrMetadata: HDRStaticMetadata? = nil
+        /// For a source with transparency (animated GIF, APNG): the colour it is flattened onto.
+        public var background: RGBColor? = nil
     }
 
     /// The audio track's path through the export.
@@ -265,6 +267,7 @@ extension ExportPlan {
                         encoderPreset: encoderPreset, crf: crf, maxBitrate: video.maxBitrate,
                         bufferSize: video.bufferSize, maxFrameRate: video.maxFrameRate, profile: video.profile,
                         hdrMetadata: video.color == .keepSource ? video.hdrMetadata : nil))
+                encodedVideo?.encoding.background = video.background?.packed ?? 0
             }
             var encodedAudio: StreamEncoding<AudioEncoding>?
             if let audio, let bitRate = audio.bitRate, let channels = audio.channels, let rate = audio.sampleRate {

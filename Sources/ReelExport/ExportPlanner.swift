@@ -36,16 +36,17 @@ public enum ExportPlanner {
     /// the smallest feasible size.
     public static func decide(
         asset: Asset, preset: Preset, type: OutputType, timeRange: TimeRange?, metadata: MetadataPolicy,
-        optimizeForNetwork: Bool, forceTranscode: Bool = false, fileLengthLimit: Int64? = nil
+        optimizeForNetwork: Bool, forceTranscode: Bool = false, fileLengthLimit: Int64? = nil,
+        background: RGBColor = .black
     ) throws(ExportError) -> ExportPlan {
         if let limit = fileLengthLimit {
             var plan = try decide(
                 asset: asset, preset: preset, type: type, timeRange: timeRange, metadata: metadata,
-                optimizeForNetwork: optimizeForNetwork, forceTranscode: forceTranscode)
+                optimizeForNetwork: optimizeForNetwork, forceTranscode: forceTranscode, background: background)
             if plan.method == .smartPassthrough, plan.estimatedBytes > limit {
                 plan = try decide(
                     asset: asset, preset: preset, type: type, timeRange: timeRange, metadata: metadata,
-                    optimizeForNetwork: optimizeForNetwork, forceTranscode: true)
+                    optimizeForNetwork: optimizeForNetwork, forceTranscode: true, background: background)
                 plan.decision = ExportPlan.Decision(
                     obstacle: .sizeLimit,
                     summary:
@@ -76,6 +77,11 @@ public enum ExportPlanner {
         case .video:
             try planVideo(&plan, asset: asset, preset: preset, type: type, forceTranscode: forceTranscode)
         }
+        if plan.video?.copied == false, let format = asset.videoTrack?.pixelFormat,
+            MediaCapabilities.pixelFormatHasAlpha(format)
+        {
+            plan.video?.background = background
+        }
         plan.width = plan.video?.width
         plan.height = plan.video?.height
         plan.frameRate = plan.video?.frameRate
@@ -98,6 +104,13 @@ public enum ExportPlanner {
 
     /// The Passthrough preset: every stream the output type can hold is copied.
     static func planPassthrough(_ plan: inout ExportPlan, asset: Asset, type: OutputType) throws(ExportError) {
+        let animated = ["gif": "an animated GIF", "apng": "an animated PNG"]
+        if let kind = asset.container.split(separator: ",").lazy.compactMap({ animated[String($0)] }).first {
+            throw ExportError(
+                .incompatiblePreset,
+                "Passthrough cannot copy \(asset.url.lastPathComponent): it is \(kind), which \(type.rawValue) cannot hold; use a video preset (such as 1280x720), which turns it into H.264"
+            )
+        }
         if type.isAudioOnly, asset.videoTrack != nil {
             throw ExportError(
                 .incompatiblePreset,

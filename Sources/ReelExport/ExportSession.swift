@@ -84,6 +84,7 @@ public final class ExportSession: Sendable {
         var stallTimeout: TimeInterval = 120
         var forceTranscode = false
         var fileLengthLimit: Int64?
+        var backgroundColor = RGBColor.black
         var codecThreads = 0
         var temporaryTag: String?
         var publishGate: (@Sendable () throws(ExportError) -> Void)?
@@ -168,6 +169,11 @@ public final class ExportSession: Sendable {
         get { state.withLock { $0.fileLengthLimit } }
         set { state.withLock { $0.fileLengthLimit = newValue.map { max(1, $0) } } }
     }
+    /// The colour transparent pixels of an animated GIF or APNG are flattened onto. Default black.
+    public var backgroundColor: RGBColor {
+        get { state.withLock { $0.backgroundColor } }
+        set { state.withLock { $0.backgroundColor = newValue } }
+    }
     /// Threads the video decoder and encoder may each use; 0 (the default) lets them use every core.
     /// A worker running one job per core sets 1: two single-threaded jobs side by side waste less
     /// than two frame-threaded ones contending for the same cores.
@@ -238,15 +244,17 @@ public final class ExportSession: Sendable {
     /// becomes of each stream and the estimated size. Throws the reason when it cannot.
     @discardableResult
     public func determineCompatibility() throws(ExportError) -> ExportPlan {
-        let (type, range, metadata, network, force, destination, limit) = state.withLock {
+        let (type, range, metadata, network, force, destination, limit, background) = state.withLock {
             (
                 $0.outputFileType ?? ExportPlanner.defaultType(for: preset), $0.timeRange, $0.metadataPolicy,
-                $0.shouldOptimizeForNetworkUse, $0.forceTranscode, $0.outputURL, $0.fileLengthLimit
+                $0.shouldOptimizeForNetworkUse, $0.forceTranscode, $0.outputURL, $0.fileLengthLimit,
+                $0.backgroundColor
             )
         }
         var plan = try ExportPlanner.decide(
             asset: asset, preset: preset, type: type, timeRange: range, metadata: metadata,
-            optimizeForNetwork: network, forceTranscode: force, fileLengthLimit: limit)
+            optimizeForNetwork: network, forceTranscode: force, fileLengthLimit: limit,
+            background: background)
         plan.output.path = destination?.standardizedFileURL.path
         return plan
     }

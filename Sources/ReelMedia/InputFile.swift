@@ -49,9 +49,8 @@ final class InputFile {
                     kind: .limitExceeded, call: "avformat_open_input", code: opened,
                     message: "\(path) declares more streams than the limit of \(policy.maxStreams)")
             }
-            throw MediaError(
-                call: "avformat_open_input", code: opened, kind: .unreadableInput,
-                context: "\(path): " + InputFile.openFailureContext(opened))
+            throw InputDiagnosis.openFailure(
+                path: path, resolved: resolved, fileBytes: fileBytes, policy: policy, code: opened)
         }
         // Until every property is set, deinit will not run: close the input on every early exit.
         func fail(_ error: MediaError) -> MediaError {
@@ -60,11 +59,14 @@ final class InputFile {
             return error
         }
         if interrupt?.isRaised == true { throw fail(MediaError.cancelled()) }
-        let selfDescribing = ["mov", "matroska"].contains {
-            String(cString: context.pointee.iformat.pointee.name).split(separator: ",").contains(Substring($0))
+        let formatNames = String(cString: context.pointee.iformat.pointee.name).split(separator: ",").map(String.init)
+        // A file cut short opens (its header is complete) but is refused: what it would export is not
+        // what its sender meant.
+        if let truncated = InputDiagnosis.truncation(resolved, fileBytes: fileBytes, formatNames: formatNames) {
+            throw fail(MediaError(kind: .unreadableInput, call: "truncation", message: "\(path): \(truncated)"))
         }
         let found =
-            analysis == .headerSuffices && selfDescribing && context.pointee.nb_streams > 0
+            analysis == .headerSuffices && InputFile.headerDescribesStreams(context, formatNames: formatNames)
             ? 0 : avformat_find_stream_info(context, nil)
         if found < 0 {
             throw fail(
@@ -120,6 +122,31 @@ final class InputFile {
             kind: .unreadableInput)
     }
 
+    /// Whether the header alone gives what copying the streams needs. Only MP4/QuickTime qualifies:
+    /// its sample tables carry decode timestamps and its sample entries the codecs' configurations.
+    /// Matroska does not: it stores presentation times only, so without the first frames decoded
+    /// FFmpeg cannot give B-frame video decode timestamps the MP4 muxer accepts. Even in MP4, a video
+    /// stream the header leaves without a size (MPEG-4 Part 2's `esds`), or VP9 without the pixel
+    /// format its `vpcC` box is written from, needs the frames looked at.
+    private static func headerDescribesStreams(
+        _ context: UnsafeMutablePointer<AVFormatContext>, formatNames: [String]
+    ) -> Bool {
+        guard formatNames.contains("mov"), context.pointee.nb_streams > 0 else { return false }
+        for index in 0..<Int(context.pointee.nb_streams) {
+            guard let parameters = context.pointee.streams[index]?.pointee.codecpar.pointee else { return false }
+            switch parameters.codec_type {
+            case AVMEDIA_TYPE_VIDEO:
+                if parameters.width <= 0 || parameters.height <= 0 { return false }
+                if parameters.codec_id == AV_CODEC_ID_VP9 && parameters.format < 0 { return false }
+            case AVMEDIA_TYPE_AUDIO:
+                if parameters.sample_rate <= 0 || parameters.ch_layout.nb_channels <= 0 { return false }
+            default:
+                break
+            }
+        }
+        return true
+    }
+
     // MARK: - Checks before opening
 
     /// Only regular files are opened: devices, FIFOs, sockets and directories are refused before
@@ -166,13 +193,6 @@ final class InputFile {
             throw MediaError(kind: .unreadableInput, call: "access", message: "cannot read \(path): permission denied")
         }
         return (resolved, Int64(status.st_size))
-    }
-
-    private static func openFailureContext(_ code: Int32) -> String {
-        if code == reel_averror_invaliddata() || code == reel_averror_demuxer_not_found() {
-            return "not a media file Reel accepts (unknown, corrupt, or a disallowed kind such as a playlist)"
-        }
-        return "could not open the input"
     }
 
     static func checkLimits(_ info: MediaInfo, policy: InputPolicy) throws(MediaError) {

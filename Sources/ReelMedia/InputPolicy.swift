@@ -21,6 +21,8 @@ public struct InputPolicy: Sendable, Equatable, Codable {
         "mov", "mp4", "matroska", "webm", "avi", "mpeg", "mpegts", "mpegvideo", "flv", "asf", "ivf",
         "obu", "wav", "w64", "mp3", "aac", "ac3", "eac3", "flac", "ogg", "aiff", "caf", "amr", "h264",
         "hevc", "m4v", "mjpeg", "dv", "mxf", "nut", "yuv4mpegpipe", "wv", "ape", "tta", "au",
+        // Animated images: one file, its frames and delays (not image sequences, which name others).
+        "gif", "apng",
     ]
 
     public init(

@@ -5,13 +5,24 @@ public enum MediaCapabilities {
     /// Whether the named muxer (`mp4`, `mov`) can hold a stream of the named codec (`h264`, `vp9`)
     /// without re-encoding.
     public static func container(_ muxer: String, canHold codec: String) -> Bool {
-        // The muxer lists these but refuses them at header time (FFmpeg 5.1 marks them experimental).
-        let refused: [String: Set<String>] = ["mp4": ["flac"], "mov": ["flac", "opus"]]
+        // FFmpeg 5.1's muxers list these but refuse them when the header is written: FLAC in MP4 is
+        // experimental, FLAC, Opus and VP9 are "only supported in MP4", VP8 "is currently not
+        // supported". Vorbis in MP4 is written, but with an object type no specification or player
+        // knows: refused too.
+        let refused: [String: Set<String>] = [
+            "mp4": ["flac", "vp8", "vorbis"], "mov": ["flac", "opus", "vp8", "vp9", "vorbis"],
+        ]
         if refused[muxer]?.contains(codec) == true { return false }
         guard let format = av_guess_format(muxer, nil, nil),
             let descriptor = avcodec_descriptor_get_by_name(codec)
         else { return false }
         return avformat_query_codec(format, descriptor.pointee.id, FF_COMPLIANCE_NORMAL) == 1
+    }
+
+    /// Whether the named pixel format (`bgra`, `yuva420p`) has an alpha channel.
+    public static func pixelFormatHasAlpha(_ name: String) -> Bool {
+        let format = av_get_pix_fmt(name)
+        return format != AV_PIX_FMT_NONE && AlphaFlattener.hasAlpha(format.rawValue)
     }
 
     /// Whether a decoder exists for the named codec.

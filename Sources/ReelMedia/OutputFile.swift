@@ -118,9 +118,9 @@ final class OutputFile {
         }
         let dictionary = try OptionDictionary(options)
         // May return a positive value (AVSTREAM_INIT_IN_*): only negative is a failure.
-        try check(
-            avformat_write_header(context, &dictionary.pointer), "avformat_write_header",
-            kind: .outputFailed, context: "cannot write the output header")
+        let written = avformat_write_header(context, &dictionary.pointer)
+        if written < 0, let refusal = refusal(written, "avformat_write_header") { throw refusal }
+        try check(written, "avformat_write_header", kind: .outputFailed, context: "cannot write the output header")
         let leftover = dictionary.leftoverKeys
         if !leftover.isEmpty {
             throw MediaError(
@@ -131,9 +131,21 @@ final class OutputFile {
 
     /// Hands a packet to the interleaver; the packet's data then belongs to the muxer.
     func write(_ packet: Packet) throws(MediaError) {
-        try check(
-            av_interleaved_write_frame(context, packet.pointer), "av_interleaved_write_frame",
-            kind: .outputFailed, context: "cannot write the output")
+        let written = av_interleaved_write_frame(context, packet.pointer)
+        if written < 0, let refusal = refusal(written, "av_interleaved_write_frame") { throw refusal }
+        try check(written, "av_interleaved_write_frame", kind: .outputFailed, context: "cannot write the output")
+    }
+
+    /// The muxer refusing what it was given (a codec it cannot write, parameters or timestamps it
+    /// rejects), as opposed to the file failing to take the bytes: the same export would fail again,
+    /// so it is `unsupportedCodec`, never an output failure worth retrying.
+    private func refusal(_ code: Int32, _ call: String) -> MediaError? {
+        guard context.pointee.pb?.pointee.error ?? 0 >= 0,
+            [reel_averror(EINVAL), reel_averror_patchwelcome(), reel_averror_experimental()].contains(code)
+        else { return nil }
+        let muxer = String(cString: context.pointee.oformat.pointee.name)
+        return MediaError(
+            call: call, code: code, kind: .unsupportedCodec, context: "the \(muxer) muxer refused the streams")
     }
 
     /// Writes the trailer (the faststart rewrite happens here), flushes and fsyncs the file. `edit`

@@ -40,6 +40,8 @@ public struct VideoEncoding: Sendable, Equatable {
     /// HDR10 static metadata for the output (with `.keepSource`): written into the HEVC SEI and the
     /// MP4 (`mdcv`, `clli`). Nil writes none.
     public var hdrMetadata: HDRStaticMetadata?
+    /// The colour (0xRRGGBB) transparent pixels (GIF, APNG) are flattened onto.
+    public var background: UInt32 = 0
 
     public init(
         codec: Codec, width: Int, height: Int, rotation: Int, mirrored: Bool = false, tenBit: Bool, color: Color,

@@ -19,6 +19,8 @@ final class VideoDecodeStage {
     /// The frames' pixel format (8- or 10-bit 4:2:0).
     let outputFormat: AVPixelFormat
     private var scaler: Scaler?
+    /// Flattens frames with transparency onto the background colour before they are scaled.
+    private var flattener: AlphaFlattener?
     /// What the scaler writes when it does not write into the pool's frames: a picture still to be
     /// tone-mapped (10-bit) or oriented.
     private var scaled: Frame?
@@ -130,7 +132,12 @@ final class VideoDecodeStage {
         }
     }
 
-    private func process(_ frame: UnsafeMutablePointer<AVFrame>) throws(MediaError) {
+    private func process(_ decodedFrame: UnsafeMutablePointer<AVFrame>) throws(MediaError) {
+        var frame = decodedFrame
+        if AlphaFlattener.hasAlpha(frame.pointee.format) {
+            if flattener == nil { flattener = try AlphaFlattener(background: encoding.background) }
+            frame = try flattener!.flatten(frame)
+        }
         let pts =
             sane(frame.pointee.best_effort_timestamp)
             ?? (lastSourcePts == Int64.min ? originPts : lastSourcePts + frameDuration)

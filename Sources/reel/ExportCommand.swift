@@ -71,6 +71,13 @@ struct ExportCommand: AsyncParsableCommand {
             valueName: "size"))
     var maxSize: String?
 
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Colour transparent pixels of an animated GIF or APNG become: #rrggbb, black (default) or white.",
+            valueName: "colour"))
+    var background: String = "black"
+
     @Flag(name: .long, help: "Replace the output file if it exists.")
     var overwrite = false
 
@@ -93,6 +100,9 @@ struct ExportCommand: AsyncParsableCommand {
         }
         if MetadataPolicy(rawValue: metadata) == nil {
             throw ValidationError("unknown metadata policy '\(metadata)'; use keep, sharing or strip")
+        }
+        if RGBColor(parsing: background) == nil {
+            throw ValidationError("cannot read the colour '\(background)'; write #rrggbb, black or white")
         }
         if !(0...64).contains(threads) {
             throw ValidationError("--threads must be between 0 (automatic) and 64, not \(threads)")
@@ -126,6 +136,7 @@ struct ExportCommand: AsyncParsableCommand {
         session.stallTimeout = stallTimeout
         session.forceTranscode = forceTranscode
         session.fileLengthLimit = maxSize.flatMap(SizeLimit.parseBytes)
+        session.backgroundColor = RGBColor(parsing: background) ?? .black
         session.codecThreads = threads
         let destination = URL(
             fileURLWithPath: output

@@ -18,6 +18,8 @@ static inline int reel_averror_exit(void) { return AVERROR_EXIT; }
 // AVERROR_INVALIDDATA and AVERROR_DEMUXER_NOT_FOUND are FFERRTAG macros too.
 static inline int reel_averror_invaliddata(void) { return AVERROR_INVALIDDATA; }
 static inline int reel_averror_demuxer_not_found(void) { return AVERROR_DEMUXER_NOT_FOUND; }
+static inline int reel_averror_patchwelcome(void) { return AVERROR_PATCHWELCOME; }
+static inline int reel_averror_experimental(void) { return AVERROR_EXPERIMENTAL; }
 // AV_NOPTS_VALUE is a cast expression ((int64_t)UINT64_C(0x8000000000000000)).
 static inline int64_t reel_nopts_value(void) { return AV_NOPTS_VALUE; }
 // AV_TIME_BASE_Q is a compound literal.

@@ -1,0 +1,72 @@
+import Foundation
+import ReelExport
+import TestSupport
+import Testing
+
+/// Animated GIF and APNG become H.264 video: the image's own delays as frame times, transparency
+/// flattened onto black or the chosen colour, an even size, no audio; Passthrough refuses them.
+@Suite("Animated images", .timeLimit(.minutes(5)))
+struct AnimatedImageTests {
+    /// 101x75, six frames shown at 0, 0.2, 0.3, 0.5, 0.6, 0.7 s; the left 40 columns transparent.
+    static let picture =
+        "color=c=red:s=101x75:r=10:d=0.6,format=rgba,"
+        + "geq=r='255*gt(X,50)':g='255*lt(Y,30)':b='128':a='if(lt(X,40),0,255)',"
+        + "setpts='if(eq(N,0),0,if(eq(N,1),20,if(eq(N,2),25,if(eq(N,3),55,if(eq(N,4),60,75)))))/100/TB'"
+    static let gif = Fixtures.Recipe(
+        "uneven.gif",
+        [
+            "-f", "lavfi", "-i",
+            picture + ",split[a][b];[a]palettegen=reserve_transparent=1[p];[b][p]paletteuse=alpha_threshold=128",
+            "-fps_mode", "vfr", "-f", "gif",
+        ])
+    static let apng = Fixtures.Recipe("uneven.png", ["-f", "lavfi", "-i", picture, "-fps_mode", "vfr", "-f", "apng"])
+
+    /// The mean colour of a 20x20 patch of the first frame.
+    func patch(_ url: URL, x: Int, y: Int) async throws -> [Int] {
+        let raw = Fixtures.scratchFolder("patch").appendingPathComponent("patch.rgb")
+        try await Tools.ffmpeg([
+            "-i", url.path, "-vf", "crop=20:20:\(x):\(y),format=rgb24,scale=1:1:flags=area", "-frames:v", "1", "-f",
+            "rawvideo", raw.path,
+        ])
+        return Array(try Data(contentsOf: raw).prefix(3)).map(Int.init)
+    }
+
+    @Test(arguments: [(gif, "#000000"), (gif, "#00ff00"), (apng, "#000000"), (apng, "#00ff00")])
+    func becomesVideoWithItsDelaysAndBackground(_ recipe: Fixtures.Recipe, _ colour: String) async throws {
+        let source = try await Fixtures.url(recipe)
+        let output = Fixtures.scratchFolder("animated").appendingPathComponent("out.mp4")
+        let session = try ExportSession(asset: try await Asset.load(source), presetName: "640x480")
+        session.backgroundColor = try #require(RGBColor(parsing: colour))
+        session.outputURL = output
+        #expect(try session.determineCompatibility().video?.background?.description == colour)
+        try await session.export()
+
+        let probed = try await ProbedFile.probe(output)
+        #expect(probed.video?.codec_name == "h264" && probed.audio == nil)
+        #expect(probed.video?.width == 100 && probed.video?.height == 74)
+        // Frame times are the image's delays (variable frame rate kept), as ffprobe reads the source.
+        let times = try await ProbedFile.videoTimestamps(output)
+        let sourceTimes = try await ProbedFile.videoTimestamps(source)
+        #expect(times.count == 6 && times.count == sourceTimes.count, "\(times) \(sourceTimes)")
+        for (time, expected) in zip(times, [0, 0.2, 0.3, 0.5, 0.6, 0.7]) { #expect(abs(time - expected) < 0.002) }
+        // Transparent pixels take the background; opaque ones keep their colour (magenta-ish: 255, 0, 128).
+        let expected = RGBColor(parsing: colour)!
+        let transparent = try await patch(output, x: 8, y: 40)
+        for (value, want) in zip(transparent, [expected.red, expected.green, expected.blue]) {
+            #expect(abs(value - Int(want)) <= 6, "\(transparent)")
+        }
+        let opaque = try await patch(output, x: 60, y: 40)
+        #expect(opaque[0] > 240 && opaque[1] < 10 && abs(opaque[2] - 128) < 10, "\(opaque)")
+    }
+
+    @Test func passthroughOfAGIFIsRefused() async throws {
+        let session = try ExportSession(
+            asset: try await Asset.load(try await Fixtures.url(Self.gif)), presetName: "Passthrough")
+        #expect {
+            try session.determineCompatibility()
+        } throws: { error in
+            let error = error as! ExportError
+            return error.code == .incompatiblePreset && error.message.contains("animated GIF")
+        }
+    }
+}
