@@ -25,6 +25,9 @@ final class Notifications: Sendable {
         /// Jobs this process runs, and those among them with news nobody has waited for yet.
         var watched: Set<String> = []
         var news: Set<String> = []
+        /// Notifications delivered so far: work wake-ups, and news of a job (tests read these).
+        var workNotices = 0
+        var jobNotices = 0
     }
 
     /// One wait: woken once, by whoever comes first (a notification, its time limit, cancellation).
@@ -64,6 +67,9 @@ final class Notifications: Sendable {
 
     /// Whether the listener is connected now.
     var isConnected: Bool { state.withLock { $0.connected } }
+
+    /// How many work wake-ups and job news the listener has delivered.
+    var delivered: (work: Int, news: Int) { state.withLock { ($0.workNotices, $0.jobNotices) } }
 
     /// Whether to listen at all: `REEL_FLEET_LISTEN=0` turns notifications off (polling only), for
     /// measuring the fallback and for connection poolers in transaction mode that cannot LISTEN.
@@ -153,6 +159,7 @@ final class Notifications: Sendable {
     /// Wakes every worker waiting for work.
     func wakeWorkers() {
         let waiters = state.withLock { state in
+            state.workNotices += 1
             defer { state.workWaiters = [:] }
             return Array(state.workWaiters.values)
         }
@@ -162,6 +169,7 @@ final class Notifications: Sendable {
     /// Tells whoever watches job `id` that it changed.
     func tell(_ id: String) {
         let waiters = state.withLock { state -> [Waiter] in
+            state.jobNotices += 1
             guard let waiters = state.jobWaiters.removeValue(forKey: id) else {
                 if state.watched.contains(id) { state.news.insert(id) }
                 return []
