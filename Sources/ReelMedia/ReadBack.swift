@@ -54,15 +54,9 @@ extension MediaProbe {
         var streams: [ReadBack.Stream] = []
         for index in 0..<Int(context.pointee.nb_streams) {
             let stream = input.stream(index)
-            let parameters = stream.pointee.codecpar.pointee
-            let kind: StreamKind
-            switch parameters.codec_type {
-            case AVMEDIA_TYPE_VIDEO: kind = .video
-            case AVMEDIA_TYPE_AUDIO: kind = .audio
-            case AVMEDIA_TYPE_SUBTITLE: kind = .subtitle
-            case AVMEDIA_TYPE_DATA: kind = .data
-            default: kind = .unknown
-            }
+            // Kind and codec as the probe describes them (`InputFile.describe`).
+            let described = input.info.streams[index]
+            let kind = described.kind
             let timeBase = Rational(Int(stream.pointee.time_base.num), Int(stream.pointee.time_base.den))
             let entries = Int(avformat_index_get_entries_count(stream))
             var pastEnd = 0
@@ -79,7 +73,7 @@ extension MediaProbe {
                 ? nil : Double(stream.pointee.duration) * timeBase.value
             streams.append(
                 ReadBack.Stream(
-                    index: index, kind: kind, codec: String(cString: avcodec_get_name(parameters.codec_id)),
+                    index: index, kind: kind, codec: described.codec,
                     startSeconds: start, durationSeconds: duration,
                     sampleSeconds: duration.flatMap { entries > 0 ? $0 / Double(entries) : nil }, samples: entries,
                     samplesPastEnd: pastEnd, decodedAtStart: 0, decodedAtEnd: 0, decodeFailure: nil))
