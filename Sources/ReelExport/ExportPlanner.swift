@@ -146,6 +146,15 @@ public enum ExportPlanner {
         }
         plan.method = .passthrough
         plan.decision = ExportPlan.Decision(obstacle: nil, summary: "the Passthrough preset copies every stream")
+        if let range = plan.timeRange {
+            // Every output type is an MP4/QuickTime file, whose edit lists players honour.
+            let end = range.end.map { min($0, asset.duration) } ?? asset.duration
+            plan.decision.summary +=
+                String(
+                    format:
+                        " from the keyframe at or before %.3f s, with an edit list that plays %.3f s to %.3f s exactly",
+                    range.start, range.start, end)
+        }
         let copied = Set(plan.streams.filter { $0.action == .copy }.map(\.index))
         if let track = asset.videoTrack, copied.contains(track.index) {
             plan.video = copiedVideo(track)

@@ -50,14 +50,14 @@ enum OutputVerification {
             let tolerance = 2 * frame + 0.002
             try checkDuration(
                 seconds, name: "video", plan: plan, track: trackSeconds(planned.stream, plan: plan, asset: asset),
-                tolerance: tolerance, lenientAbove: planned.copied && plan.timeRange != nil)
+                tolerance: tolerance)
             bounds.append((seconds, tolerance))
         }
         if let audio, let planned = plan.audio, let seconds = audio.durationSeconds {
             let tolerance = 2 * 1024 / Double(planned.sampleRate ?? 48_000) + 0.002
             try checkDuration(
                 seconds, name: "audio", plan: plan, track: trackSeconds(planned.stream, plan: plan, asset: asset),
-                tolerance: tolerance, lenientAbove: planned.copied && plan.timeRange != nil)
+                tolerance: tolerance)
             bounds.append((seconds, tolerance))
         }
         if let longest = bounds.max(by: { $0.seconds < $1.seconds }), plan.durationSeconds > 0,
@@ -67,12 +67,7 @@ enum OutputVerification {
                 "it lasts \(String(format: "%.3f", longest.seconds)) s, not \(String(format: "%.3f", plan.durationSeconds)) s"
             )
         }
-        // A copy cut at keyframes (a time range under Passthrough) starts each track where its own
-        // keyframe is: only whole exports are held to the source's alignment.
-        let cutAtKeyframes = plan.method != .transcode && plan.timeRange != nil
-        if !cutAtKeyframes, let video, let audio, let videoStart = video.startSeconds,
-            let audioStart = audio.startSeconds
-        {
+        if let video, let audio, let videoStart = video.startSeconds, let audioStart = audio.startSeconds {
             let frame = video.sampleSeconds ?? 1.0 / 30
             let packet = audio.sampleSeconds ?? 1024.0 / 48_000
             let expected = sourceOffset(plan: plan, asset: asset)
@@ -109,11 +104,11 @@ enum OutputVerification {
     }
 
     private static func checkDuration(
-        _ seconds: Double, name: String, plan: ExportPlan, track: Double?, tolerance: Double, lenientAbove: Bool
+        _ seconds: Double, name: String, plan: ExportPlan, track: Double?, tolerance: Double
     ) throws(ExportError) {
         guard plan.durationSeconds > 0 else { return }
         let short = track.map { seconds < min(plan.durationSeconds, $0) - tolerance } ?? false
-        let long = !lenientAbove && seconds > plan.durationSeconds + tolerance
+        let long = seconds > plan.durationSeconds + tolerance
         if short || long {
             let expected = min(plan.durationSeconds, track ?? plan.durationSeconds)
             throw invalid(

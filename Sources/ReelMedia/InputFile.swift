@@ -21,7 +21,8 @@ final class InputFile {
     enum Analysis { case full, headerSuffices }
 
     init(
-        path: String, policy: InputPolicy, interrupt: CancellationFlag? = nil, analysis: Analysis = .full
+        path: String, policy: InputPolicy, interrupt: CancellationFlag? = nil, analysis: Analysis = .full,
+        demuxerOptions: [(String, String)] = []
     ) throws(MediaError) {
         FFmpegLog.installIfNeeded()
         let (resolved, fileBytes) = try InputFile.checkRegularFile(path, policy: policy)
@@ -31,14 +32,15 @@ final class InputFile {
         }
         var context: UnsafeMutablePointer<AVFormatContext>? = allocated
         interrupt?.interrupts(allocated)
-        let options = try OptionDictionary([
-            ("protocol_whitelist", "file"),
-            ("format_whitelist", policy.allowedDemuxers.joined(separator: ",")),
-            // Do not follow QuickTime data references to other files.
-            ("enable_drefs", "0"),
-            // Refuse files declaring absurd stream counts before probing them all.
-            ("max_streams", String(policy.maxStreams)),
-        ])
+        let options = try OptionDictionary(
+            [
+                ("protocol_whitelist", "file"),
+                ("format_whitelist", policy.allowedDemuxers.joined(separator: ",")),
+                // Do not follow QuickTime data references to other files.
+                ("enable_drefs", "0"),
+                // Refuse files declaring absurd stream counts before probing them all.
+                ("max_streams", String(policy.maxStreams)),
+            ] + demuxerOptions)
         // Open the resolved path, so a symlink swapped after the check cannot redirect the open.
         let opened = avformat_open_input(&context, resolved, nil, &options.pointer)
         // On failure avformat_open_input frees the context and sets it to NULL.

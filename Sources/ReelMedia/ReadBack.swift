@@ -49,6 +49,11 @@ extension MediaProbe {
     /// whether the cause was I/O); decoding failures are reported in the result, not thrown.
     public static func readBack(path: String) throws(MediaError) -> ReadBack {
         let input = try InputFile(path: path, policy: .standard, analysis: .headerSuffices)
+        // The samples as stored, for the index and the decoding: an edit list (a Passthrough cut that
+        // starts after its keyframe) makes the demuxer rebuild its index and hide samples, which
+        // would otherwise be counted as missing frames. Starts and durations come from `input`.
+        let stored = try InputFile(
+            path: path, policy: .standard, analysis: .headerSuffices, demuxerOptions: [("ignore_editlist", "1")])
         let context = input.context
         let fileBytes = input.info.fileBytes
         var streams: [ReadBack.Stream] = []
@@ -58,11 +63,12 @@ extension MediaProbe {
             let described = input.info.streams[index]
             let kind = described.kind
             let timeBase = Rational(Int(stream.pointee.time_base.num), Int(stream.pointee.time_base.den))
-            let entries = Int(avformat_index_get_entries_count(stream))
+            let storedStream = stored.stream(index)
+            let entries = Int(avformat_index_get_entries_count(storedStream))
             var pastEnd = 0
             var keyframes: [Int] = []
             for position in 0..<entries {
-                guard let entry = avformat_index_get_entry(stream, Int32(position)) else { continue }
+                guard let entry = avformat_index_get_entry(storedStream, Int32(position)) else { continue }
                 if entry.pointee.pos + Int64(entry.pointee.size & 0x3FFF_FFFF) > fileBytes { pastEnd += 1 }
                 if entry.pointee.flags & AVINDEX_KEYFRAME != 0 { keyframes.append(position) }
             }
@@ -71,11 +77,15 @@ extension MediaProbe {
             let duration =
                 stream.pointee.duration == nopts || stream.pointee.duration <= 0
                 ? nil : Double(stream.pointee.duration) * timeBase.value
+            // The stored samples' own span (with an edit list's hidden lead-in), for the mean sample length.
+            let storedSeconds =
+                storedStream.pointee.duration == nopts || storedStream.pointee.duration <= 0
+                ? nil : Double(storedStream.pointee.duration) * timeBase.value
             streams.append(
                 ReadBack.Stream(
                     index: index, kind: kind, codec: described.codec,
                     startSeconds: start, durationSeconds: duration,
-                    sampleSeconds: duration.flatMap { entries > 0 ? $0 / Double(entries) : nil }, samples: entries,
+                    sampleSeconds: storedSeconds.flatMap { entries > 0 ? $0 / Double(entries) : nil }, samples: entries,
                     samplesPastEnd: pastEnd, decodedAtStart: 0, decodedAtEnd: 0, decodeFailure: nil))
             guard kind == .video || kind == .audio, entries > 0, pastEnd == 0 else { continue }
             let (firstEnd, lastStart): (Int, Int)
@@ -88,13 +98,13 @@ extension MediaProbe {
                 lastStart = max(firstEnd, entries - audioPacketsChecked)
             }
             do throws(MediaError) {
-                let decoder = try Decoder(stream: stream, index: index, strict: true)
+                let decoder = try Decoder(stream: storedStream, index: index, strict: true)
                 streams[index].decodedAtStart = try decode(
-                    input, stream: index, decoder: decoder, from: 0, to: firstEnd)
+                    stored, stream: index, decoder: decoder, from: 0, to: firstEnd)
                 if lastStart >= firstEnd, lastStart < entries {
                     avcodec_flush_buffers(decoder.context)
                     streams[index].decodedAtEnd = try decode(
-                        input, stream: index, decoder: decoder, from: lastStart, to: entries)
+                        stored, stream: index, decoder: decoder, from: lastStart, to: entries)
                 } else {
                     streams[index].decodedAtEnd = streams[index].decodedAtStart
                 }

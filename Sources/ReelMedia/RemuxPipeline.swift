@@ -2,7 +2,8 @@ internal import CFFmpeg
 internal import CFFmpegShim
 
 /// A Passthrough export: copies the chosen streams' packets unchanged into a new container
-/// (remux), with faststart. A time range cuts at the keyframe at or before its start. One thread:
+/// (remux), with faststart. A time range copies from the keyframe at or before its start, with an
+/// edit list that starts playback at the start exactly. One thread:
 /// copying is cheap, the disk is the limit.
 final class RemuxPipeline {
     private let input: InputFile
@@ -13,8 +14,9 @@ final class RemuxPipeline {
     /// Input stream index → output stream.
     private var mapping: [Int: UnsafeMutablePointer<AVStream>] = [:]
     private let window: TimeWindow
-    /// Source time that becomes 0: the window's origin, moved back to the keyframe a cut starts on.
-    private var originMicroseconds: Int64
+    /// Source time that becomes 0: the window's origin (a cut's packets from the keyframe before it
+    /// come out with negative times, which the mov muxer turns into an edit list).
+    private let originMicroseconds: Int64
     private let videoIndex: Int?
     private var packets = 0
     /// Bytes reserved at the front for the moov (nil: faststart rewrites the file at the end).
@@ -86,6 +88,7 @@ final class RemuxPipeline {
         let hasRangeStart = window.hasRangeStart
         var originSet = !hasRangeStart
         var lastDts: [Int: Int64] = [:]
+        var ended: Set<Int> = []
         var mediaSeconds = 0.0
         var lastReported = -1.0
         let share = reservedMoovBytes == nil ? Transcoder.finalizingShareRemux : 0.01
@@ -108,22 +111,38 @@ final class RemuxPipeline {
             }
             if time != reel_nopts_value() {
                 let micro = av_rescale_q(time, sourceTimeBase, reel_time_base_q())
-                if let end = window.endMicroseconds, micro >= end {
-                    if index == videoIndex || videoIndex == nil { break }
-                    continue
+                if let end = window.endMicroseconds {
+                    // The video ends at its first packet decoded at or after the range's end: a frame
+                    // is never shown before it is decoded (pts ≥ dts), so every frame shown before the
+                    // end is in, with the later frames B-frames refer to. Those show past the end until
+                    // the edit list is trimmed (`finish`). Other streams end at their first packet
+                    // that starts at or after the end. The copy ends when every stream has ended
+                    // (audio interleaved behind the video still gets its last packets).
+                    let decoded = sane(raw.dts).map { av_rescale_q($0, sourceTimeBase, reel_time_base_q()) } ?? micro
+                    if (index == videoIndex ? decoded : micro) >= end {
+                        ended.insert(index)
+                        if ended.count == mapping.count { break }
+                        continue
+                    }
                 }
+                if ended.contains(index) { continue }
                 if !originSet {
-                    // Start on the first video keyframe at or after the seek point.
+                    // Start on the first video keyframe at or after the seek point (at or before the
+                    // range's start). Timestamps stay relative to the range's start, so what comes
+                    // before it is negative and the muxer writes an edit list: players decode from
+                    // the keyframe and show from the start exactly.
                     if index == videoIndex || videoIndex == nil, (raw.flags & AV_PKT_FLAG_KEY) != 0 {
-                        originMicroseconds = min(originMicroseconds, micro)
                         originSet = true
                     } else {
                         continue
                     }
                 }
-                // Within a time range, other streams start with the first video keyframe; without
-                // one, nothing is dropped (an AAC priming packet sits before zero on purpose).
-                if hasRangeStart, micro < originMicroseconds, index != videoIndex {
+                // Within a time range, other streams start with the packet that plays at the range's
+                // start (its lead-in is hidden by the edit list as well); without one, nothing is
+                // dropped (an AAC priming packet sits before zero on purpose).
+                if hasRangeStart, index != videoIndex,
+                    micro + av_rescale_q(max(raw.duration, 0), sourceTimeBase, reel_time_base_q()) <= originMicroseconds
+                {
                     continue
                 }
             }
@@ -161,11 +180,16 @@ final class RemuxPipeline {
         Transcoder.reportFinalizing(
             output: output, share: share, frames: packets, mediaSeconds: mediaSeconds, progress: progress)
         let boxes = dolbyVision
+        // A cut's end: the edit lists end where the range does (what is copied runs past it).
+        let cutSeconds = window.endMicroseconds.map { Double($0 - originMicroseconds) / Double(AV_TIME_BASE) }
         do {
             try output.finish(
-                edit: boxes.isEmpty
+                edit: boxes.isEmpty && cutSeconds == nil
                     ? nil
                     : { (descriptor: Int32) throws(MediaError) in
+                        if let cutSeconds, cutSeconds > 0 {
+                            _ = try EditListTrim.trim(descriptor: descriptor, toSeconds: cutSeconds)
+                        }
                         for (track, box) in boxes { try box.write(toTrack: track, of: descriptor) }
                     })
         } catch

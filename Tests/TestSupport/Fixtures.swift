@@ -161,6 +161,15 @@ public enum Fixtures {
     public static let sixty = Recipe("sixty.mp4", video("640x360", rate: 60) + audio() + h264 + aac)
 
     /// A longer clip, for cancellation and progress.
+    /// 320x240 H.264 with B-frames (x264 veryfast, up to 3) and a keyframe every 3 s, + AAC, 8 s: a
+    /// Passthrough cut must start from a keyframe well before most starts and decode past its end.
+    public static let gopsWithBFrames = Recipe(
+        "gops-bframes.mp4",
+        video("320x240", seconds: 8) + audio(rate: 44100, seconds: 8) + [
+            "-c:v", "libx264", "-preset", "veryfast", "-bf", "3", "-g", "90", "-keyint_min", "90",
+            "-sc_threshold", "0", "-pix_fmt", "yuv420p",
+        ] + aac)
+
     public static let long = Recipe("long.mp4", video("1280x720", seconds: 20) + audio(seconds: 20) + h264 + aac)
 
     /// Legacy and other codecs in their usual containers.
