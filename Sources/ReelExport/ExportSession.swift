@@ -442,13 +442,14 @@ public final class ExportSession: Sendable {
         ExportError(.cancelled, "the export was cancelled" + (detail.map { " (\($0))" } ?? ""))
     }
 
-    /// Reads the finished file back to report what it holds.
+    /// Reads the finished file back to report what it holds. A file that cannot be read is
+    /// `output-invalid`, unless the cause was I/O (`OutputVerification.unreadable`); the caller removes it.
     static func summarize(_ url: URL, started: Date) throws(ExportError) -> Result {
         let info: MediaInfo
         do {
             info = try MediaProbe.probeHeader(path: url.path)
         } catch {
-            throw ExportError(.internal, "the output could not be read back: \(error.message)")
+            throw OutputVerification.unreadable(error)
         }
         let video = info.bestVideoStream
         let audio = info.bestAudioStream

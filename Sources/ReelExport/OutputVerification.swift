@@ -15,10 +15,8 @@ enum OutputVerification {
         let file: ReadBack
         do {
             file = try MediaProbe.readBack(path: url.path)
-        } catch  where error.code == -EIO {
-            throw ExportError(.outputFailed, "the output could not be read back: \(error.message)", retryable: true)
         } catch {
-            throw invalid("it cannot be opened (\(error.message))")
+            throw unreadable(error)
         }
         if plan.output.networkOptimized, (try? MovieAtoms.moovPrecedesMdat(url)) != true {
             throw invalid("its moov atom does not precede the media data")
@@ -78,6 +76,17 @@ enum OutputVerification {
                 )
             }
         }
+    }
+
+    /// Why a file Reel has just written could not be opened or read back. An I/O failure (`EIO`, a full
+    /// disk, a stale network handle, no memory or file descriptors left) may pass: `no-space` or
+    /// `output-failed`, retryable. Anything else means the file is not what was written:
+    /// `output-invalid`, not retryable.
+    static func unreadable(_ error: MediaError) -> ExportError {
+        let message = "the output could not be read back: \(error.message)"
+        if error.kind == .noSpace { return ExportError(.noSpace, message, retryable: true) }
+        if error.isTransientIO { return ExportError(.outputFailed, message, retryable: true) }
+        return invalid("it cannot be opened (\(error.message))")
     }
 
     static func invalid(_ reason: String) -> ExportError {

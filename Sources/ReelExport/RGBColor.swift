@@ -37,6 +37,11 @@ public struct RGBColor: Sendable, Equatable, Codable, CustomStringConvertible {
         self.init(red: UInt8(value >> 16), green: UInt8((value >> 8) & 0xFF), blue: UInt8(value & 0xFF))
     }
 
+    /// What `reel export`, `reel submit` and a manifest say of `text` when it is not a colour.
+    public static func unreadable(_ text: String) -> String {
+        "cannot read the colour '\(text)'; write #rrggbb, black or white"
+    }
+
     /// 0xRRGGBB.
     var packed: UInt32 { UInt32(red) << 16 | UInt32(green) << 8 | UInt32(blue) }
 

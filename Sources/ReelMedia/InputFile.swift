@@ -156,8 +156,10 @@ final class InputFile {
     /// Returns the path with symlinks resolved, and the file's size.
     static func checkRegularFile(_ path: String, policy: InputPolicy) throws(MediaError) -> (String, Int64) {
         guard let real = realpath(path, nil) else {
-            let reason = String(cString: strerror(errno))
-            throw MediaError(kind: .unreadableInput, call: "realpath", message: "cannot open \(path): \(reason)")
+            let failure = errno
+            throw MediaError(
+                kind: .unreadableInput, call: "realpath", code: -failure,
+                message: "cannot open \(path): \(String(cString: strerror(failure)))")
         }
         let resolved = String(cString: real)
         free(real)
@@ -176,8 +178,10 @@ final class InputFile {
         }
         var status = stat()
         guard stat(resolved, &status) == 0 else {
-            let reason = String(cString: strerror(errno))
-            throw MediaError(kind: .unreadableInput, call: "stat", message: "cannot open \(path): \(reason)")
+            let failure = errno
+            throw MediaError(
+                kind: .unreadableInput, call: "stat", code: -failure,
+                message: "cannot open \(path): \(String(cString: strerror(failure)))")
         }
         guard (status.st_mode & S_IFMT) == S_IFREG else {
             throw MediaError(

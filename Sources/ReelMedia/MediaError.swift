@@ -79,6 +79,15 @@ public struct MediaError: Error, CustomStringConvertible, Sendable, Equatable {
 
     public var description: String { "\(message) (\(call))" }
 
+    /// Whether the failure came from the moment rather than from the file: an I/O error, a device or
+    /// network handle gone, a full disk, no memory or file descriptors left, an interrupted read.
+    /// Reading the same file again may succeed.
+    public var isTransientIO: Bool { MediaError.transientCodes.contains(code) }
+
+    /// `AVERROR(e)` of the errno values `isTransientIO` accepts.
+    static let transientCodes: Set<Int32> = Set(
+        [EIO, ENXIO, ENOSPC, EDQUOT, ESTALE, ETIMEDOUT, ENOMEM, EMFILE, ENFILE, EINTR, EAGAIN].map(reel_averror))
+
     static func cancelled() -> MediaError {
         MediaError(kind: .cancelled, call: "cancel", message: "the export was cancelled")
     }

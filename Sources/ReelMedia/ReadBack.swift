@@ -110,7 +110,7 @@ extension MediaProbe {
                 }
             } catch
                 where (error.kind == .unreadableInput || error.kind == .unsupportedCodec)
-                && error.code != reel_averror(EIO)
+                && !error.isTransientIO
             {
                 streams[index].decodeFailure = error.message
             }

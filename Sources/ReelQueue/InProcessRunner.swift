@@ -47,6 +47,7 @@ extension JobSpec {
         session.forceTranscode = forceTranscode
         session.overwritesExistingFile = overwrite
         session.fileLengthLimit = fileLengthLimit
+        session.backgroundColor = background
         session.codecThreads = threads
     }
 }

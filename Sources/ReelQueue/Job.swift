@@ -47,12 +47,17 @@ public struct JobSpec: Sendable, Codable, Equatable {
     public var overwrite: Bool
     /// The largest file the export may write, in bytes (`ExportSession.fileLengthLimit`); nil for none.
     public var fileLengthLimit: Int64? = nil
+    /// What transparent pixels (animated GIF, APNG) are flattened onto (`ExportSession.backgroundColor`);
+    /// black in specs written before the field existed.
+    public var background: RGBColor = .black
 
     public init(
         asset: String, preset: String, outputType: OutputType, output: String, priority: Int = 0, key: String? = nil,
         timeRange: TimeRange? = nil, metadata: MetadataPolicy = .keep, optimizeForNetwork: Bool = true,
-        maxAttempts: Int = 3, forceTranscode: Bool = false, overwrite: Bool = false, fileLengthLimit: Int64? = nil
+        maxAttempts: Int = 3, forceTranscode: Bool = false, overwrite: Bool = false, fileLengthLimit: Int64? = nil,
+        background: RGBColor = .black
     ) {
+        self.background = background
         self.fileLengthLimit = fileLengthLimit
         self.forceTranscode = forceTranscode
         self.overwrite = overwrite
@@ -72,10 +77,10 @@ public struct JobSpec: Sendable, Codable, Equatable {
 extension JobSpec {
     private enum CodingKeys: String, CodingKey {
         case asset, preset, outputType, output, priority, key, timeRange, metadata, optimizeForNetwork, maxAttempts
-        case forceTranscode, overwrite, fileLengthLimit
+        case forceTranscode, overwrite, fileLengthLimit, background
     }
 
-    /// Decodes specs written by older versions too (no `overwrite`, no `fileLengthLimit`).
+    /// Decodes specs written by older versions too (no `overwrite`, no `fileLengthLimit`, no `background`).
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         asset = try c.decode(String.self, forKey: .asset)
@@ -91,6 +96,7 @@ extension JobSpec {
         forceTranscode = try c.decode(Bool.self, forKey: .forceTranscode)
         overwrite = try c.decodeIfPresent(Bool.self, forKey: .overwrite) ?? false
         fileLengthLimit = try c.decodeIfPresent(Int64.self, forKey: .fileLengthLimit)
+        background = try c.decodeIfPresent(RGBColor.self, forKey: .background) ?? .black
     }
 }
 
@@ -119,6 +125,7 @@ extension JobSpec {
             fields.append(
                 "time range (\(other.timeRange?.description ?? "none"), not \(timeRange?.description ?? "none"))")
         }
+        if background != other.background { fields.append("background (\(other.background), not \(background))") }
         return fields
     }
 }

@@ -32,13 +32,16 @@ public struct JobRequest: Sendable, Codable, Equatable {
     public var forceExtension: Bool?
     /// The largest file to write: `16MB`, `8MiB`, `500KB` or bytes (`SizeLimit.parseBytes`).
     public var maxSize: String?
+    /// What transparent pixels of an animated GIF or APNG become: `#rrggbb`, `black` (default) or `white`.
+    public var background: String?
 
     public init(
         asset: String, preset: String, type: String? = nil, output: String? = nil, outputDir: String? = nil,
         priority: Int? = nil, key: String? = nil, timeRange: String? = nil, metadata: String? = nil,
         maxAttempts: Int? = nil, forceTranscode: Bool? = nil, overwrite: Bool? = nil, forceExtension: Bool? = nil,
-        maxSize: String? = nil
+        maxSize: String? = nil, background: String? = nil
     ) {
+        self.background = background
         self.maxSize = maxSize
         self.asset = asset
         self.preset = preset
@@ -98,6 +101,13 @@ public struct JobRequest: Sendable, Codable, Equatable {
             }
             limit = bytes
         }
+        var colour = RGBColor.black
+        if let background {
+            guard let parsed = RGBColor(parsing: background) else {
+                throw ExportError(.invalidArgument, RGBColor.unreadable(background))
+            }
+            colour = parsed
+        }
         if let key { try JobSpec.checkKey(key) }
         let attempts = maxAttempts ?? JobSpec.defaultAttempts
         guard JobSpec.attemptLimits.contains(attempts) else {
@@ -122,7 +132,8 @@ public struct JobRequest: Sendable, Codable, Equatable {
             let probed = try Asset.header(of: assetURL, limits: limits)
             _ = try ExportPlanner.decide(
                 asset: probed, preset: preset, type: outputType, timeRange: range, metadata: metadataPolicy,
-                optimizeForNetwork: true, forceTranscode: forceTranscode ?? false, fileLengthLimit: limit)
+                optimizeForNetwork: true, forceTranscode: forceTranscode ?? false, fileLengthLimit: limit,
+                background: colour)
         }
         let folder = outputURL.deletingLastPathComponent()
         var isDirectory: ObjCBool = false
@@ -139,7 +150,8 @@ public struct JobRequest: Sendable, Codable, Equatable {
         return JobSpec(
             asset: assetURL.path, preset: preset.name, outputType: outputType, output: outputURL.path,
             priority: priority ?? 0, key: key, timeRange: range, metadata: metadataPolicy, maxAttempts: attempts,
-            forceTranscode: forceTranscode ?? false, overwrite: overwrite ?? false, fileLengthLimit: limit)
+            forceTranscode: forceTranscode ?? false, overwrite: overwrite ?? false, fileLengthLimit: limit,
+            background: colour)
     }
 
     /// The keys a manifest line may have.

@@ -102,7 +102,7 @@ struct ExportCommand: AsyncParsableCommand {
             throw ValidationError("unknown metadata policy '\(metadata)'; use keep, sharing or strip")
         }
         if RGBColor(parsing: background) == nil {
-            throw ValidationError("cannot read the colour '\(background)'; write #rrggbb, black or white")
+            throw ValidationError(RGBColor.unreadable(background))
         }
         if !(0...64).contains(threads) {
             throw ValidationError("--threads must be between 0 (automatic) and 64, not \(threads)")

@@ -67,6 +67,13 @@ struct SubmitCommand: AsyncParsableCommand {
             valueName: "size"))
     var maxSize: String?
 
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Colour transparent pixels of an animated GIF or APNG become: #rrggbb, black (default) or white.",
+            valueName: "colour"))
+    var background: String?
+
     @Flag(name: .long, help: "Print one JSON object per job.")
     var json = false
 
@@ -82,6 +89,9 @@ struct SubmitCommand: AsyncParsableCommand {
         }
         if let maxSize, SizeLimit.parseBytes(maxSize) == nil {
             throw ValidationError("cannot read the size '\(maxSize)'; write e.g. 16MB, 8MiB or 500KB")
+        }
+        if let background, RGBColor(parsing: background) == nil {
+            throw ValidationError(RGBColor.unreadable(background))
         }
         if forceExtension && type == nil {
             throw ValidationError("--force-extension keeps -o's extension for an explicit --type; give --type")
@@ -103,7 +113,8 @@ struct SubmitCommand: AsyncParsableCommand {
             let request = JobRequest(
                 asset: asset, preset: preset ?? "", type: type, output: output, outputDir: outputDir,
                 priority: priority, key: key, timeRange: timeRange, metadata: metadata, maxAttempts: maxAttempts,
-                forceTranscode: forceTranscode, overwrite: overwrite, forceExtension: forceExtension, maxSize: maxSize)
+                forceTranscode: forceTranscode, overwrite: overwrite, forceExtension: forceExtension, maxSize: maxSize,
+                background: background)
             specs.append(try request.resolve(presets: presets, limits: limits, workingDirectory: workingDirectory))
         }
         let store = try storeOptions.open(create: true)

@@ -48,6 +48,7 @@ public enum JobStoreContract {
         Case(description: "list filters by state, oldest first", body: listing),
         Case(description: "a key reused for a different request is a conflict naming the job", body: keyConflicts),
         Case(description: "one waiting or running job per output path", body: oneJobPerOutput),
+        Case(description: "a spec is kept in full, from submit to the worker's lease", body: specKeptInFull),
         Case(description: "prune deletes old finished jobs by state and frees their keys", body: pruning),
         Case(description: "a dead worker's job shows as orphaned until it is rescued", body: orphans),
     ]
@@ -320,7 +321,33 @@ public enum JobStoreContract {
             #expect(error.message.contains(first.status.id) && error.message.contains("preset"))
             #expect(error.message.contains("time range") && !error.message.contains("asset"))
         }
+        // The background colour changes the output, so it is part of the request.
+        var tinted = try await spec(key: "upload-7")
+        tinted.background = RGBColor(red: 255, green: 0, blue: 0)
+        do {
+            _ = try await store.submit(tinted)
+            Issue.record("a request with another background was accepted under a used key")
+        } catch let error as QueueError {
+            #expect(error.kind == .conflict)
+            #expect(error.message.contains("background (#ff0000, not #000000)") && !error.message.contains("preset"))
+        }
         #expect(try await store.list(state: nil).count == 1)
+    }
+
+    static func specKeptInFull(_ harness: any StoreHarness) async throws {
+        let store = try await harness.makeStore()
+        var submitted = try await spec()
+        submitted.timeRange = TimeRange(start: 0.5, end: 1.5)
+        submitted.metadata = .forSharing
+        submitted.forceTranscode = true
+        submitted.overwrite = true
+        submitted.fileLengthLimit = 900_000
+        submitted.background = RGBColor(red: 0, green: 255, blue: 0)
+        let id = try await store.submit(submitted).status.id
+        submitted.output = submitted.output.replacingOccurrences(of: "{id}", with: id)
+        #expect(try await store.status(id)?.spec == submitted)
+        let lease = try #require(try await store.claim(worker: "w"))
+        #expect(lease.spec == submitted)
     }
 
     static func oneJobPerOutput(_ harness: any StoreHarness) async throws {

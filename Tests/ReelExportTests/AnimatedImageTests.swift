@@ -7,29 +7,10 @@ import Testing
 /// flattened onto black or the chosen colour, an even size, no audio; Passthrough refuses them.
 @Suite("Animated images", .timeLimit(.minutes(5)))
 struct AnimatedImageTests {
-    /// 101x75, six frames shown at 0, 0.2, 0.3, 0.5, 0.6, 0.7 s; the left 40 columns transparent.
-    static let picture =
-        "color=c=red:s=101x75:r=10:d=0.6,format=rgba,"
-        + "geq=r='255*gt(X,50)':g='255*lt(Y,30)':b='128':a='if(lt(X,40),0,255)',"
-        + "setpts='if(eq(N,0),0,if(eq(N,1),20,if(eq(N,2),25,if(eq(N,3),55,if(eq(N,4),60,75)))))/100/TB'"
-    static let gif = Fixtures.Recipe(
-        "uneven.gif",
-        [
-            "-f", "lavfi", "-i",
-            picture + ",split[a][b];[a]palettegen=reserve_transparent=1[p];[b][p]paletteuse=alpha_threshold=128",
-            "-fps_mode", "vfr", "-f", "gif",
-        ])
-    static let apng = Fixtures.Recipe("uneven.png", ["-f", "lavfi", "-i", picture, "-fps_mode", "vfr", "-f", "apng"])
+    static let gif = Fixtures.animatedGIF
+    static let apng = Fixtures.animatedPNG
 
-    /// The mean colour of a 20x20 patch of the first frame.
-    func patch(_ url: URL, x: Int, y: Int) async throws -> [Int] {
-        let raw = Fixtures.scratchFolder("patch").appendingPathComponent("patch.rgb")
-        try await Tools.ffmpeg([
-            "-i", url.path, "-vf", "crop=20:20:\(x):\(y),format=rgb24,scale=1:1:flags=area", "-frames:v", "1", "-f",
-            "rawvideo", raw.path,
-        ])
-        return Array(try Data(contentsOf: raw).prefix(3)).map(Int.init)
-    }
+    func patch(_ url: URL, x: Int, y: Int) async throws -> [Int] { try await Fixtures.patch(url, x: x, y: y) }
 
     @Test(arguments: [(gif, "#000000"), (gif, "#00ff00"), (apng, "#000000"), (apng, "#00ff00")])
     func becomesVideoWithItsDelaysAndBackground(_ recipe: Fixtures.Recipe, _ colour: String) async throws {

@@ -3,6 +3,7 @@ import TestSupport
 import Testing
 
 @testable import ReelExport
+@testable import ReelMedia
 
 /// Every export reads its file back before it completes; a damaged file fails as `output-invalid`
 /// and leaves nothing behind (faults injected through the debug-only hook).
@@ -62,5 +63,37 @@ struct VerificationTests {
         #expect(failure.error.code == "output-invalid")
         #expect(!failure.error.retryable)
         #expect(contents(of: folder).isEmpty)
+    }
+
+    /// The published file is read once more for the result: one that cannot be read is `output-invalid`
+    /// like one that fails verification; only an I/O failure while reading stays retryable.
+    @Test("an output that cannot be read back is output-invalid, unless reading failed for an I/O reason")
+    func unreadableOutput() throws {
+        let garbage = Fixtures.scratchFolder("unreadable").appendingPathComponent("out.mp4")
+        try Data(repeating: 0x5A, count: 4096).write(to: garbage)
+        #expect {
+            try ExportSession.summarize(garbage, started: Date())
+        } throws: { error in
+            let error = error as! ExportError
+            return error.code == .outputInvalid && !error.isRetryable && error.message.contains("cannot be opened")
+        }
+        let cases: [(MediaError, ExportError.Code, Bool)] = [
+            (
+                MediaError(kind: .unreadableInput, call: "avformat_open_input", code: -EIO, message: "I/O"),
+                .outputFailed, true
+            ),
+            (MediaError(kind: .unreadableInput, call: "stat", code: -ESTALE, message: "stale"), .outputFailed, true),
+            (
+                MediaError(kind: .unreadableInput, call: "av_read_frame", code: -EMFILE, message: "files"),
+                .outputFailed, true
+            ),
+            (MediaError(kind: .noSpace, call: "avio_open", code: -ENOSPC, message: "full"), .noSpace, true),
+            (MediaError(kind: .unreadableInput, call: "truncation", message: "ends after 6 KB"), .outputInvalid, false),
+            (MediaError(kind: .unreadableInput, call: "stat", code: -ENOENT, message: "gone"), .outputInvalid, false),
+        ]
+        for (cause, code, retryable) in cases {
+            let error = OutputVerification.unreadable(cause)
+            #expect(error.code == code && error.isRetryable == retryable, "\(cause): \(error.code) \(error.message)")
+        }
     }
 }

@@ -59,6 +59,33 @@ struct JobRequestTests {
         #expect(!decoded.overwrite && decoded.output == specs[0].output)
     }
 
+    @Test func backgroundIsReadFromManifestsAndOldSpecsDecodeAsBlack() async throws {
+        let source = try await Fixtures.url(Fixtures.animatedGIF).path
+        let specs = try Self.manifest(
+            """
+            {"asset": "\(source)", "preset": "640x480", "output": "a.mp4", "background": "#ff8000"}
+            {"asset": "\(source)", "preset": "640x480", "output": "b.mp4", "background": "white"}
+            {"asset": "\(source)", "preset": "640x480", "output": "c.mp4"}
+            """)
+        #expect(specs.map(\.background.description) == ["#ff8000", "#ffffff", "#000000"])
+        // The spec writes it as `#rrggbb`; a spec written before the field existed decodes as black.
+        var old = try JSONSerialization.jsonObject(with: JSONEncoder().encode(specs[0])) as! [String: Any]
+        #expect(old["background"] as? String == "#ff8000")
+        old.removeValue(forKey: "background")
+        let decoded = try JSONDecoder().decode(JobSpec.self, from: JSONSerialization.data(withJSONObject: old))
+        #expect(decoded.background == .black && decoded.output == specs[0].output)
+        // A colour that cannot be read is refused in `reel export`'s words; a near miss of the key is named.
+        let bad = Self.failure {
+            _ = try Self.manifest(#"{"asset": "\#(source)", "preset": "640x480", "background": "orange"}"#)
+        }
+        #expect(bad?.code == .invalidArgument)
+        #expect(bad?.message.contains("line 1: cannot read the colour 'orange'; write #rrggbb, black or white") == true)
+        let misspelt = Self.failure {
+            _ = try Self.manifest(##"{"asset": "\##(source)", "preset": "640x480", "backround": "#ffffff"}"##)
+        }
+        #expect(misspelt?.message.contains("unknown key 'backround' (did you mean 'background'?)") == true)
+    }
+
     @Test(arguments: [
         (
             #"{"asset": "A", "preset": "LowQuality", "outputdir": "."}"#,
