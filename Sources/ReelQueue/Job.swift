@@ -126,6 +126,20 @@ extension JobSpec {
                 "time range (\(other.timeRange?.description ?? "none"), not \(timeRange?.description ?? "none"))")
         }
         if background != other.background { fields.append("background (\(other.background), not \(background))") }
+        // The rest of what shapes the file (priority, attempts and overwrite do not).
+        if metadata != other.metadata {
+            fields.append("metadata (\(other.metadata.rawValue), not \(metadata.rawValue))")
+        }
+        if optimizeForNetwork != other.optimizeForNetwork {
+            fields.append("network optimisation (\(other.optimizeForNetwork), not \(optimizeForNetwork))")
+        }
+        if forceTranscode != other.forceTranscode {
+            fields.append("force transcode (\(other.forceTranscode), not \(forceTranscode))")
+        }
+        if fileLengthLimit != other.fileLengthLimit {
+            let describe = { (limit: Int64?) in limit.map { "\($0) bytes" } ?? "none" }
+            fields.append("size limit (\(describe(other.fileLengthLimit)), not \(describe(fileLengthLimit)))")
+        }
         return fields
     }
 }

@@ -331,6 +331,22 @@ public enum JobStoreContract {
             #expect(error.kind == .conflict)
             #expect(error.message.contains("background (#ff0000, not #000000)") && !error.message.contains("preset"))
         }
+        // So do the metadata policy, a forced transcode and a size limit; the priority does not.
+        var shaped = try await spec(key: "upload-7")
+        shaped.metadata = .strip
+        shaped.forceTranscode.toggle()
+        shaped.fileLengthLimit = 8_000_000
+        do {
+            _ = try await store.submit(shaped)
+            Issue.record("a request with another metadata policy and size limit was accepted under a used key")
+        } catch let error as QueueError {
+            #expect(error.kind == .conflict)
+            #expect(error.message.contains("metadata (strip, not keep)"), "\(error.message)")
+            #expect(error.message.contains("force transcode") && error.message.contains("size limit (8000000 bytes"))
+        }
+        var reprioritised = try await spec(key: "upload-7")
+        reprioritised.priority += 5
+        #expect(try await store.submit(reprioritised).status.id == first.status.id)
         #expect(try await store.list(state: nil).count == 1)
     }
 
