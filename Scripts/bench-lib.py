@@ -125,6 +125,8 @@ def ffmpeg_args(reel, preset, source, output):
             args += ["-maxrate", str(video["maxBitrate"]), "-bufsize", str(video["bufferSize"])]
         if video.get("profile"):
             args += ["-profile:v", video["profile"]]
+        if video.get("keyframeInterval"):
+            args += ["-g", str(video["keyframeInterval"])]
         args += ["-pix_fmt", video["pixelFormat"]]
         tags = (("-color_primaries", "colorPrimaries"), ("-color_trc", "colorTransfer"),
                 ("-colorspace", "colorSpace"), ("-color_range", "colorRange"))

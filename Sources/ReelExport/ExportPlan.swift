@@ -129,6 +129,9 @@ public struct ExportPlan: Sendable, Codable, Equatable {
         public var hdrMetadata: HDRStaticMetadata? = nil
         /// For a source with transparency (animated GIF, APNG): the colour it is flattened onto.
         public var background: RGBColor? = nil
+        /// At most this many frames from one keyframe to the next (x264/x265 `keyint`): two seconds of
+        /// the output's frame rate. Nil for a copy.
+        public var keyframeInterval: Int? = nil
     }
 
     /// The audio track's path through the export.
@@ -268,6 +271,7 @@ extension ExportPlan {
                         bufferSize: video.bufferSize, maxFrameRate: video.maxFrameRate, profile: video.profile,
                         hdrMetadata: video.color == .keepSource ? video.hdrMetadata : nil))
                 encodedVideo?.encoding.background = video.background?.packed ?? 0
+                encodedVideo?.encoding.keyframeInterval = video.keyframeInterval
             }
             var encodedAudio: StreamEncoding<AudioEncoding>?
             if let audio, let bitRate = audio.bitRate, let channels = audio.channels, let rate = audio.sampleRate {

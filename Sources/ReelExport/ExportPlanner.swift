@@ -332,7 +332,15 @@ public enum ExportPlanner {
             colorTransfer: highBit ? track.colorTransfer : "bt709", colorSpace: highBit ? track.colorSpace : "bt709",
             colorRange: "tv", scaler: scaler, codecTag: settings.codec == .hevc ? "hvc1" : nil,
             mirrored: track.isMirrored ?? false, sourceDynamicRange: track.dynamicRange, toneMapping: toneMapping,
-            hdrMetadata: color.hdrMetadata)
+            hdrMetadata: color.hdrMetadata, keyframeInterval: keyframeInterval(frameRate: rate))
+    }
+
+    /// Frames between keyframes at most: two seconds (the usual interval for web video, which players
+    /// seek by). It also bounds what verification decodes: the first and last groups of pictures are
+    /// two seconds each instead of x264's default 250 frames (8.3 s at 30 fps), which made reading a
+    /// 20 s 1080p export back cost 2.9 % of its time instead of 1.1 % (for 1.1 % more bytes).
+    static func keyframeInterval(frameRate: Double?) -> Int {
+        max(1, Int((2 * min(max(frameRate ?? 30, 1), 240)).rounded()))
     }
 
     /// The video stream copied as it is.

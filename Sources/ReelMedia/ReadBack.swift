@@ -1,6 +1,9 @@
 internal import CFFmpeg
 internal import CFFmpegShim
 import Foundation
+import Logging
+
+private let readBackLogger = Logger(label: "reel.readback")
 
 /// What reading a freshly written MP4/QuickTime file back found: its streams, where they start and
 /// how long they last, whether the index points inside the file, and whether the first and the last
@@ -48,12 +51,14 @@ extension MediaProbe {
     /// skipped, not read. Throws `MediaError` when the file cannot be opened or read (its `code` says
     /// whether the cause was I/O); decoding failures are reported in the result, not thrown.
     public static func readBack(path: String) throws(MediaError) -> ReadBack {
+        var clock = ReadBackClock()
         let input = try InputFile(path: path, policy: .standard, analysis: .headerSuffices)
         // The samples as stored, for the index and the decoding: an edit list (a Passthrough cut that
         // starts after its keyframe) makes the demuxer rebuild its index and hide samples, which
         // would otherwise be counted as missing frames. Starts and durations come from `input`.
         let stored = try InputFile(
             path: path, policy: .standard, analysis: .headerSuffices, demuxerOptions: [("ignore_editlist", "1")])
+        var timings = ["opened in \(clock.lap())"]
         let context = input.context
         let fileBytes = input.info.fileBytes
         var streams: [ReadBack.Stream] = []
@@ -114,7 +119,10 @@ extension MediaProbe {
             {
                 streams[index].decodeFailure = error.message
             }
+            let frames = streams[index].decodedAtStart + streams[index].decodedAtEnd
+            timings.append("\(kind.rawValue) \(index): \(frames) frames decoded in \(clock.lap())")
         }
+        readBackLogger.debug("read back \(path): \(timings.joined(separator: "; ")); \(clock.total())")
         return ReadBack(fileBytes: fileBytes, streams: streams)
     }
 
@@ -242,5 +250,36 @@ struct DisposableFrames {
             offset += length
         }
         return false
+    }
+}
+
+/// Wall and CPU time of the read-back's steps, for its debug log line (`--verbose`). CPU time is the
+/// process's (all threads: the decoder's own threads are where the work is).
+private struct ReadBackClock {
+    private let start = ReadBackClock.now()
+    private var last: (wall: Double, cpu: Double)
+
+    init() { last = start }
+
+    /// Wall (and CPU) milliseconds since the last lap.
+    mutating func lap() -> String {
+        let now = ReadBackClock.now()
+        defer { last = now }
+        return ReadBackClock.format(from: last, to: now)
+    }
+
+    func total() -> String { "total " + ReadBackClock.format(from: start, to: ReadBackClock.now()) }
+
+    private static func format(from: (wall: Double, cpu: Double), to: (wall: Double, cpu: Double)) -> String {
+        String(format: "%.0f ms (CPU %.0f ms)", (to.wall - from.wall) * 1000, (to.cpu - from.cpu) * 1000)
+    }
+
+    private static func now() -> (wall: Double, cpu: Double) {
+        var usage = rusage()
+        getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
+        let cpu =
+            Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec)
+            + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
+        return (ProcessInfo.processInfo.systemUptime, cpu)
     }
 }

@@ -42,6 +42,9 @@ public struct VideoEncoding: Sendable, Equatable {
     public var hdrMetadata: HDRStaticMetadata?
     /// The colour (0xRRGGBB) transparent pixels (GIF, APNG) are flattened onto.
     public var background: UInt32 = 0
+    /// At most this many frames between keyframes (the encoder's `keyint`); nil keeps the encoder's
+    /// default (250 for x264 and x265).
+    public var keyframeInterval: Int?
 
     public init(
         codec: Codec, width: Int, height: Int, rotation: Int, mirrored: Bool = false, tenBit: Bool, color: Color,

@@ -31,6 +31,8 @@ final class VideoEncodeStage {
         // libx264 takes thread_count as its frame threads; libx265 (5.1) ignores it, so its pool is
         // sized through x265-params below.
         context.pointee.thread_count = Int32(threads)
+        // libx264 and libx265 take gop_size as keyint (their minimum stays automatic).
+        if let interval = encoding.keyframeInterval { context.pointee.gop_size = Int32(interval) }
         if let maxBitrate = encoding.maxBitrate, let bufferSize = encoding.bufferSize {
             context.pointee.rc_max_rate = Int64(maxBitrate)
             context.pointee.rc_buffer_size = Int32(clamping: bufferSize)
