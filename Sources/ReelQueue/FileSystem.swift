@@ -152,9 +152,18 @@ final class FileLock: Sendable {
 
     deinit { release() }
 
-    /// Gives the lock up (closes the descriptor exactly once, whoever calls).
+    /// The descriptor holding the lock (-1 once released), for tests that share its open file.
+    var fileDescriptor: Int32 { descriptor.load(ordering: .acquiring) }
+
+    /// Gives the lock up (closes the descriptor exactly once, whoever calls). Unlocks explicitly
+    /// first: an `flock` belongs to the open file, which a child process this one is spawning at that
+    /// instant shares until its exec closes the descriptor, so a close alone could leave the lock held
+    /// for a moment after its owner let go (another worker's claim or rescue would then skip the job).
     func release() {
         let fd = descriptor.exchange(-1, ordering: .acquiringAndReleasing)
-        if fd >= 0 { close(fd) }
+        if fd >= 0 {
+            flock(fd, LOCK_UN)
+            close(fd)
+        }
     }
 }

@@ -49,6 +49,22 @@ struct SpoolStoreTests {
             output: Fixtures.folder.appendingPathComponent("never-{id}.mp4").path)
     }
 
+    /// A child process being spawned shares every open file until its exec closes the descriptors
+    /// (standing in for it here: a duplicate of the lock's descriptor); a released lock must be free
+    /// at once all the same, or another worker's claim or rescue skips the job.
+    @Test func aReleasedLockIsFreeWhileItsOpenFileIsShared() throws {
+        let path = Fixtures.scratchFolder("lock").appendingPathComponent("j.lock").path
+        let lock = try #require(FileLock(path: path))
+        let shared = dup(lock.fileDescriptor)
+        try #require(shared >= 0)
+        defer { close(shared) }
+        #expect(FileLock(path: path) == nil, "a held lock was taken twice")
+        lock.release()
+        let again = FileLock(path: path)
+        #expect(again != nil, "the lock stayed held after its owner released it")
+        again?.release()
+    }
+
     @Test func statusFilesFollowTheSchema() async throws {
         let store = try SpoolStore(root: Fixtures.scratchFolder("spool"))
         let id = try await store.submit(try await Self.spec()).status.id
