@@ -55,7 +55,7 @@ let package = Package(
         .target(
             name: "ReelQueue",
             dependencies: [
-                "ReelExport", .product(name: "Logging", package: "swift-log"),
+                "ReelExport", "ReelSpawn", .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
@@ -103,7 +103,11 @@ let package = Package(
         // Build-time: the git commit the binary was built from (reel --version, the build-info metric).
         .plugin(name: "BuildInfo", capability: .buildTool()),
 
-        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        // Child processes started with posix_spawn (Foundation's Process.run() can crash its caller on
+        // Linux in Swift 6.3): the worker's isolated exports and the tests' tools.
+        .target(name: "CSpawn"),
+        .target(name: "ReelSpawn", dependencies: ["CSpawn"]),
+        .target(name: "TestSupport", dependencies: ["ReelSpawn"], path: "Tests/TestSupport"),
         // The queue's contract as test cases any store runs (the spool here, PostgreSQL in the fleet).
         .target(name: "QueueContract", dependencies: ["ReelQueue", "TestSupport"], path: "Tests/QueueContract"),
         .testTarget(name: "ReelMediaTests", dependencies: ["ReelMedia", "TestSupport"]),

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import ReelExport
+import ReelSpawn
 import Synchronization
 
 /// How `reel work --isolate` starts an export in a child process.
@@ -55,6 +56,7 @@ struct IsolatedRunner: ExportRunner {
         var lastLine = ContinuousClock.now
         var stderrTail: [String] = []
         var verdict: PublishVerdict?
+        var termination: SpawnedProcess.Termination?
     }
 
     func run(_ job: RunningJob, threads: Int, confirm: @escaping @Sendable () async -> PublishVerdict) async
@@ -72,40 +74,35 @@ struct IsolatedRunner: ExportRunner {
                 JobError(code: "internal", message: "cannot encode the job for its process: \(error)", retryable: false)
             )
         }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: isolation.executable)
-        process.arguments = ["_run-job"]
         // Swift's crash backtracer would keep a crashed child alive while it symbolicates (seconds to
         // minutes); the worker records the signal instead.
         var environment = ProcessInfo.processInfo.environment.merging(isolation.environment) { $1 }
         environment["SWIFT_BACKTRACE"] = "enable=no"
-        process.environment = environment
-        let input = Pipe()
-        let output = Pipe()
-        let errors = Pipe()
-        process.standardInput = input
-        process.standardOutput = output
-        process.standardError = errors
-        let ended = DispatchGroup()
-        ended.enter()
-        process.terminationHandler = { _ in ended.leave() }
+        let child: SpawnedProcess
         do {
-            try process.run()
+            child = try SpawnedProcess.start(
+                isolation.executable, arguments: ["_run-job"], environment: environment, withInput: true)
         } catch {
-            return .failed(
-                JobError(code: "internal", message: "cannot start \(isolation.executable): \(error)", retryable: true))
+            return .failed(JobError(code: "internal", message: error.description, retryable: true))
         }
+        let ended = DispatchGroup()
         // Stdin stays open: the child asks before it publishes, and the answer goes there.
-        let toChild = input.fileHandleForWriting
+        let toChild = child.input!
         try? toChild.write(contentsOf: requestLine)
-        job.attach(Child(pid: process.processIdentifier))
+        job.attach(Child(pid: child.pid))
 
         let report = Mutex(Report())
+        ended.enter()
+        DispatchQueue.global().async {
+            let termination = child.waitForExit()
+            report.withLock { $0.termination = termination }
+            ended.leave()
+        }
         // Events on stdout, the child's log on stderr: each drained on a Dispatch thread (never the
         // cooperative pool), so a chatty child cannot block on a full pipe.
         ended.enter()
         DispatchQueue.global().async {
-            Self.forEachLine(of: output.fileHandleForReading) { line in
+            Self.forEachLine(of: child.output) { line in
                 report.withLock { $0.lastLine = .now }
                 switch ExportEvent(jsonLine: line) {
                 case .progress(let progress)?:
@@ -137,7 +134,7 @@ struct IsolatedRunner: ExportRunner {
         }
         ended.enter()
         DispatchQueue.global().async {
-            Self.forEachLine(of: errors.fileHandleForReading) { line in
+            Self.forEachLine(of: child.errors) { line in
                 // The child logs what its level lets through (warnings and worse unless asked): the
                 // worker's stderr carries it on, one whole line at a time.
                 let text = String(decoding: line, as: UTF8.self)
@@ -151,7 +148,7 @@ struct IsolatedRunner: ExportRunner {
         }
         // The child has its own watchdog; this one catches a child that hangs entirely.
         let silence = Duration.seconds(stallTimeout + 15)
-        let pid = process.processIdentifier
+        let pid = child.pid
         let watch = Task {
             while !Task.isCancelled {
                 try await Task.sleep(for: .seconds(1))
@@ -167,8 +164,8 @@ struct IsolatedRunner: ExportRunner {
         try? toChild.close()
         // A child killed by a signal could not remove its temporary output.
         unlink(TemporaryOutput.url(for: URL(fileURLWithPath: job.lease.spec.output), tag: job.lease.attemptTag).path)
-        let (result, failure, tail, verdict) = report.withLock {
-            ($0.result, $0.failure, $0.stderrTail, $0.verdict)
+        let (result, failure, tail, verdict, termination) = report.withLock {
+            ($0.result, $0.failure, $0.stderrTail, $0.verdict, $0.termination ?? .exited(-1))
         }
         let reason = job.stopReason
         if case .unconfirmed = verdict, let error = verdict?.error { return .failed(JobError(error)) }
@@ -179,8 +176,7 @@ struct IsolatedRunner: ExportRunner {
                     message: "the export process went silent for \(Int(stallTimeout)) s and was killed",
                     retryable: true))
         }
-        if process.terminationReason == .uncaughtSignal && reason == nil {
-            let signal = process.terminationStatus
+        if case .signalled(let signal) = termination, reason == nil {
             let name = String(cString: strsignal(signal))
             logger.error("export process crashed", metadata: ["job": "\(job.lease.id)", "signal": "\(signal)"])
             return .failed(
@@ -188,7 +184,7 @@ struct IsolatedRunner: ExportRunner {
                     code: "worker-crashed", message: "the export process died from signal \(signal) (\(name))",
                     retryable: true))
         }
-        if process.terminationStatus == 0, let result { return .completed(result) }
+        if termination == .exited(0), let result { return .completed(result) }
         if let failure { return .failed(failure) }
         if reason != nil {
             return .failed(JobError(code: "cancelled", message: "the export was stopped", retryable: false))
@@ -197,7 +193,7 @@ struct IsolatedRunner: ExportRunner {
         return .failed(
             JobError(
                 code: "internal",
-                message: "the export process exited with status \(process.terminationStatus): \(last)",
+                message: "the export process ended (\(termination)): \(last)",
                 retryable: false))
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import ReelSpawn
 import Synchronization
 
 /// Runs an external program (ffmpeg, ffprobe, mediainfo, reel) and captures its output.
@@ -21,40 +22,42 @@ public enum Tools {
         _ tool: String, _ arguments: [String], environment: [String: String]? = nil, input: Data? = nil,
         timeLimit: Duration = defaultTimeLimit
     ) async throws -> ToolResult {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: tool.hasPrefix("/") ? tool : "/usr/bin/env")
-        process.arguments = tool.hasPrefix("/") ? arguments : [tool] + arguments
-        if let environment {
-            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        }
-        let out = Pipe()
-        let err = Pipe()
-        let inPipe = input.map { _ in Pipe() }
-        process.standardOutput = out
-        process.standardError = err
-        process.standardInput = inPipe ?? FileHandle.nullDevice
-        let collected = Mutex((stdout: Data(), stderr: Data(), timedOut: false))
+        // Started with posix_spawn, not Foundation's Process: its run() can crash the test process on
+        // Linux (swift-corelibs-foundation #5472), and the tests start thousands of tools.
+        let child = try SpawnedProcess.start(
+            tool.hasPrefix("/") ? tool : "/usr/bin/env",
+            arguments: tool.hasPrefix("/") ? arguments : [tool] + arguments,
+            environment: ProcessInfo.processInfo.environment.merging(environment ?? [:]) { $1 },
+            withInput: input != nil)
+        let collected = Mutex((stdout: Data(), stderr: Data(), timedOut: false, status: Int32(-1)))
         let group = DispatchGroup()
         group.enter()
-        process.terminationHandler = { _ in group.leave() }
-        try process.run()
+        DispatchQueue.global().async {
+            let status: Int32
+            switch child.waitForExit() {
+            case .exited(let code): status = code
+            case .signalled(let signal): status = 128 + signal
+            }
+            collected.withLock { $0.status = status }
+            group.leave()
+        }
         // Both pipes are drained on Dispatch's threads (never the cooperative pool), concurrently,
         // so a chatty tool cannot fill one and block.
-        for (pipe, isOut) in [(out, true), (err, false)] {
+        for (handle, isOut) in [(child.output, true), (child.errors, false)] {
             group.enter()
             DispatchQueue.global().async {
-                let data = pipe.fileHandleForReading.readDataToEndOfFile()
+                let data = handle.readDataToEndOfFile()
                 collected.withLock { isOut ? ($0.stdout = data) : ($0.stderr = data) }
                 group.leave()
             }
         }
-        if let inPipe, let input {
+        if let toChild = child.input, let input {
             DispatchQueue.global().async {
-                try? inPipe.fileHandleForWriting.write(contentsOf: input)
-                try? inPipe.fileHandleForWriting.close()
+                try? toChild.write(contentsOf: input)
+                try? toChild.close()
             }
         }
-        let pid = process.processIdentifier
+        let pid = child.pid
         let kill = DispatchWorkItem {
             collected.withLock { $0.timedOut = true }
             Foundation.kill(pid, SIGKILL)
@@ -64,13 +67,13 @@ public enum Tools {
             group.notify(queue: .global()) { continuation.resume() }
         }
         kill.cancel()
-        let (stdout, stderr, timedOut) = collected.withLock { ($0.stdout, $0.stderr, $0.timedOut) }
+        let (stdout, stderr, timedOut, status) = collected.withLock { ($0.stdout, $0.stderr, $0.timedOut, $0.status) }
         if timedOut {
             throw ToolFailure(
                 message: "\(tool) \(arguments.joined(separator: " ")) ran longer than \(timeLimit); killed")
         }
         return ToolResult(
-            status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
+            status: status, stdout: String(decoding: stdout, as: UTF8.self),
             stderr: String(decoding: stderr, as: UTF8.self))
     }
 
