@@ -104,33 +104,47 @@ public final class BackgroundProcess: Sendable {
     public init(
         _ executable: String, _ arguments: [String], environment: [String: String]? = nil, log: URL? = nil
     ) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        if let environment {
-            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        }
+        let child = try SpawnedProcess.start(
+            executable, arguments: arguments,
+            environment: ProcessInfo.processInfo.environment.merging(environment ?? [:]) { $1 }, withInput: false)
+        let sink: FileHandle?
         if let log {
             _ = FileManager.default.createFile(atPath: log.path, contents: nil)
-            let handle = try FileHandle(forWritingTo: log)
-            process.standardOutput = handle
-            process.standardError = handle
+            sink = try FileHandle(forWritingTo: log)
         } else {
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
+            sink = nil
         }
-        process.standardInput = FileHandle.nullDevice
         let shared = shared
-        process.terminationHandler = { ended in
+        // Its output is copied to the log as it comes (or read and dropped), on Dispatch's threads;
+        // the end is awaited there too, and reported once both streams are drained.
+        let drained = DispatchGroup()
+        for handle in [child.output, child.errors] {
+            drained.enter()
+            DispatchQueue.global().async {
+                while true {
+                    let chunk = handle.availableData
+                    if chunk.isEmpty { break }
+                    shared.state.withLock { _ in try? sink?.write(contentsOf: chunk) }
+                }
+                drained.leave()
+            }
+        }
+        DispatchQueue.global().async {
+            let termination = child.waitForExit()
+            // (A grandchild that kept its output open must not hold up the end.)
+            _ = drained.wait(timeout: .now() + 5)
             let waiters = shared.state.withLock { state in
-                state.ended = (ended.terminationReason, ended.terminationStatus)
+                switch termination {
+                case .exited(let code): state.ended = (.exit, code)
+                case .signalled(let signal): state.ended = (.uncaughtSignal, signal)
+                }
                 defer { state.waiters = [] }
                 return state.waiters
             }
+            try? sink?.close()
             for waiter in waiters { waiter.resume() }
         }
-        try process.run()
-        pid = process.processIdentifier
+        pid = child.pid
         self.log = log
     }
 
