@@ -22,6 +22,9 @@ public struct ExportPlan: Sendable, Codable, Equatable {
     /// Seconds of the source the output covers (the time range's length when there is one).
     public var durationSeconds: Double
     public var timeRange: TimeRange?
+    /// Where a Passthrough cut's copy starts in the source (the keyframe at or before the range's
+    /// start), when the source's index says; the edit list hides what lies before the range.
+    public var copiedFromSeconds: Double? = nil
     /// The video track's path through the export; nil when the output has no video.
     public var video: Video?
     /// The audio track's path through the export; nil when the output has no audio.

@@ -147,6 +147,9 @@ public enum ExportPlanner {
         plan.method = .passthrough
         plan.decision = ExportPlan.Decision(obstacle: nil, summary: "the Passthrough preset copies every stream")
         if let range = plan.timeRange {
+            if range.start > 0 {
+                plan.copiedFromSeconds = try? MediaProbe.keyframeSeconds(atOrBefore: range.start, path: asset.url.path)
+            }
             // Every output type is an MP4/QuickTime file, whose edit lists players honour.
             let end = range.end.map { min($0, asset.duration) } ?? asset.duration
             plan.decision.summary +=

@@ -40,7 +40,9 @@ enum SizeEstimate {
     /// replaces the source's own index, about 12 bytes a sample).
     static func copied(_ plan: ExportPlan, asset: Asset) -> Int64 {
         let seconds = asset.duration
-        let share = seconds > 0 ? min(1, plan.durationSeconds / seconds) : 1
+        // A Passthrough cut copies from the keyframe before its start (up to a group of pictures more).
+        let leadIn = plan.copiedFromSeconds.map { max(0, (plan.timeRange?.start ?? 0) - $0) } ?? 0
+        let share = seconds > 0 ? min(1, (plan.durationSeconds + leadIn) / seconds) : 1
         var bytes = Double(asset.fileBytes)
         for stream in plan.streams where stream.action == .skip {
             guard let track = asset.tracks.first(where: { $0.index == stream.index }) else { continue }

@@ -193,6 +193,25 @@ public enum MediaProbe {
         try InputFile(path: path, policy: .standard, analysis: .headerSuffices).info
     }
 
+    /// Where a copy of `path` from `seconds` (from the start) has to begin: the time of the video's
+    /// keyframe at or before it, from the header's index (its decoding time, which B-frames put up to
+    /// a few frames early), or nil when the file has no video or its header has no index (Matroska
+    /// without cues, MPEG-TS).
+    public static func keyframeSeconds(atOrBefore seconds: Double, path: String) throws(MediaError) -> Double? {
+        let input = try InputFile(path: path, policy: .standard, analysis: .headerSuffices)
+        guard let index = input.info.streams.firstIndex(where: { $0.kind == .video && !$0.isAttachedPicture }) else {
+            return nil
+        }
+        let stream = input.stream(index)
+        let timeBase = stream.pointee.time_base
+        guard timeBase.num > 0, timeBase.den > 0 else { return nil }
+        let start = stream.pointee.start_time == reel_nopts_value() ? 0 : stream.pointee.start_time
+        let target = start + Int64((seconds * Double(timeBase.den) / Double(timeBase.num)).rounded(.down))
+        let position = av_index_search_timestamp(stream, target, AVSEEK_FLAG_BACKWARD)
+        guard position >= 0, let entry = avformat_index_get_entry(stream, position) else { return nil }
+        return max(0, Double(entry.pointee.timestamp - start) * Double(timeBase.num) / Double(timeBase.den))
+    }
+
     /// Checks, without opening it as media, that `path` is a readable regular file inside the policy's
     /// allowed roots and under its size limit.
     public static func checkAccess(path: String, policy: InputPolicy = .standard) throws(MediaError) {
