@@ -30,17 +30,21 @@ public struct SpawnedProcess: Sendable {
     public static func start(
         _ executable: String, arguments: [String], environment: [String: String], withInput: Bool
     ) throws(Failure) -> SpawnedProcess {
+        // One pipe per standard stream: the child has stdin's read end and the write ends of stdout and
+        // stderr, this process the others.
         var ends: [(read: Int32, write: Int32)] = []
-        defer {
-            // The child's ends are closed here once it has them (the failure paths close this side's).
-            for (index, end) in ends.enumerated() { close(index == 0 ? end.read : end.write) }
+        func childSide(_ stream: Int) -> Int32 { stream == 0 ? ends[stream].read : ends[stream].write }
+        func ourSide(_ stream: Int) -> Int32 { stream == 0 ? ends[stream].write : ends[stream].read }
+        // The child's sides are closed here once it has them; a failure closes ours as well.
+        defer { for stream in ends.indices { close(childSide(stream)) } }
+        func failure(_ message: String) -> Failure {
+            for stream in ends.indices { close(ourSide(stream)) }
+            return Failure(description: message)
         }
         for _ in 0..<3 {
             var pair: [Int32] = [-1, -1]
             guard reel_pipe_cloexec(&pair) == 0 else {
-                let failure = Failure(description: "cannot make a pipe: \(String(cString: strerror(errno)))")
-                for (index, end) in ends.enumerated() { close(index == 0 ? end.write : end.read) }
-                throw failure
+                throw failure("cannot make a pipe: \(String(cString: strerror(errno)))")
             }
             ends.append((pair[0], pair[1]))
         }
@@ -59,17 +63,16 @@ public struct SpawnedProcess: Sendable {
         sigfillset(&everySignal)
         let prepared =
             initialised + [
-                posix_spawn_file_actions_adddup2(&actions, ends[0].read, 0),
-                posix_spawn_file_actions_adddup2(&actions, ends[1].write, 1),
-                posix_spawn_file_actions_adddup2(&actions, ends[2].write, 2),
+                posix_spawn_file_actions_adddup2(&actions, childSide(0), 0),
+                posix_spawn_file_actions_adddup2(&actions, childSide(1), 1),
+                posix_spawn_file_actions_adddup2(&actions, childSide(2), 2),
                 reel_spawn_add_closefrom(&actions, 3),
                 posix_spawnattr_setsigmask(&attributes, &signals),
                 posix_spawnattr_setsigdefault(&attributes, &everySignal),
                 posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF)),
             ]
         if let error = prepared.first(where: { $0 != 0 }) {
-            for (index, end) in ends.enumerated() { close(index == 0 ? end.write : end.read) }
-            throw Failure(description: "cannot prepare a child process: \(String(cString: strerror(error)))")
+            throw failure("cannot prepare a child process: \(String(cString: strerror(error)))")
         }
 
         let argv = ([executable] + arguments).map { strdup($0) } + [nil]
@@ -81,16 +84,15 @@ public struct SpawnedProcess: Sendable {
         var pid: pid_t = 0
         let status = posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
         guard status == 0 else {
-            for (index, end) in ends.enumerated() { close(index == 0 ? end.write : end.read) }
-            throw Failure(description: "cannot start \(executable): \(String(cString: strerror(status)))")
+            throw failure("cannot start \(executable): \(String(cString: strerror(status)))")
         }
         // Without input the child reads end-of-file at once.
-        if !withInput { close(ends[0].write) }
+        if !withInput { close(ourSide(0)) }
         return SpawnedProcess(
             pid: pid,
-            input: withInput ? FileHandle(fileDescriptor: ends[0].write, closeOnDealloc: true) : nil,
-            output: FileHandle(fileDescriptor: ends[1].read, closeOnDealloc: true),
-            errors: FileHandle(fileDescriptor: ends[2].read, closeOnDealloc: true))
+            input: withInput ? FileHandle(fileDescriptor: ourSide(0), closeOnDealloc: true) : nil,
+            output: FileHandle(fileDescriptor: ourSide(1), closeOnDealloc: true),
+            errors: FileHandle(fileDescriptor: ourSide(2), closeOnDealloc: true))
     }
 
     /// Waits for the child to end and reaps it. Blocks: call it from a Dispatch thread, never from

@@ -46,11 +46,16 @@ struct EstimateTests {
         let type = ExportPlanner.defaultType(for: session.preset)
         session.outputFileType = type
         session.outputURL = Fixtures.scratchFolder("estimate").appendingPathComponent("out.\(type.fileExtension)")
+        try await Self.expectEstimateWithinAQuarter(session, "\(recipe) \(preset)")
+    }
+
+    /// Estimates, exports, and expects the estimate within 25 % of the bytes written.
+    static func expectEstimateWithinAQuarter(_ session: ExportSession, _ label: String) async throws {
         let estimate = try session.estimateOutputFileLength()
         try await session.export()
         let real = try #require(session.result?.bytes)
         let error = Double(estimate) / Double(real) - 1
-        #expect(abs(error) <= 0.25, "\(recipe) \(preset): estimated \(estimate), wrote \(real) (\(Int(error * 100)) %)")
+        #expect(abs(error) <= 0.25, "\(label): estimated \(estimate), wrote \(real) (\(Int(error * 100)) %)")
     }
 
     /// A Passthrough cut copies from the keyframe before its start: 2-4 s of a clip with keyframes
@@ -61,10 +66,6 @@ struct EstimateTests {
         let session = try ExportSession(asset: try await Asset.load(source), presetName: "Passthrough")
         session.timeRange = range
         session.outputURL = Fixtures.scratchFolder("estimate-cut").appendingPathComponent("out.mp4")
-        let estimate = try session.estimateOutputFileLength()
-        try await session.export()
-        let real = try #require(session.result?.bytes)
-        let error = Double(estimate) / Double(real) - 1
-        #expect(abs(error) <= 0.25, "\(range): estimated \(estimate), wrote \(real) (\(Int(error * 100)) %)")
+        try await Self.expectEstimateWithinAQuarter(session, "Passthrough \(range)")
     }
 }
