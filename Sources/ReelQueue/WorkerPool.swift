@@ -106,13 +106,15 @@ public final class WorkerPool: Sendable {
             return true
         }
         guard start else { return }
-        logger.info(
-            "worker pool started", metadata: ["jobs": "\(configuration.jobs)", "store": "\(store.location)"])
         metrics.slots(configuration.jobs)
         metrics.busy(0)
         configuration.onEvent?(.stateChanged(.running))
         await rescue()
         await prune()
+        // Logged once the first pass over dead workers' jobs is done: whoever reads it knows a job
+        // orphaned from now on waits for the next pass.
+        logger.info(
+            "worker pool started", metadata: ["jobs": "\(configuration.jobs)", "store": "\(store.location)"])
         let maintenance = Task { [self] in
             var lastPrune = ContinuousClock.now
             while !Task.isCancelled {
