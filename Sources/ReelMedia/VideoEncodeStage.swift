@@ -57,7 +57,16 @@ final class VideoEncodeStage {
         let hdrMetadata = encoding.color == .keepSource ? encoding.hdrMetadata : nil
         if encoding.codec == .hevc {
             var parameters = "log-level=error"
-            if threads > 0 { parameters += ":pools=\(threads)" + (threads == 1 ? ":frame-threads=1" : "") }
+            // One thread means no pool at all: with `pools=1` x265 still hands every row of CTUs
+            // between its API, frame and pool threads, and on a machine with more runnable threads
+            // than cores each hand-off waits for a time slice: a 15-frame 720p encode that needs
+            // 2.6 s of CPU took 351 s with 40 busy threads on 2 cores (none: 51 s, its fair share;
+            // unloaded, two such jobs side by side take the same time either way).
+            if threads == 1 {
+                parameters += ":pools=none:frame-threads=1"
+            } else if threads > 1 {
+                parameters += ":pools=\(threads)"
+            }
             // libx265 in FFmpeg 5.1 does not turn frame side data into SEI: the metadata goes through
             // its own parameters.
             if let hdrMetadata { parameters += VideoEncodeStage.x265Parameters(hdrMetadata) }

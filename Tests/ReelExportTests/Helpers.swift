@@ -3,10 +3,11 @@ import ReelExport
 import TestSupport
 import Testing
 
-/// Exports `source` with a preset into a fresh folder and returns the output and the session.
+/// Exports `source` with a preset into a fresh folder and returns the output and the session. The
+/// codecs get one thread unless `threads` says otherwise (0: as many as they choose).
 func export(
     _ recipe: Fixtures.Recipe, preset: String, type: OutputType? = nil, range: TimeRange? = nil,
-    metadata: MetadataPolicy = .keep, optimize: Bool = true, forceTranscode: Bool = true
+    metadata: MetadataPolicy = .keep, optimize: Bool = true, forceTranscode: Bool = true, threads: Int = 1
 ) async throws -> (url: URL, session: ExportSession) {
     let source = try await Fixtures.url(recipe)
     let asset = try await Asset.load(source)
@@ -18,6 +19,10 @@ func export(
     session.shouldOptimizeForNetworkUse = optimize
     // The matrix tests the encoder; smart passthrough has its own tests.
     session.forceTranscode = forceTranscode
+    // The test run exports dozens of files at once on a few cores: one codec thread each, as a
+    // worker gives its jobs while others wait (a codec's own thread pool, x265's above all, slows
+    // down far beyond its share when every core is oversubscribed).
+    session.codecThreads = threads
     let folder = Fixtures.scratchFolder(preset)
     let url = folder.appendingPathComponent("out.\(chosen.fileExtension)")
     session.outputURL = url

@@ -139,11 +139,17 @@ public enum MediaInfoTool {
         return track.compactMapValues(\.string)
     }
 
+    /// The settings x264 or x265 wrote into the stream (`threads=1`, `numa-pools=none`, `no-wpp`, …);
+    /// empty when the video was made by another encoder.
+    public static func encoderSettings(_ url: URL) async throws -> [String] {
+        let settings = try await track("Video", of: url)["Encoded_Library_Settings"] ?? ""
+        return settings.components(separatedBy: " / ")
+    }
+
     /// The frame threads x264 ran with, from the settings it writes into the stream (nil when the
     /// video was not made by x264).
     public static func x264Threads(_ url: URL) async throws -> Int? {
-        let settings = try await track("Video", of: url)["Encoded_Library_Settings"] ?? ""
-        let field = settings.components(separatedBy: " / ").first { $0.hasPrefix("threads=") }
+        let field = try await encoderSettings(url).first { $0.hasPrefix("threads=") }
         return field.flatMap { Int($0.dropFirst("threads=".count)) }
     }
 }
