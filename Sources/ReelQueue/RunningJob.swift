@@ -142,6 +142,42 @@ enum PublishVerdict: Sendable, Equatable {
         done.wait()
         return box.withLock { $0 }
     }
+
+    /// `check`'s verdict if it comes within `limit`; otherwise `.unconfirmed`, and `check` is cancelled
+    /// and its answer, whenever it comes, ignored. A store that stops answering (a partition no error
+    /// reports) cannot hold a finished export at its publish gate past its lease.
+    static func within(_ limit: Duration, _ check: @escaping @Sendable () async -> PublishVerdict) async
+        -> PublishVerdict
+    {
+        let answer = FirstAnswer()
+        return await withCheckedContinuation { continuation in
+            answer.wait(with: continuation)
+            let work = Task {
+                answer.give(await check())
+            }
+            Task {
+                try? await Task.sleep(for: limit)
+                if answer.give(.unconfirmed("the store did not answer within \(limit)")) { work.cancel() }
+            }
+        }
+    }
+}
+
+/// Resumes a waiting continuation with the first of several racing answers.
+private final class FirstAnswer: Sendable {
+    private let waiting = Mutex<CheckedContinuation<PublishVerdict, Never>?>(nil)
+
+    func wait(with continuation: CheckedContinuation<PublishVerdict, Never>) {
+        waiting.withLock { $0 = continuation }
+    }
+
+    /// Gives `verdict` unless another answer came first; returns whether it was the first.
+    @discardableResult
+    func give(_ verdict: PublishVerdict) -> Bool {
+        guard let continuation = waiting.withLock({ $0.take() }) else { return false }
+        continuation.resume(returning: verdict)
+        return true
+    }
 }
 
 extension JobProgress {

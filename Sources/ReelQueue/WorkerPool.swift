@@ -354,6 +354,13 @@ public final class WorkerPool: Sendable {
     /// on the token) says it is still this worker's and nobody cancelled it. An answer that took half
     /// a lease or more to arrive is not trusted: the lease it renewed may have run out since.
     private func confirm(_ job: RunningJob) async -> PublishVerdict {
+        // An answer after half a lease is not trusted anyway, so none is waited for longer: a store
+        // that stops answering cannot hold the finished export (and the job) at the gate.
+        guard let lease = store.leaseDuration else { return await confirmNow(job) }
+        return await PublishVerdict.within(lease / 2) { [self] in await confirmNow(job) }
+    }
+
+    private func confirmNow(_ job: RunningJob) async -> PublishVerdict {
         let sent = ContinuousClock.now
         do {
             switch try await store.renew(job.lease, progress: nil) {

@@ -80,12 +80,57 @@ struct WorkerPoolTests {
         // The export would take far longer than the lease on this clip; the pool's job ends early.
         let stopped = await eventually(within: .seconds(60)) { pool.runningJobs().isEmpty ? true : nil }
         #expect(stopped != nil, "the job went on past its lease with no renewal getting through")
+        // A job that did not end would hold the pool forever: the test fails instead of waiting.
+        guard stopped != nil else { return }
         await running.value
         let names = try FileManager.default.contentsOfDirectory(atPath: outputs.path)
         #expect(names.isEmpty, "the worker left \(names) behind")
         // Nothing was recorded either: the job still reads as the lost attempt's, for a rescuer to take.
         let status = try #require(try spool.status(id: id))
         #expect(status.state == .exporting && status.attempts == 1)
+    }
+
+    /// The store stops answering before the export finishes (renewals hang from the claim on, under a
+    /// long lease): the publish gate waits half a lease at most, so the finished job still ends, and
+    /// publishes and records nothing.
+    @Test func aStoreThatStopsAnsweringCannotHoldAFinishedExportAtItsGate() async throws {
+        let spool = try SpoolStore(root: Fixtures.scratchFolder("spool"))
+        let store = PartitionedStore(spool, lease: .seconds(20))
+        store.partitioned.withLock { $0 = true }
+        let outputs = Fixtures.scratchFolder("outputs")
+        let spec = JobSpec(
+            asset: try await Fixtures.url(Fixtures.fourThree).path, preset: "LowQuality", outputType: .mp4,
+            output: outputs.appendingPathComponent("four.mp4").path, forceTranscode: true)
+        let id = try await spool.submit(spec).status.id
+        let pool = WorkerPool(store: store, configuration: .init(jobs: 1, recoveryInterval: 3600, isolation: nil))
+        let running = Task { await pool.run() }
+        let claimed = await eventually(within: .seconds(60)) { () -> Bool? in
+            (try? spool.status(id: id))?.state == .exporting ? true : nil
+        }
+        try #require(claimed != nil, "the job was never claimed")
+        pool.stop()
+        // Half a lease at the gate, then a lease of retries to record the outcome: well within this.
+        let ended = await eventually(within: .seconds(120)) { pool.runningJobs().isEmpty ? true : nil }
+        #expect(ended != nil, "the finished job was held at its publish gate by a store that never answered")
+        guard ended != nil else { return }
+        await running.value
+        let names = try FileManager.default.contentsOfDirectory(atPath: outputs.path)
+        #expect(names.isEmpty, "the worker left \(names) behind")
+        let status = try #require(try spool.status(id: id))
+        #expect(status.state == .exporting && status.attempts == 1)
+    }
+
+    @Test func aGateCheckIsAnsweredOrUnconfirmedWithinItsLimit() async {
+        #expect(await PublishVerdict.within(.seconds(60)) { .publish } == .publish)
+        let late = await PublishVerdict.within(.milliseconds(50)) {
+            try? await Task.sleep(for: .seconds(3600))
+            return .publish
+        }
+        guard case .unconfirmed(let reason) = late else {
+            Issue.record("a check that never answered gave \(late)")
+            return
+        }
+        #expect(reason.contains("did not answer"), "\(reason)")
     }
 }
 
