@@ -379,14 +379,16 @@ public final class ExportSession: Sendable {
             }
         }
         if watchdog.stalled {
+            // How far it got tells a stuck decoder (early) from a starved encoder (its flush, late).
+            let reached = state.withLock { Int(($0.progress.fraction * 100).rounded(.down)) }
             throw ExportError(
                 .stalled,
-                "no progress for \(Int(stallTimeout)) s; the export was stopped"
-                    + (outcome == nil ? " (its decoder did not return and was abandoned)" : ""))
+                "no progress for \(Int(stallTimeout)) s at \(reached) %; the export was stopped"
+                    + (outcome == nil ? " (its codec did not return and was abandoned)" : ""))
         }
         switch outcome {
         case .none:
-            throw ExportSession.cancelled(detail: "its decoder did not return and was abandoned")
+            throw ExportSession.cancelled(detail: "its codec did not return and was abandoned")
         case .failure(let error):
             if cancelFlag.isRaised { throw ExportSession.cancelled() }
             throw ExportError(error)
