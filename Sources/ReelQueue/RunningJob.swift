@@ -150,16 +150,19 @@ enum PublishVerdict: Sendable, Equatable {
         -> PublishVerdict
     {
         let answer = FirstAnswer()
-        return await withCheckedContinuation { continuation in
+        var timer: Task<Void, Never>?
+        let verdict = await withCheckedContinuation { continuation in
             answer.wait(with: continuation)
             let work = Task {
                 answer.give(await check())
             }
-            Task {
+            timer = Task {
                 try? await Task.sleep(for: limit)
                 if answer.give(.unconfirmed("the store did not answer within \(limit)")) { work.cancel() }
             }
         }
+        timer?.cancel()
+        return verdict
     }
 }
 
