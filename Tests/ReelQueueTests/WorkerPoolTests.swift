@@ -78,16 +78,9 @@ struct WorkerPoolTests {
         pool.stop()
         store.partitioned.withLock { $0 = true }
         // The export would take far longer than the lease on this clip; the pool's job ends early.
-        let stopped = await eventually(within: .seconds(60)) { pool.runningJobs().isEmpty ? true : nil }
-        #expect(stopped != nil, "the job went on past its lease with no renewal getting through")
-        // A job that did not end would hold the pool forever: the test fails instead of waiting.
-        guard stopped != nil else { return }
-        await running.value
-        let names = try FileManager.default.contentsOfDirectory(atPath: outputs.path)
-        #expect(names.isEmpty, "the worker left \(names) behind")
-        // Nothing was recorded either: the job still reads as the lost attempt's, for a rescuer to take.
-        let status = try #require(try spool.status(id: id))
-        #expect(status.state == .exporting && status.attempts == 1)
+        try await Self.expectEndedUnpublished(
+            pool, running, spool: spool, job: id, outputs: outputs, within: .seconds(60),
+            "the job went on past its lease with no renewal getting through")
     }
 
     /// The store stops answering before the export finishes (renewals hang from the claim on, under a
@@ -110,8 +103,20 @@ struct WorkerPoolTests {
         try #require(claimed != nil, "the job was never claimed")
         pool.stop()
         // Half a lease at the gate, then a lease of retries to record the outcome: well within this.
-        let ended = await eventually(within: .seconds(120)) { pool.runningJobs().isEmpty ? true : nil }
-        #expect(ended != nil, "the finished job was held at its publish gate by a store that never answered")
+        try await Self.expectEndedUnpublished(
+            pool, running, spool: spool, job: id, outputs: outputs, within: .seconds(120),
+            "the finished job was held at its publish gate by a store that never answered")
+    }
+
+    /// A stopped pool cut off from its store: its job ends `within` the limit, leaves no file in
+    /// `outputs`, and records nothing (it still reads as the lost attempt's, for a rescuer to take).
+    static func expectEndedUnpublished(
+        _ pool: WorkerPool, _ running: Task<Void, Never>, spool: SpoolStore, job id: String, outputs: URL,
+        within limit: Duration, _ failure: Comment
+    ) async throws {
+        let ended = await eventually(within: limit) { pool.runningJobs().isEmpty ? true : nil }
+        #expect(ended != nil, failure)
+        // A job that did not end would hold the pool forever: the test fails instead of waiting.
         guard ended != nil else { return }
         await running.value
         let names = try FileManager.default.contentsOfDirectory(atPath: outputs.path)
