@@ -99,16 +99,14 @@ final class PostgresServer: Sendable {
         try await run("pg_ctl", ["-D", dataFolder, "-m", "immediate", "-w", "-t", "60", "stop"])
     }
 
-    /// Runs one of the server's programs as the user that owns the cluster. It starts from a shell
-    /// that first closes every inherited descriptor but stdin, stdout and stderr: the server outlives
-    /// it, and must not keep open the pipes of other tools this test process runs at the same time
-    /// (their readers would never see the end of their output).
+    /// Runs one of the server's programs as the user that owns the cluster. (The server outlives it: it
+    /// inherits no descriptor of this process but its log, as `Tools.run` closes every other one in
+    /// the child, so it keeps no other tool's pipe open.)
     private func run(_ program: String, _ arguments: [String]) async throws {
         let path = binaries + "/" + program
         let command =
             getuid() == 0 ? ["/usr/sbin/runuser", "-u", "postgres", "--", path] + arguments : [path] + arguments
-        let result = try await Tools.run(
-            "/bin/bash", ["-c", Self.closeInherited + #"exec "$@""#, "run"] + command, timeLimit: .seconds(120))
+        let result = try await Tools.run(command[0], Array(command.dropFirst()), timeLimit: .seconds(120))
         guard result.status == 0 else {
             throw ToolFailure(message: "\(program) failed: \(result.stderr)\(result.stdout)")
         }
@@ -116,36 +114,26 @@ final class PostgresServer: Sendable {
 
     /// Stops the server and removes its folder (synchronous: called at exit).
     func destroy() {
-        let stop = Process()
-        stop.executableURL = URL(fileURLWithPath: getuid() == 0 ? "/usr/sbin/runuser" : binaries + "/pg_ctl")
+        let pgctl = binaries + "/pg_ctl"
         let arguments = ["-D", dataFolder, "-m", "immediate", "-w", "-t", "20", "stop"]
-        stop.arguments = getuid() == 0 ? ["-u", "postgres", "--", binaries + "/pg_ctl"] + arguments : arguments
-        stop.standardOutput = FileHandle.nullDevice
-        stop.standardError = FileHandle.nullDevice
-        if (try? stop.run()) != nil { stop.waitUntilExit() }
+        if getuid() == 0 {
+            Tools.runBlocking("/usr/sbin/runuser", ["-u", "postgres", "--", pgctl] + arguments)
+        } else {
+            Tools.runBlocking(pgctl, arguments)
+        }
         try? FileManager.default.removeItem(atPath: folder)
     }
 
     /// A shell that waits for this test process to end, then stops the server and removes its folder.
     private func startGuard() {
         let pgctl = getuid() == 0 ? "runuser -u postgres -- '\(binaries)/pg_ctl'" : "'\(binaries)/pg_ctl'"
-        let script =
-            Self.closeInherited + """
-                while kill -0 \(getpid()) 2>/dev/null; do sleep 1; done
-                if [ -d '\(folder)' ]; then \(pgctl) -D '\(dataFolder)' -m immediate -w -t 20 stop >/dev/null 2>&1; rm -rf '\(folder)'; fi
-                """
-        let guardProcess = Process()
-        guardProcess.executableURL = URL(fileURLWithPath: "/usr/bin/setsid")
-        guardProcess.arguments = ["/bin/bash", "-c", script]
-        guardProcess.standardInput = FileHandle.nullDevice
-        guardProcess.standardOutput = FileHandle.nullDevice
-        guardProcess.standardError = FileHandle.nullDevice
-        try? guardProcess.run()
+        let script = """
+            exec </dev/null >/dev/null 2>&1
+            while kill -0 \(getpid()) 2>/dev/null; do sleep 1; done
+            if [ -d '\(folder)' ]; then \(pgctl) -D '\(dataFolder)' -m immediate -w -t 20 stop; rm -rf '\(folder)'; fi
+            """
+        try? Tools.startDetached("/usr/bin/setsid", ["/bin/bash", "-c", script])
     }
-
-    /// Bash that closes every descriptor above 2 it inherited.
-    static let closeInherited =
-        #"for fd in /proc/$$/fd/*; do fd=${fd##*/}; [ "$fd" -gt 2 ] && eval "exec $fd>&-" 2>/dev/null; done; "#
 
     /// Debian keeps the server's programs out of PATH, in /usr/lib/postgresql/<version>/bin.
     private static func findBinaries() throws -> String {

@@ -77,6 +77,31 @@ public enum Tools {
             stderr: String(decoding: stderr, as: UTF8.self))
     }
 
+    /// Runs `executable` (a path) and waits for it on the calling thread, its output discarded; for
+    /// clean-up where no task can run (`atexit`). Returns its exit status, or nil when it cannot start.
+    @discardableResult
+    public static func runBlocking(_ executable: String, _ arguments: [String]) -> Int32? {
+        guard
+            let child = try? SpawnedProcess.start(
+                executable, arguments: arguments, environment: ProcessInfo.processInfo.environment, withInput: false)
+        else { return nil }
+        // Its output is read to the end first, so a chatty child cannot block on a full pipe.
+        DispatchQueue.global().async { _ = child.errors.readDataToEndOfFile() }
+        _ = child.output.readDataToEndOfFile()
+        switch child.waitForExit() {
+        case .exited(let code): return code
+        case .signalled(let signal): return 128 + signal
+        }
+    }
+
+    /// Starts `executable` (a path) and lets it run on its own, its output discarded (a guard that
+    /// outlives the test process); never waits for it.
+    public static func startDetached(_ executable: String, _ arguments: [String]) throws {
+        // Our ends of its output pipes close as the handles go: it must not write to them.
+        _ = try SpawnedProcess.start(
+            executable, arguments: arguments, environment: ProcessInfo.processInfo.environment, withInput: false)
+    }
+
     /// Runs ffmpeg quietly; throws with its stderr when it fails.
     public static func ffmpeg(_ arguments: [String]) async throws {
         let result = try await run("ffmpeg", ["-nostdin", "-hide_banner", "-loglevel", "error", "-y"] + arguments)
@@ -241,17 +266,5 @@ public struct SeededGenerator: RandomNumberGenerator, Sendable {
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
         z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
         return z ^ (z >> 31)
-    }
-}
-
-extension Process {
-    /// Waits for a process started elsewhere without blocking a thread; kills it and throws when it
-    /// outlives `timeLimit`.
-    public func exit(within timeLimit: Duration = .seconds(120)) async throws {
-        let ended = await eventually(within: timeLimit, every: .milliseconds(20)) { isRunning ? nil : true }
-        if ended == nil {
-            kill(processIdentifier, SIGKILL)
-            throw ToolFailure(message: "process \(processIdentifier) ran longer than \(timeLimit); killed")
-        }
     }
 }
