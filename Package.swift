@@ -107,7 +107,9 @@ let package = Package(
         // Linux in Swift 6.3): the worker's isolated exports and the tests' tools.
         .target(name: "CSpawn"),
         .target(name: "ReelSpawn", dependencies: ["CSpawn"]),
-        .target(name: "TestSupport", dependencies: ["ReelSpawn"], path: "Tests/TestSupport"),
+        .target(
+            name: "TestSupport", dependencies: ["ReelSpawn", .product(name: "Logging", package: "swift-log")],
+            path: "Tests/TestSupport"),
         // The queue's contract as test cases any store runs (the spool here, PostgreSQL in the fleet).
         .target(name: "QueueContract", dependencies: ["ReelQueue", "TestSupport"], path: "Tests/QueueContract"),
         .testTarget(name: "ReelMediaTests", dependencies: ["ReelMedia", "TestSupport"]),

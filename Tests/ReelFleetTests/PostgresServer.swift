@@ -59,6 +59,7 @@ final class PostgresServer: Sendable {
 
     /// Starts a new cluster.
     static func start(label: String) async throws -> PostgresServer {
+        TestLog.bootstrap()
         let binaries = try findBinaries()
         var template = Array((NSTemporaryDirectory() + "/reel-pg-\(label)-XXXXXX").utf8CString)
         guard let made = mkdtemp(&template) else { throw ToolFailure(message: "cannot create a folder for PostgreSQL") }

@@ -48,10 +48,12 @@ public enum Fixtures {
 
     private static let made = Made()
 
-    /// The folder this run's media is written to.
+    /// The folder this run's media is written to. Making it also sends this process's log lines into
+    /// it (`TestLog`).
     public static let folder: URL = {
         let url = FileManager.default.temporaryDirectory.appendingPathComponent("reel-tests-\(getpid())")
         try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        TestLog.install(in: url)
         return url
     }()
 
