@@ -93,7 +93,7 @@ struct IsolatedRunner: ExportRunner {
 
         let report = Mutex(Report())
         ended.enter()
-        Self.onOwnThread("reel-child-exit") {
+        startThread(named: "reel-child-exit") {
             let termination = child.waitForExit()
             report.withLock { $0.termination = termination }
             ended.leave()
@@ -101,7 +101,7 @@ struct IsolatedRunner: ExportRunner {
         // Events on stdout, the child's log on stderr: each drained on a thread of its own (never the
         // cooperative pool), so a chatty child cannot block on a full pipe.
         ended.enter()
-        Self.onOwnThread("reel-child-events") {
+        startThread(named: "reel-child-events") {
             Self.forEachLine(of: child.output) { line in
                 report.withLock { $0.lastLine = .now }
                 switch ExportEvent(jsonLine: line) {
@@ -133,7 +133,7 @@ struct IsolatedRunner: ExportRunner {
             ended.leave()
         }
         ended.enter()
-        Self.onOwnThread("reel-child-log") {
+        startThread(named: "reel-child-log") {
             Self.forEachLine(of: child.errors) { line in
                 // The child logs what its level lets through (warnings and worse unless asked): the
                 // worker's stderr carries it on, one whole line at a time.
@@ -195,16 +195,6 @@ struct IsolatedRunner: ExportRunner {
                 code: "internal",
                 message: "the export process ended (\(termination)): \(last)",
                 retryable: false))
-    }
-
-    /// Runs `body` on a thread of its own. The child's end and its two pipes are each waited for with
-    /// a blocking call for as long as the export runs: on Dispatch's shared threads (as many as the
-    /// cores, shared with Swift's tasks) one job's three waits left no thread for the publish gate's
-    /// check, which then waited for Dispatch to add one (once a second): 1.6 s per isolated job.
-    private static func onOwnThread(_ name: String, _ body: @escaping @Sendable () -> Void) {
-        let thread = Thread(block: body)
-        thread.name = name
-        thread.start()
     }
 
     /// Calls `body` with each line read from `handle` until end of file.

@@ -93,15 +93,15 @@ extension SpoolStore {
     }
 
     /// Sleeps on inotify until a marker appears in `waiting/` (a new job, a retry promoted, a job
-    /// handed back) or `timeout` passes. The blocking wait runs on a Dispatch thread, never on Swift's
-    /// cooperative pool.
+    /// handed back) or `timeout` passes. The blocking wait runs on a thread of its own, never on
+    /// Swift's cooperative pool nor on Dispatch's shared threads.
     public func waitForWork(timeout: Duration) async {
         let watcher = self.watcher.withLock { watcher in
             if watcher == nil { watcher = DirectoryWatcher(path: path(.waiting)) }
             return watcher!
         }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            DispatchQueue.global().async {
+            startThread(named: "reel-spool-watch") {
                 watcher.wait(seconds: timeout.seconds)
                 continuation.resume()
             }

@@ -32,7 +32,7 @@ public enum Tools {
         let collected = Mutex((stdout: Data(), stderr: Data(), timedOut: false, status: Int32(-1)))
         let group = DispatchGroup()
         group.enter()
-        DispatchQueue.global().async {
+        startThread {
             let status: Int32
             switch child.waitForExit() {
             case .exited(let code): status = code
@@ -41,18 +41,19 @@ public enum Tools {
             collected.withLock { $0.status = status }
             group.leave()
         }
-        // Both pipes are drained on Dispatch's threads (never the cooperative pool), concurrently,
-        // so a chatty tool cannot fill one and block.
+        // Both pipes are drained on threads of their own (never the cooperative pool, nor Dispatch's
+        // shared threads, which Swift's tasks need too), concurrently, so a chatty tool cannot fill one
+        // and block.
         for (handle, isOut) in [(child.output, true), (child.errors, false)] {
             group.enter()
-            DispatchQueue.global().async {
+            startThread {
                 let data = handle.readDataToEndOfFile()
                 collected.withLock { isOut ? ($0.stdout = data) : ($0.stderr = data) }
                 group.leave()
             }
         }
         if let toChild = child.input, let input {
-            DispatchQueue.global().async {
+            startThread {
                 try? toChild.write(contentsOf: input)
                 try? toChild.close()
             }
@@ -86,7 +87,7 @@ public enum Tools {
                 executable, arguments: arguments, environment: ProcessInfo.processInfo.environment, withInput: false)
         else { return nil }
         // Its output is read to the end first, so a chatty child cannot block on a full pipe.
-        DispatchQueue.global().async { _ = child.errors.readDataToEndOfFile() }
+        startThread { _ = child.errors.readDataToEndOfFile() }
         _ = child.output.readDataToEndOfFile()
         switch child.waitForExit() {
         case .exited(let code): return code
@@ -140,12 +141,12 @@ public final class BackgroundProcess: Sendable {
             sink = nil
         }
         let shared = shared
-        // Its output is copied to the log as it comes (or read and dropped), on Dispatch's threads;
-        // the end is awaited there too, and reported once both streams are drained.
+        // Its output is copied to the log as it comes (or read and dropped), on threads of their own;
+        // the end is awaited on another, and reported once both streams are drained.
         let drained = DispatchGroup()
         for handle in [child.output, child.errors] {
             drained.enter()
-            DispatchQueue.global().async {
+            startThread {
                 while true {
                     let chunk = handle.availableData
                     if chunk.isEmpty { break }
@@ -154,7 +155,7 @@ public final class BackgroundProcess: Sendable {
                 drained.leave()
             }
         }
-        DispatchQueue.global().async {
+        startThread {
             let termination = child.waitForExit()
             // (A grandchild that kept its output open must not hold up the end.)
             _ = drained.wait(timeout: .now() + 5)
@@ -267,4 +268,13 @@ public struct SeededGenerator: RandomNumberGenerator, Sendable {
         z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
         return z ^ (z >> 31)
     }
+}
+
+/// Runs `body` on a thread of its own. For the blocking waits on a child (its end, its pipes), which
+/// last as long as the child: on Dispatch's shared threads (as many as the cores) a few of them leave
+/// none for Swift's tasks until Dispatch adds one, about once a second.
+func startThread(_ body: @escaping @Sendable () -> Void) {
+    let thread = Thread(block: body)
+    thread.stackSize = 1 << 20
+    thread.start()
 }
