@@ -51,6 +51,7 @@ public enum JobStoreContract {
         Case(description: "a spec is kept in full, from submit to the worker's lease", body: specKeptInFull),
         Case(description: "prune deletes old finished jobs by state and frees their keys", body: pruning),
         Case(description: "a dead worker's job shows as orphaned until it is rescued", body: orphans),
+        Case(description: "the store's own summary agrees with its list", body: summaryAgreesWithList),
     ]
 
     // MARK: - Helpers
@@ -425,6 +426,32 @@ public enum JobStoreContract {
         #expect(try await store.rescueExpired() == 1)
         let rescued = try #require(try await store.status(id))
         #expect(rescued.state == .waiting && rescued.orphaned != true && rescued.heartbeatAt == nil)
+    }
+
+    static func summaryAgreesWithList(_ harness: any StoreHarness) async throws {
+        let store = try await harness.makeStore()
+        var ids: [String] = []
+        for _ in 0..<7 { ids.append(try await submit(store, maxAttempts: 1)) }
+        var leases: [Lease] = []
+        for _ in 0..<5 { leases.append(try #require(try await store.claim(worker: "w"))) }
+        #expect(try await store.finish(leases[0], .completed(emptyResult)))
+        // Three failures at distinct times: the summary keeps the latest two, latest first.
+        for lease in leases[1...3] {
+            let failure = JobError(code: "internal", message: "failed \(lease.id)", retryable: false)
+            #expect(try await store.finish(lease, .failed(failure)))
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(try await store.cancel(ids[6]) == .cancelled)
+        let summary = try await store.summarizer().summarize(recentFailures: 2)
+        let listed = QueueSummary(statuses: try await store.list(state: nil), recentFailures: 2)
+        #expect(summary.counts == listed.counts)
+        #expect(summary.counts[.completed] == 1 && summary.counts[.failed] == 3 && summary.counts[.exporting] == 1)
+        #expect(summary.counts[.waiting] == 1 && summary.counts[.cancelled] == 1)
+        #expect(summary.running.map(\.id) == [leases[4].id])
+        #expect(summary.recentFailures.map(\.id) == [leases[3].id, leases[2].id])
+        #expect(summary.recentFailures.map(\.id) == listed.recentFailures.map(\.id))
+        #expect(summary.recentFailures.first?.error?.message == "failed \(leases[3].id)")
+        try await store.checkReachable()
     }
 
     static func listing(_ harness: any StoreHarness) async throws {
