@@ -2,7 +2,7 @@ import Foundation
 import TestSupport
 import Testing
 
-@Suite("reel command line")
+@Suite("reel command line", .timeLimit(.minutes(6)))
 struct CLITests {
     @Test func presetsListsThirteenWithSummaries() async throws {
         let result = try await ReelBinary.run(["presets"])

@@ -4,7 +4,7 @@ import Testing
 @testable import ReelExport
 
 /// The JSON lines of `reel export --json` (README contract) and of an isolated export's report.
-@Suite("Export events")
+@Suite("Export events", .timeLimit(.minutes(2)))
 struct ExportEventTests {
     static func object(_ line: String) throws -> [String: Any] {
         try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])

@@ -124,7 +124,7 @@ struct HDRToSDRTests {
 }
 
 /// The plan (`reel export --estimate --json`) says what happens to the colours before any work.
-@Suite("Colour in export plans")
+@Suite("Colour in export plans", .timeLimit(.minutes(6)))
 struct ColourPlanTests {
     static func plan(_ recipe: Fixtures.Recipe, preset: String) async throws -> ExportPlan {
         let session = try ExportSession(asset: try await Asset.load(try await Fixtures.url(recipe)), presetName: preset)

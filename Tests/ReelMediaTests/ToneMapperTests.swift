@@ -6,7 +6,7 @@ import Testing
 
 /// The tone-mapping kernel on frames made here: where reference white and black land, a grey ramp
 /// stays monotonic, a peak below the roll-off's knee is handled, and the AVX2 path matches the C one.
-@Suite("Tone mapper")
+@Suite("Tone mapper", .timeLimit(.minutes(2)))
 struct ToneMapperTests {
     /// A 10-bit 4:2:0 frame whose luma is `luma(x, y)` and chroma `chroma` (10-bit codes).
     static func source(

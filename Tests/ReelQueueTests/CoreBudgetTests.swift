@@ -3,7 +3,7 @@ import Testing
 
 @testable import ReelQueue
 
-@Suite("Core budget")
+@Suite("Core budget", .timeLimit(.minutes(2)))
 struct CoreBudgetTests {
     @Test func aBacklogGetsOneCoreEachAndALoneVideoJobGetsThemAll() {
         let budget = CoreBudget(total: 2, slots: 2)

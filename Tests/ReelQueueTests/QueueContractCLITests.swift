@@ -63,6 +63,29 @@ struct QueueContractCLITests {
         #expect(status.status != 0 && status.stderr.contains("no job \(gone)"))
     }
 
+    /// `reel work --keep-finished <age>` prunes by itself: a job that ended before the age goes, a recent
+    /// one stays (the old one is dated back, not waited for); an age it cannot read is a usage error.
+    @Test func workKeepFinishedPrunesOldFinishedJobs() async throws {
+        let spool = Spool()
+        let old = try await spool.submit(Fixtures.landscape, preset: "LowQuality")
+        let recent = try await spool.submit(Fixtures.landscape, preset: "LowQuality")
+        let cancelled = try await ReelBinary.run(["cancel", old, recent], environment: spool.environment)
+        #expect(cancelled.status == 0, "\(cancelled.stderr)")
+        var aged = try #require(spool.status(old))
+        aged.finishedAt = Date(timeIntervalSinceNow: -2 * 86400)
+        aged.updatedAt = aged.finishedAt!
+        try spool.store.writeStatus(aged)
+        let bad = try await ReelBinary.run(
+            ["work", "--drain", "--keep-finished", "2x"], environment: spool.environment)
+        #expect(bad.status == 64 && bad.stderr.contains("cannot read the age '2x'"), "\(bad.stderr)")
+        #expect(spool.status(old) != nil)
+        // A draining worker prunes once at start, finds nothing to run and exits.
+        let worker = try await ReelBinary.run(
+            ["work", "--drain", "--no-isolate", "--keep-finished", "1d"], environment: spool.environment)
+        #expect(worker.status == 0, "\(worker.stderr)")
+        #expect(spool.status(old) == nil && spool.status(recent)?.state == .cancelled)
+    }
+
     @Test func aKilledWorkersJobShowsOrphanedThenARunningWorkerFinishesIt() async throws {
         let spool = Spool()
         let id = try await spool.submit(

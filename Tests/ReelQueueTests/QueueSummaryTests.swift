@@ -8,7 +8,7 @@ import Testing
 @testable import ReelQueue
 
 /// The spool's summarizer agrees with `list`, and a pass over an unchanged spool reads no status file.
-@Suite("Queue summaries")
+@Suite("Queue summaries", .timeLimit(.minutes(3)))
 struct QueueSummaryTests {
     private func spec(_ n: Int, in folder: URL) -> JobSpec {
         JobSpec(

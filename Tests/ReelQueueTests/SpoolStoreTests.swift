@@ -32,7 +32,7 @@ struct SpoolHarness: StoreHarness {
 }
 
 /// The store-agnostic contract (Tests/QueueContract), run against the spool.
-@Suite("Job store contract: spool")
+@Suite("Job store contract: spool", .timeLimit(.minutes(7)))
 struct SpoolContractTests {
     @Test(arguments: JobStoreContract.cases)
     func contract(_ rule: JobStoreContract.Case) async throws {
@@ -41,7 +41,7 @@ struct SpoolContractTests {
 }
 
 /// What only the spool does: its files.
-@Suite("Spool store")
+@Suite("Spool store", .timeLimit(.minutes(3)))
 struct SpoolStoreTests {
     static func spec() async throws -> JobSpec {
         JobSpec(

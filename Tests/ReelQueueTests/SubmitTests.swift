@@ -68,6 +68,16 @@ struct SubmitTests {
         #expect(spool.store.all().isEmpty)
     }
 
+    /// A manifest that cannot be read is EX_NOINPUT (66), as the README's table says.
+    @Test func anUnreadableManifestExits66() async throws {
+        let spool = WorkerProcessTests.Spool()
+        let missing = Fixtures.scratchFolder("manifest").appendingPathComponent("jobs.jsonl").path
+        let refused = try await ReelBinary.run(["submit", "--manifest", missing], environment: spool.environment)
+        #expect(refused.status == 66, "\(refused.stderr)")
+        #expect(refused.stderr == "reel: error: cannot read the manifest \(missing)\n", "\(refused.stderr)")
+        #expect(spool.store.all().isEmpty)
+    }
+
     @Test func overwriteReachesTheSpec() async throws {
         let spool = WorkerProcessTests.Spool()
         let plain = try await spool.submit(Fixtures.landscape, preset: "LowQuality")

@@ -137,6 +137,44 @@ struct WorkerPoolTests {
         }
         #expect(reason.contains("did not answer"), "\(reason)")
     }
+
+    /// `reel work --keep-finished`: a running pool deletes the jobs that ended longer ago than the
+    /// limit by itself (their status file and key go with them) and keeps the recent ones. The old job
+    /// is made old by dating its status back, not by waiting.
+    @Test func aPoolPrunesFinishedJobsPastKeepFinishedAndKeepsRecentOnes() async throws {
+        let store = try SpoolStore(root: Fixtures.scratchFolder("spool"))
+        let outputs = Fixtures.scratchFolder("outputs")
+        func spec(_ name: String) -> JobSpec {
+            JobSpec(
+                asset: "/nonexistent/\(name).mov", preset: "LowQuality", outputType: .mp4,
+                output: outputs.appendingPathComponent("\(name).mp4").path, key: name, maxAttempts: 1)
+        }
+        let old = try await store.submit(spec("old")).status.id
+        let recent = try await store.submit(spec("recent")).status.id
+        for id in [old, recent] { #expect(try await store.cancel(id) == .cancelled) }
+        // Ended two days ago; the pool keeps one day.
+        var aged = try #require(try store.status(id: old))
+        aged.finishedAt = Date(timeIntervalSinceNow: -2 * 86400)
+        aged.updatedAt = aged.finishedAt!
+        try store.writeStatus(aged)
+
+        let pool = WorkerPool(
+            store: store, configuration: .init(jobs: 1, recoveryInterval: 3600, keepFinished: 86400))
+        let running = Task { await pool.run() }
+        let pruned = await eventually(within: .seconds(60)) {
+            FileManager.default.fileExists(atPath: store.statusFile(old)) ? nil : true
+        }
+        pool.stop(cancelRunning: true)
+        await running.value
+        #expect(pruned != nil, "the pool never pruned the old job")
+        #expect(try store.status(id: old) == nil)
+        #expect(try store.status(id: recent)?.state == .cancelled)
+        // The old job's key is free (a new job takes it); the recent one's still names its job.
+        let again = try await store.submit(spec("old"))
+        #expect(again.created && again.status.id != old)
+        let same = try await store.submit(spec("recent"))
+        #expect(!same.created && same.status.id == recent)
+    }
 }
 
 /// A spool whose renewals hang while `partitioned` (a store behind a network partition) and whose
