@@ -128,6 +128,9 @@ public final class WorkerPool: Sendable {
             }
         }
         await withDiscardingTaskGroup { jobs in
+            // After a failed claim (the store unreachable), the next one waits: a quarter of a second,
+            // doubling up to 5 s; the first success resets it.
+            var claimBackoff = Duration.milliseconds(250)
             while isRunning {
                 await cores.waitForRoom()
                 guard isRunning else { break }
@@ -135,9 +138,16 @@ public final class WorkerPool: Sendable {
                 let claimSent = ContinuousClock.now
                 do {
                     lease = try await store.claim(worker: name)
+                    claimBackoff = .milliseconds(250)
                 } catch {
-                    logger.error("cannot claim a job", metadata: ["store": "\(store.location)", "error": "\(error)"])
-                    try? await Task.sleep(for: .seconds(1))
+                    logger.error(
+                        "cannot claim a job",
+                        metadata: [
+                            "store": "\(store.location)", "error": "\(error)",
+                            "retryIn": "\(String(format: "%.2f", claimBackoff.seconds))",
+                        ])
+                    try? await Task.sleep(for: claimBackoff)
+                    claimBackoff = min(claimBackoff * 2, .seconds(5))
                     continue
                 }
                 if let lease {
