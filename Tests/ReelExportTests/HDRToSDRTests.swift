@@ -13,6 +13,7 @@ struct HDRToSDRTests {
         let video = try #require(try await ProbedFile.probe(url).video)
         #expect(video.pix_fmt == "yuv420p")
         #expect(video.color_primaries == "bt709" && video.color_transfer == "bt709" && video.color_space == "bt709")
+        #expect(video.color_range == "tv")
         #expect(video.side_data_list == nil, "\(video.side_data_list.map { $0.map(\.side_data_type) } ?? [])")
         // x264 writes its settings in an unregistered user data SEI; nothing else may be there.
         let frame = try await ProbedFile.firstFrameSideData(url).compactMap(\.side_data_type)
