@@ -13,6 +13,7 @@ struct HDRToSDRTests {
         let video = try #require(try await ProbedFile.probe(url).video)
         #expect(video.pix_fmt == "yuv420p")
         #expect(video.color_primaries == "bt709" && video.color_transfer == "bt709" && video.color_space == "bt709")
+        #expect(video.color_range == "tv")
         #expect(video.side_data_list == nil, "\(video.side_data_list.map { $0.map(\.side_data_type) } ?? [])")
         // x264 writes its settings in an unregistered user data SEI; nothing else may be there.
         let frame = try await ProbedFile.firstFrameSideData(url).compactMap(\.side_data_type)
@@ -25,6 +26,26 @@ struct HDRToSDRTests {
     func hdrComesOutLikeTheSDROriginal(_ recipe: Fixtures.Recipe) async throws {
         let (url, _) = try await export(recipe, preset: "1280x720")
         try await Self.expectSDR(url)
+        let original = try await Fixtures.url(Fixtures.sdrOriginal)
+        let psnr = try await Pictures.psnr(url, against: original)
+        #expect(psnr.average >= 30, "\(psnr)")
+        let output = try await Pictures.averages(url)
+        let truth = try await Pictures.averages(original)
+        #expect(output.saturation >= 0.85 * truth.saturation, "saturation \(output.saturation) of \(truth.saturation)")
+        #expect(abs(output.luma - truth.luma) <= 0.03 * truth.luma, "luma \(output.luma) of \(truth.luma)")
+    }
+
+    /// An 8-bit HLG source is tone-mapped under an HEVC preset that keeps 10-bit HDR (it has no high
+    /// bit depth to keep) as under an H.264 one, and looks like the SDR original it was made from.
+    @Test(arguments: ["HEVC1920x1080", "1280x720"])
+    func eightBitHLGIsToneMapped(_ preset: String) async throws {
+        let plan = try #require(try await ColourPlanTests.plan(Fixtures.hlg8Bit, preset: preset).video)
+        #expect(plan.color == .toneMapped && plan.sourceDynamicRange == .hlg && plan.pixelFormat == "yuv420p")
+        let (url, _) = try await export(Fixtures.hlg8Bit, preset: preset)
+        try await Self.expectSDR(url)
+        let video = try #require(try await ProbedFile.probe(url).video)
+        #expect(video.codec_name == (preset.hasPrefix("HEVC") ? "hevc" : "h264"))
+        #expect(video.width == 1280 && video.height == 720)
         let original = try await Fixtures.url(Fixtures.sdrOriginal)
         let psnr = try await Pictures.psnr(url, against: original)
         #expect(psnr.average >= 30, "\(psnr)")

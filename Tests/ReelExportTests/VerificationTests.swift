@@ -97,3 +97,99 @@ struct VerificationTests {
         }
     }
 }
+
+/// Each check of `OutputVerification` refuses a file made wrong by ffmpeg (from `Fixtures.landscape`,
+/// 640x360 H.264 + AAC, 1 s) and judged against the plan of exporting that source with 960x540,
+/// network-optimised; a copy of the source made right passes the same plan, so no refusal is vacuous.
+@Suite("Verification refuses", .timeLimit(.minutes(10)))
+struct VerificationRefusalTests {
+    /// The source's streams copied, moov first: what the plan expects.
+    static let right = Recipe(
+        "verify-right.mp4", ["-i", "$0", "-map", "0", "-c", "copy", "-movflags", "+faststart"],
+        inputs: [Fixtures.landscape])
+
+    typealias Recipe = Fixtures.Recipe
+
+    struct Case: Sendable, CustomStringConvertible {
+        var wrong: Recipe
+        /// What the refusal's message must say.
+        var reason: String
+        var description: String { wrong.name }
+    }
+
+    static let cases: [Case] = [
+        // ffmpeg writes the moov after the media data unless told `faststart`.
+        Case(
+            wrong: Recipe(
+                "verify-moov-last.mp4", ["-i", "$0", "-map", "0", "-c", "copy"], inputs: [Fixtures.landscape]),
+            reason: "its moov atom does not precede the media data"),
+        Case(
+            wrong: Recipe(
+                "verify-no-audio.mp4", ["-i", "$0", "-map", "0", "-c", "copy", "-an", "-movflags", "+faststart"],
+                inputs: [Fixtures.landscape]),
+            reason: "it has 0 audio streams, 1 expected"),
+        Case(
+            wrong: Recipe(
+                "verify-short.mp4", ["-i", "$0", "-map", "0", "-t", "0.5", "-c", "copy", "-movflags", "+faststart"],
+                inputs: [Fixtures.landscape]),
+            reason: "its video lasts 0.500 s, not 1.000 s (±0.069)"),
+        // The same streams as the source, twice as long.
+        Case(
+            wrong: Recipe(
+                "verify-long.mp4",
+                [
+                    "-f", "lavfi", "-i", "testsrc2=size=640x360:rate=30:duration=2", "-f", "lavfi", "-i",
+                    "sine=frequency=440:sample_rate=48000:duration=2", "-af", "aformat=channel_layouts=stereo",
+                    "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", "-c:a", "aac", "-b:a", "96k",
+                    "-movflags", "+faststart",
+                ]),
+            reason: "its video lasts 2.000 s, not 1.000 s (±0.069)"),
+        // The audio delayed by 0.3 s (an empty edit; less the AAC priming ffmpeg trims).
+        Case(
+            wrong: Recipe(
+                "verify-audio-late.mp4",
+                [
+                    "-i", "$0", "-itsoffset", "0.3", "-i", "$0", "-map", "0:v", "-map", "1:a", "-c", "copy",
+                    "-movflags", "+faststart",
+                ], inputs: [Fixtures.landscape]),
+            reason: "after its video (expected 0.000 s)"),
+    ]
+
+    /// The source and the plan of exporting it (960x540, network-optimised).
+    static func plan(optimize: Bool = true) async throws -> (ExportPlan, Asset) {
+        let asset = try await Asset.load(try await Fixtures.url(Fixtures.landscape))
+        let session = try ExportSession(asset: asset, presetName: "960x540")
+        session.forceTranscode = true
+        session.shouldOptimizeForNetworkUse = optimize
+        return (try session.determineCompatibility(), asset)
+    }
+
+    static func refusal(_ recipe: Recipe, plan: ExportPlan, asset: Asset) async throws -> ExportError? {
+        let url = try await Fixtures.url(recipe)
+        do {
+            try OutputVerification.check(url, plan: plan, asset: asset)
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    @Test(arguments: cases)
+    func aWrongFile(_ spec: Case) async throws {
+        let (plan, asset) = try await Self.plan()
+        #expect(plan.output.networkOptimized && plan.durationSeconds == 1)
+        let right = try await Self.refusal(Self.right, plan: plan, asset: asset)
+        #expect(right == nil, "the right file is refused: \(right?.message ?? "")")
+        let error = try #require(try await Self.refusal(spec.wrong, plan: plan, asset: asset), "not refused")
+        #expect(error.code == .outputInvalid && !error.isRetryable)
+        #expect(error.message.hasPrefix("the output failed verification: "), "\(error.message)")
+        #expect(error.message.contains(spec.reason), "\(error.message)")
+    }
+
+    /// The moov-last file is refused for its moov alone: a plan that is not network-optimised takes it.
+    @Test func moovLastPassesAPlanNotNetworkOptimized() async throws {
+        let (plan, asset) = try await Self.plan(optimize: false)
+        let error = try await Self.refusal(Self.cases[0].wrong, plan: plan, asset: asset)
+        #expect(error == nil, "\(error?.message ?? "")")
+    }
+}

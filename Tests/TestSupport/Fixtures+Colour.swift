@@ -33,10 +33,11 @@ extension Fixtures {
     public static let hdr10SEI =
         ":hdr10=1:master-display=G(13250,34500)B(7500,3000)R(34000,16000)WP(15635,16450)L(10000000,1):max-cll=1000,400"
 
-    /// The SDR original converted to `transfer` (BT.2100, reference white at 203 cd/m²).
-    static func fromSDR(_ transfer: String) -> String {
+    /// The SDR original converted to `transfer` (BT.2100, reference white at 203 cd/m²), in `format`
+    /// (zimg makes it, undithered).
+    static func fromSDR(_ transfer: String, format: String = "yuv420p10le") -> String {
         "zscale=tin=bt709:min=bt709:pin=bt709:rin=tv:t=linear:npl=203:agamma=0,format=gbrpf32le,"
-            + "zscale=p=bt2020:t=\(transfer):m=bt2020nc:r=tv:npl=203:agamma=0,format=yuv420p10le"
+            + "zscale=p=bt2020:t=\(transfer):m=bt2020nc:r=tv:npl=203:agamma=0,format=\(format)"
     }
 
     /// HLG (BT.2100, BT.2020) made from `sdrOriginal` with BT.2408's convention; no static metadata.
@@ -81,6 +82,18 @@ extension Fixtures {
         video("640x360", seconds: 0.5) + h264 + [
             "-color_primaries", "bt2020", "-color_trc", "arib-std-b67", "-colorspace", "bt2020nc",
         ])
+
+    /// `sdrOriginal` converted to HLG like `hlg`, but 8-bit: H.264 High (yuv420p, CRF 8) tagged BT.2020
+    /// HLG, limited range. No preset keeps its HDR (HEVC presets keep only more than 8 bits), so each
+    /// tone-maps it, and the SDR original is the truth of the result. zimg quantises to 8 bits itself:
+    /// swscale's dither (`format=yuv420p` after a 10-bit zscale) is noise that x264 at CRF 21 pays for
+    /// in detail (29.6 dB against the original instead of 30.7).
+    public static let hlg8Bit = Recipe(
+        "hlg-8bit.mp4",
+        ["-i", "$0", "-vf", fromSDR("arib-std-b67", format: "yuv420p")] + [
+            "-c:v", "libx264", "-preset", "ultrafast", "-crf", "8", "-color_primaries", "bt2020", "-color_trc",
+            "arib-std-b67", "-colorspace", "bt2020nc", "-color_range", "tv",
+        ], inputs: [sdrOriginal])
 
     /// Linear-light BT.2020 RGB of the six gamut patches, in 1/65535 of HDR reference white: BT.2020's
     /// red, green and blue primaries, then BT.709's, each at half of reference white.

@@ -15,6 +15,7 @@ public struct ProbedFile: Decodable, Sendable {
         public var color_primaries: String?
         public var color_transfer: String?
         public var color_space: String?
+        public var color_range: String?
         public var sample_rate: String?
         public var channels: Int?
         public var channel_layout: String?
