@@ -40,14 +40,24 @@ enum FileSystem {
         return temporary
     }
 
-    /// Creates `path` with `data` only if it does not exist; returns false if it does.
-    static func createExclusively(_ data: Data, at path: String) throws(Failure) -> Bool {
-        let temporary = try writeTemporary(data, beside: path)
-        defer { unlink(temporary) }
-        // link() fails with EEXIST when the name is taken: an atomic "create if absent".
-        if link(temporary, path) == 0 { return true }
+    /// Creates `path` as a symbolic link holding `value` (a job id) only if the name is free; returns
+    /// false if it is taken (symlink(2) fails with EEXIST: an atomic "create if absent"). A short value
+    /// lives in the inode itself: no data block (4 KiB on most file systems), where a small file takes one.
+    static func createEntry(_ value: String, at path: String) throws(Failure) -> Bool {
+        if symlink(value, path) == 0 { return true }
         if errno == EEXIST { return false }
         throw .errno("cannot create", path)
+    }
+
+    /// What an entry holds: a symbolic link's value, or (as older spools wrote them) a file's content.
+    static func readEntry(_ path: String) -> String? {
+        var buffer = [CChar](repeating: 0, count: 4097)
+        let count = readlink(path, &buffer, 4096)
+        if count >= 0 {
+            return String(decoding: buffer.prefix(count).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        }
+        guard errno == EINVAL else { return nil }
+        return read(path).map { String(decoding: $0, as: UTF8.self) }
     }
 
     static func writeAll(_ fd: Int32, _ data: Data) -> Bool {

@@ -66,7 +66,7 @@ extension SpoolStore {
             else { continue }
             if let key = current.key, let name = try? SpoolStore.keyName(key) {
                 let file = path(.keys, name)
-                if FileSystem.read(file).map({ String(decoding: $0, as: UTF8.self) }) == current.id { unlink(file) }
+                if FileSystem.readEntry(file) == current.id { unlink(file) }
             }
             releaseTarget(of: current)
             unlink(path(.cancel, current.id))

@@ -1,6 +1,8 @@
 import Foundation
 
-/// One waiting or running job per output path: `targets/<hash>` holds the job id and the path.
+/// One waiting or running job per output path: `targets/<hash of the path>` is a symbolic link to the
+/// job's id (no data block; the job's status gives the path, so a collision of hashes is seen).
+/// Spools written before 0.2.1 hold "id\npath" in a file, which is read too.
 ///
 /// Creating the entry is an atomic exclusive create; everything else that changes entries (taking
 /// over one left by a job that ended without releasing it, releasing one) happens under one short
@@ -9,14 +11,13 @@ extension SpoolStore {
     /// Reserves `output` for job `id`, or throws naming the waiting or running job that writes it.
     func reserveTarget(_ output: String, for id: String) throws(QueueError) {
         let file = path(.targets, SpoolStore.targetName(output))
-        let entry = Data("\(id)\n\(output)".utf8)
-        if try storage({ try FileSystem.createExclusively(entry, at: file) }) { return }
+        if try storage({ try FileSystem.createEntry(id, at: file) }) { return }
         guard let lock = FileLock(path: path(.locks, "targets.lock"), wait: true) else {
             throw QueueError(.unavailable, "cannot lock the spool's output table in \(root.path)")
         }
         defer { lock.release() }
-        if let (holder, held) = readTarget(file), held == output, holder != id,
-            let status = try status(id: holder), !status.state.isTerminal
+        if let holder = readTarget(file), holder != id, let status = try status(id: holder), status.output == output,
+            !status.state.isTerminal
         {
             throw QueueError(
                 .conflict,
@@ -25,7 +26,7 @@ extension SpoolStore {
         }
         // Free: left by a job that ended (or, improbably, another path with the same hash).
         unlink(file)
-        guard try storage({ try FileSystem.createExclusively(entry, at: file) }) else {
+        guard try storage({ try FileSystem.createEntry(id, at: file) }) else {
             throw QueueError(.conflict, "\(output) was just reserved by another submission")
         }
     }
@@ -35,17 +36,16 @@ extension SpoolStore {
         let file = path(.targets, SpoolStore.targetName(status.output))
         guard let lock = FileLock(path: path(.locks, "targets.lock"), wait: true) else { return }
         defer { lock.release() }
-        if readTarget(file)?.id == status.id { unlink(file) }
+        if readTarget(file) == status.id { unlink(file) }
     }
 
-    private func readTarget(_ file: String) -> (id: String, output: String)? {
-        guard let data = FileSystem.read(file) else { return nil }
-        let parts = String(decoding: data, as: UTF8.self).split(separator: "\n", maxSplits: 1).map(String.init)
-        return parts.count == 2 ? (parts[0], parts[1]) : nil
+    /// The id of the job an entry names.
+    private func readTarget(_ file: String) -> String? {
+        FileSystem.readEntry(file)?.split(separator: "\n", maxSplits: 1).first.map(String.init)
     }
 
     /// A file name for an output path of any length: two 64-bit FNV-1a hashes (with different offset
-    /// bases) of its bytes, in hex; the entry holds the path too, so a collision is seen.
+    /// bases) of its bytes, in hex; a collision is seen in the holder's status.
     static func targetName(_ output: String) -> String {
         func fnv(_ basis: UInt64) -> UInt64 {
             output.utf8.reduce(basis) { ($0 ^ UInt64($1)) &* 0x0000_0100_0000_01B3 }

@@ -14,9 +14,10 @@ import Synchronization
 /// - `running/<id>` — claimed jobs; the content is the claim's fencing token.
 /// - `locks/<id>.lock` — `flock`ed by the process running the job; the kernel drops it on death.
 /// - `cancel/<id>` — a cancel request for a running job.
-/// - `keys/<hex key>` — idempotency keys, each holding its job id.
-/// - `targets/<hash of output path>` — the output path of each waiting or running job, holding its
-///   job id and the path: two such jobs never write one file.
+/// - `keys/<hex key>` — idempotency keys, each a symbolic link to its job id (a file holding it in
+///   spools written before 0.2.1).
+/// - `targets/<hash of output path>` — the output path of each waiting or running job, a symbolic
+///   link to its job id: two such jobs never write one file.
 ///
 /// The status file also carries the job's spec; spools from before kept it in `jobs/<id>.json`,
 /// which is still read.
@@ -98,7 +99,7 @@ public final class SpoolStore: JobStore {
         var keyFile: String?
         if let key = spec.key {
             let file = path(.keys, try SpoolStore.keyName(key))
-            if !(try storage { try FileSystem.createExclusively(Data(id.utf8), at: file) }) {
+            if !(try storage { try FileSystem.createEntry(id, at: file) }) {
                 return try await existing(key: key, file: file, request: request)
             }
             keyFile = file
@@ -125,9 +126,7 @@ public final class SpoolStore: JobStore {
     private func existing(key: String, file: String, request: JobSpec) async throws -> Submission {
         // Wait briefly if the job is still being written.
         for _ in 0..<50 {
-            if let named = FileSystem.read(file).map({ String(decoding: $0, as: UTF8.self) }),
-                let status = try status(id: named)
-            {
+            if let named = FileSystem.readEntry(file), let status = try status(id: named) {
                 let submitted = status.spec ?? JobSpec(status)
                 let differences = submitted.differences(from: request, id: status.id)
                 guard differences.isEmpty else {

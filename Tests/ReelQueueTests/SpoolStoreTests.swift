@@ -104,6 +104,46 @@ struct SpoolStoreTests {
         #expect(claimed == expected)
     }
 
+    /// Keys and output reservations are symbolic links to the job's id (no data block each); spools
+    /// written before hold them as small files, which are still honoured.
+    @Test func keysAndTargetsAreLinksAndOldFilesStillCount() async throws {
+        let store = try SpoolStore(root: Fixtures.scratchFolder("spool"))
+        var spec = try await Self.spec()
+        spec.output = Fixtures.scratchFolder("target").appendingPathComponent("one.mp4").path
+        spec.key = "order-1"
+        let job = try await store.submit(spec).status
+        let key = store.path(.keys, try SpoolStore.keyName("order-1"))
+        let target = store.path(.targets, SpoolStore.targetName(spec.output))
+        for entry in [key, target] {
+            var info = stat()
+            #expect(lstat(entry, &info) == 0 && info.st_mode & S_IFMT == S_IFLNK, "\(entry) is not a link")
+            #expect(info.st_blocks == 0, "\(entry) takes \(info.st_blocks) blocks")
+            #expect(FileSystem.readEntry(entry) == job.id)
+        }
+        // As an older spool wrote them: a file holding the id, and one holding the id and the path.
+        unlink(key)
+        unlink(target)
+        #expect(FileManager.default.createFile(atPath: key, contents: Data(job.id.utf8)))
+        #expect(FileManager.default.createFile(atPath: target, contents: Data("\(job.id)\n\(spec.output)".utf8)))
+        let again = try await store.submit(spec)
+        #expect(!again.created && again.status.id == job.id)
+        var other = spec
+        other.key = nil
+        do {
+            _ = try await store.submit(other)
+            Issue.record("a second job was given the output of a waiting one")
+        } catch let error as QueueError {
+            #expect(error.kind == .conflict && error.message.contains(job.id), "\(error.message)")
+        }
+        // Once the job ends its output is free, and pruning it frees its key.
+        #expect(try await store.cancel(job.id) == .cancelled)
+        var gone = stat()
+        #expect(lstat(target, &gone) != 0)
+        #expect(try await store.prune(finishedBefore: Date().addingTimeInterval(60), states: [.cancelled]) == 1)
+        #expect(lstat(key, &gone) != 0)
+        #expect(try await store.submit(other).created)
+    }
+
     @Test func readingCommandsDoNotCreateASpool() async throws {
         let missing = Fixtures.scratchFolder("nothing").appendingPathComponent("spool")
         #expect(throws: QueueError.self) { try SpoolStore(root: missing, create: false) }
