@@ -218,6 +218,9 @@ struct FleetProcessTests {
         #expect(fleet.outputFiles() == [URL(fileURLWithPath: output).lastPathComponent], "\(fleet.outputFiles())")
     }
 
+    /// One worker's wall clock ten minutes ahead: leases and rescues use the database's clock only, so
+    /// neither worker takes the other's job early or keeps one late. (Not behind: under libfaketime
+    /// with a negative offset even a plain `Task.sleep` never returns, in any program.)
     @Test func aWorkerWhoseClockIsTenMinutesAheadChangesNothing() async throws {
         let fleet = try await Fleet.make()
         let faketime = "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1"
@@ -246,11 +249,15 @@ struct FleetProcessTests {
         #expect(counts == "6|6", "a lease was taken early")
         #expect(!Self.completed(in: skewed.output).isEmpty, "the skewed worker ran nothing")
         #expect(!skewed.output.contains("rescued") && !honest.output.contains("rescued"))
-        // Every time a status file shows comes from the database's clock, not the skewed worker's.
+        // Every time a status file shows comes from the database's clock, not the skewed worker's...
         for id in ids {
             let status = try #require(fleet.statusFile(id))
             #expect(abs(status.updatedAt.timeIntervalSinceNow) < 120, "\(id) updated at \(status.updatedAt)")
         }
+        // ...while the skewed worker itself lived ten minutes ahead: its log's timestamps say so.
+        let stamp = try #require(skewed.output.split(separator: " ").first.map(String.init))
+        let logged = try Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse(stamp)
+        #expect(abs(logged.timeIntervalSinceNow - 600) < 300, "the worker logged \(stamp)")
     }
 
     @Test func aCancelReachesARunningJobOnAnotherMachine() async throws {
