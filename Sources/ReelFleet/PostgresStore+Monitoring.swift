@@ -6,9 +6,10 @@ import ReelQueue
 extension PostgresStore: JobStoreMonitoring {
     public func makeSummarizer() -> any QueueSummarizer { PostgresSummarizer(store: self) }
 
-    /// The database is usable when it answers a query within the request timeout.
+    /// The database is usable when it answers a query within 5 s (a health check, and a starting
+    /// worker's, which a stop must not wait out for the full request timeout).
     public func checkAvailable() async throws {
-        try await perform("reach the database") {
+        try await perform("reach the database", within: .seconds(5)) {
             for try await _ in try await self.client.query("SELECT 1", logger: self.logger) {}
         }
     }

@@ -108,13 +108,18 @@ public final class WorkerPool: Sendable {
         guard start else { return }
         metrics.slots(configuration.jobs)
         metrics.busy(0)
-        configuration.onEvent?(.stateChanged(.running))
-        await rescue()
-        await prune()
-        // Logged once the first pass over dead workers' jobs is done: whoever reads it knows a job
-        // orphaned from now on waits for the next pass.
-        logger.info(
-            "worker pool started", metadata: ["jobs": "\(configuration.jobs)", "store": "\(store.location)"])
+        // Ready (systemd's READY=1) once the store has answered: a worker whose database is away at
+        // start waits for it, not ready meanwhile.
+        await waitForStore()
+        if isRunning {
+            configuration.onEvent?(.stateChanged(.running))
+            await rescue()
+            await prune()
+            // Logged once the first pass over dead workers' jobs is done: whoever reads it knows a job
+            // orphaned from now on waits for the next pass.
+            logger.info(
+                "worker pool started", metadata: ["jobs": "\(configuration.jobs)", "store": "\(store.location)"])
+        }
         let maintenance = Task { [self] in
             var lastPrune = ContinuousClock.now
             while !Task.isCancelled {
@@ -236,6 +241,24 @@ public final class WorkerPool: Sendable {
             try await store.rescueExpired()
         } catch {
             logger.error("cannot look for jobs of dead workers", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// Returns once the store answers (or the pool is stopped), trying again after a quarter of a
+    /// second, doubling up to 5 s.
+    private func waitForStore() async {
+        var wait = Duration.milliseconds(250)
+        while isRunning {
+            do {
+                try await store.checkReachable()
+                return
+            } catch {
+                logger.error(
+                    "cannot reach the store; not ready",
+                    metadata: ["store": "\(store.location)", "error": "\(error)", "retryIn": "\(wait)"])
+                try? await Task.sleep(for: wait)
+                wait = min(wait * 2, .seconds(5))
+            }
         }
     }
 
