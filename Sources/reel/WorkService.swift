@@ -9,7 +9,7 @@ import Synchronization
 
 /// The version `reel --version` prints and the build-info metric carries.
 enum ReelVersion {
-    static let version = "0.2.0"
+    static let version = "0.2.1"
     /// The git commit the binary was built from (`unknown` outside a checkout).
     static let commit = BuildCommit.id
 }
