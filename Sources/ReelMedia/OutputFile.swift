@@ -150,10 +150,17 @@ final class OutputFile {
 
     /// Writes the trailer (the faststart rewrite happens here), flushes and fsyncs the file. `edit`
     /// runs between the flush and the fsync, with the file's descriptor, for what the muxer cannot
-    /// write (a Dolby Vision configuration box).
-    func finish(edit: ((Int32) throws(MediaError) -> Void)? = nil) throws(MediaError) {
-        try check(
-            av_write_trailer(context), "av_write_trailer", kind: .outputFailed, context: "cannot finish the output")
+    /// write (a Dolby Vision configuration box). With room reserved for the moov (`moov_size`), the mov
+    /// muxer refuses its trailer (EINVAL, the file itself fine) when the moov outgrew the room: that is
+    /// `moovReservationTooSmall`, and the caller can write the file again without.
+    func finish(reservedMoov: Bool = false, edit: ((Int32) throws(MediaError) -> Void)? = nil) throws(MediaError) {
+        let trailer = av_write_trailer(context)
+        if reservedMoov, trailer == reel_averror(EINVAL), io?.pointee.error ?? 0 >= 0 {
+            throw MediaError(
+                kind: .moovReservationTooSmall, call: "av_write_trailer", code: trailer,
+                message: "the space reserved for the moov was too small")
+        }
+        try check(trailer, "av_write_trailer", kind: .outputFailed, context: "cannot finish the output")
         if let io {
             avio_flush(io)
             if io.pointee.error < 0 {

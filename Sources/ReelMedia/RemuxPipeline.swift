@@ -182,23 +182,16 @@ final class RemuxPipeline {
         let boxes = dolbyVision
         // A cut's end: the edit lists end where the range does (what is copied runs past it).
         let cutSeconds = window.endMicroseconds.map { Double($0 - originMicroseconds) / Double(AV_TIME_BASE) }
-        do {
-            try output.finish(
-                edit: boxes.isEmpty && cutSeconds == nil
-                    ? nil
-                    : { (descriptor: Int32) throws(MediaError) in
-                        if let cutSeconds, cutSeconds > 0 {
-                            _ = try EditListTrim.trim(descriptor: descriptor, toSeconds: cutSeconds)
-                        }
-                        for (track, box) in boxes { try box.write(toTrack: track, of: descriptor) }
-                    })
-        } catch
-            where reservedMoovBytes != nil && error.code == reel_averror(EINVAL) && error.call == "av_write_trailer"
-        {
-            throw MediaError(
-                kind: .moovReservationTooSmall, call: "moov_size", code: error.code,
-                message: "the space reserved for the moov was too small")
-        }
+        try output.finish(
+            reservedMoov: reservedMoovBytes != nil,
+            edit: boxes.isEmpty && cutSeconds == nil
+                ? nil
+                : { (descriptor: Int32) throws(MediaError) in
+                    if let cutSeconds, cutSeconds > 0 {
+                        _ = try EditListTrim.trim(descriptor: descriptor, toSeconds: cutSeconds)
+                    }
+                    for (track, box) in boxes { try box.write(toTrack: track, of: descriptor) }
+                })
         output.onWrite = nil
         progress(TranscodeProgress(phase: .finalizing, fraction: 1, frames: packets, mediaSeconds: mediaSeconds))
         return TranscodeOutcome(
