@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import PostgresNIO
+import ReelQueue
 import Synchronization
 
 /// The store's `LISTEN` side: one connection, held for as long as a worker runs, listening on
@@ -182,7 +183,7 @@ final class Notifications: Sendable {
     // MARK: - The listener
 
     private func listen() async {
-        var backoff = Duration.milliseconds(250)
+        var backoff = Backoff()
         while !Task.isCancelled {
             do {
                 try await client.withConnection { connection in
@@ -197,8 +198,7 @@ final class Notifications: Sendable {
             wakeWorkers()
             let watched = state.withLock { $0.watched }
             for id in watched { tell(id) }
-            try? await Task.sleep(for: backoff)
-            backoff = min(backoff * 2, .seconds(5))
+            await backoff.wait()
         }
         state.withLock { $0.connected = false }
     }

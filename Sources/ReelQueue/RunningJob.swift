@@ -149,37 +149,11 @@ enum PublishVerdict: Sendable, Equatable {
     static func within(_ limit: Duration, _ check: @escaping @Sendable () async -> PublishVerdict) async
         -> PublishVerdict
     {
-        let answer = FirstAnswer()
-        var timer: Task<Void, Never>?
-        let verdict = await withCheckedContinuation { continuation in
-            answer.wait(with: continuation)
-            let work = Task {
-                answer.give(await check())
-            }
-            timer = Task {
-                try? await Task.sleep(for: limit)
-                if answer.give(.unconfirmed("the store did not answer within \(limit)")) { work.cancel() }
-            }
+        do {
+            return try await Deadline.run(within: limit) { await check() }
+        } catch {
+            return .unconfirmed("the store did not answer within \(limit)")
         }
-        timer?.cancel()
-        return verdict
-    }
-}
-
-/// Resumes a waiting continuation with the first of several racing answers.
-private final class FirstAnswer: Sendable {
-    private let waiting = Mutex<CheckedContinuation<PublishVerdict, Never>?>(nil)
-
-    func wait(with continuation: CheckedContinuation<PublishVerdict, Never>) {
-        waiting.withLock { $0 = continuation }
-    }
-
-    /// Gives `verdict` unless another answer came first; returns whether it was the first.
-    @discardableResult
-    func give(_ verdict: PublishVerdict) -> Bool {
-        guard let continuation = waiting.withLock({ $0.take() }) else { return false }
-        continuation.resume(returning: verdict)
-        return true
     }
 }
 

@@ -133,9 +133,8 @@ public final class WorkerPool: Sendable {
             }
         }
         await withDiscardingTaskGroup { jobs in
-            // After a failed claim (the store unreachable), the next one waits: a quarter of a second,
-            // doubling up to 5 s; the first success resets it.
-            var claimBackoff = Duration.milliseconds(250)
+            // After a failed claim (the store unreachable), the next one waits; a success resets it.
+            var claimBackoff = Backoff()
             while isRunning {
                 await cores.waitForRoom()
                 guard isRunning else { break }
@@ -143,16 +142,15 @@ public final class WorkerPool: Sendable {
                 let claimSent = ContinuousClock.now
                 do {
                     lease = try await store.claim(worker: name)
-                    claimBackoff = .milliseconds(250)
+                    claimBackoff.reset()
                 } catch {
                     logger.error(
                         "cannot claim a job",
                         metadata: [
                             "store": "\(store.location)", "error": "\(error)",
-                            "retryIn": "\(String(format: "%.2f", claimBackoff.seconds))",
+                            "retryIn": "\(String(format: "%.2f", claimBackoff.delay.seconds))",
                         ])
-                    try? await Task.sleep(for: claimBackoff)
-                    claimBackoff = min(claimBackoff * 2, .seconds(5))
+                    await claimBackoff.wait()
                     continue
                 }
                 if let lease {
@@ -244,10 +242,9 @@ public final class WorkerPool: Sendable {
         }
     }
 
-    /// Returns once the store answers (or the pool is stopped), trying again after a quarter of a
-    /// second, doubling up to 5 s.
+    /// Returns once the store answers (or the pool is stopped), trying again with backoff.
     private func waitForStore() async {
-        var wait = Duration.milliseconds(250)
+        var backoff = Backoff()
         while isRunning {
             do {
                 try await store.checkReachable()
@@ -255,9 +252,11 @@ public final class WorkerPool: Sendable {
             } catch {
                 logger.error(
                     "cannot reach the store; not ready",
-                    metadata: ["store": "\(store.location)", "error": "\(error)", "retryIn": "\(wait)"])
-                try? await Task.sleep(for: wait)
-                wait = min(wait * 2, .seconds(5))
+                    metadata: [
+                        "store": "\(store.location)", "error": "\(error)",
+                        "retryIn": "\(String(format: "%.2f", backoff.delay.seconds))",
+                    ])
+                await backoff.wait()
             }
         }
     }
@@ -423,7 +422,7 @@ public final class WorkerPool: Sendable {
     /// Records an outcome, retrying while the store is unreachable and the lease may still be ours.
     private func record(_ outcome: JobOutcome, of lease: Lease) async {
         let deadline = ContinuousClock.now + (store.leaseDuration ?? .seconds(30))
-        var wait = Duration.milliseconds(250)
+        var backoff = Backoff()
         while true {
             do {
                 if try await !store.finish(lease, outcome) {
@@ -432,7 +431,7 @@ public final class WorkerPool: Sendable {
                 }
                 return
             } catch {
-                guard ContinuousClock.now + wait < deadline else {
+                guard ContinuousClock.now + backoff.delay < deadline else {
                     logger.error(
                         "cannot record a job's outcome; the store will rescue the job",
                         metadata: ["job": "\(lease.id)", "error": "\(error)"])
@@ -440,8 +439,7 @@ public final class WorkerPool: Sendable {
                 }
                 logger.warning(
                     "cannot record a job's outcome yet", metadata: ["job": "\(lease.id)", "error": "\(error)"])
-                try? await Task.sleep(for: wait)
-                wait = min(wait * 2, .seconds(5))
+                await backoff.wait()
             }
         }
     }

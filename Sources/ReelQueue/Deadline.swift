@@ -4,11 +4,11 @@ import Synchronization
 /// Runs an operation with a time limit that holds even when the operation cannot be interrupted
 /// (a query on a connection whose peer vanished waits for TCP to notice): the operation runs in a
 /// task of its own, and the caller gets `Expired` at the limit while that task is cancelled and left
-/// to end on its own.
-enum Deadline {
-    struct Expired: Error {}
+/// to end on its own. (Package-wide: the fleet's queries and the worker's publish gate use it.)
+package enum Deadline {
+    package struct Expired: Error {}
 
-    static func run<T: Sendable>(
+    package static func run<T: Sendable>(
         within limit: Duration, _ body: @escaping @Sendable () async throws -> T
     ) async throws -> T {
         let slot = Slot<T>()
@@ -90,4 +90,21 @@ enum Deadline {
             hook?()
         }
     }
+}
+
+/// How long to wait before trying a store that is away again: a quarter of a second, doubling up to
+/// 5 s; `reset()` after a success.
+package struct Backoff: Sendable {
+    package private(set) var delay = Backoff.first
+    private static let first = Duration.milliseconds(250)
+
+    package init() {}
+
+    /// Sleeps for the current delay (less if the task is cancelled), then doubles it.
+    package mutating func wait() async {
+        try? await Task.sleep(for: delay)
+        delay = min(delay * 2, .seconds(5))
+    }
+
+    package mutating func reset() { delay = Backoff.first }
 }
