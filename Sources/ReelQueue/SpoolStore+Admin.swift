@@ -1,4 +1,5 @@
 import Foundation
+import ReelSpawn
 
 extension SpoolStore {
     /// Cancels a job: a waiting job never starts; a running one is asked to stop.

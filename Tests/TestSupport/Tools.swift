@@ -32,7 +32,7 @@ public enum Tools {
         let collected = Mutex((stdout: Data(), stderr: Data(), timedOut: false, status: Int32(-1)))
         let group = DispatchGroup()
         group.enter()
-        startThread {
+        startThread(named: "reel-test-tool") {
             let status: Int32
             switch child.waitForExit() {
             case .exited(let code): status = code
@@ -46,14 +46,14 @@ public enum Tools {
         // and block.
         for (handle, isOut) in [(child.output, true), (child.errors, false)] {
             group.enter()
-            startThread {
+            startThread(named: "reel-test-tool") {
                 let data = handle.readDataToEndOfFile()
                 collected.withLock { isOut ? ($0.stdout = data) : ($0.stderr = data) }
                 group.leave()
             }
         }
         if let toChild = child.input, let input {
-            startThread {
+            startThread(named: "reel-test-tool") {
                 try? toChild.write(contentsOf: input)
                 try? toChild.close()
             }
@@ -87,7 +87,7 @@ public enum Tools {
                 executable, arguments: arguments, environment: ProcessInfo.processInfo.environment, withInput: false)
         else { return nil }
         // Its output is read to the end first, so a chatty child cannot block on a full pipe.
-        startThread { _ = child.errors.readDataToEndOfFile() }
+        startThread(named: "reel-test-tool") { _ = child.errors.readDataToEndOfFile() }
         _ = child.output.readDataToEndOfFile()
         switch child.waitForExit() {
         case .exited(let code): return code
@@ -146,7 +146,7 @@ public final class BackgroundProcess: Sendable {
         let drained = DispatchGroup()
         for handle in [child.output, child.errors] {
             drained.enter()
-            startThread {
+            startThread(named: "reel-test-tool") {
                 while true {
                     let chunk = handle.availableData
                     if chunk.isEmpty { break }
@@ -155,7 +155,7 @@ public final class BackgroundProcess: Sendable {
                 drained.leave()
             }
         }
-        startThread {
+        startThread(named: "reel-test-tool") {
             let termination = child.waitForExit()
             // (A grandchild that kept its output open must not hold up the end.)
             _ = drained.wait(timeout: .now() + 5)
@@ -268,13 +268,4 @@ public struct SeededGenerator: RandomNumberGenerator, Sendable {
         z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
         return z ^ (z >> 31)
     }
-}
-
-/// Runs `body` on a thread of its own. For the blocking waits on a child (its end, its pipes), which
-/// last as long as the child: on Dispatch's shared threads (as many as the cores) a few of them leave
-/// none for Swift's tasks until Dispatch adds one, about once a second.
-func startThread(_ body: @escaping @Sendable () -> Void) {
-    let thread = Thread(block: body)
-    thread.stackSize = 1 << 20
-    thread.start()
 }
