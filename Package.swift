@@ -104,7 +104,8 @@ let package = Package(
         .plugin(name: "BuildInfo", capability: .buildTool()),
 
         // Child processes started with posix_spawn (Foundation's Process.run() can crash its caller on
-        // Linux in Swift 6.3): the worker's isolated exports and the tests' tools.
+        // Linux in Swift 6.3): the worker's isolated exports and the tests' tools. CSpawn also bridges
+        // the pidfd calls that Glibc leaves out.
         .target(name: "CSpawn"),
         .target(name: "ReelSpawn", dependencies: ["CSpawn"]),
         .target(
@@ -117,7 +118,7 @@ let package = Package(
         .testTarget(
             name: "ReelQueueTests",
             dependencies: [
-                "ReelQueue", "TestSupport", "QueueContract",
+                "ReelQueue", "ReelSpawn", "TestSupport", "QueueContract",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),

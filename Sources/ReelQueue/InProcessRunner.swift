@@ -30,7 +30,8 @@ struct InProcessRunner: ExportRunner {
             }
             return .completed(JobResult(result))
         } catch {
-            return .failed(JobError(error))
+            // Cancelled only ever by the worker (`job.stop`), whose stop reason decides what it means.
+            return error.code == .cancelled ? .interrupted : .failed(JobError(error))
         }
     }
 }

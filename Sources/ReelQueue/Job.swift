@@ -146,31 +146,76 @@ extension JobSpec {
 
 /// A job's error as the status file shows it.
 public struct JobError: Sendable, Codable, Equatable {
+    /// A stable, machine-readable reason: every `ExportError.Code` (an export's own failure), plus the
+    /// queue's own (`worker-crashed`). A struct over a growing set of codes, like `ExportError.Code`;
+    /// stored and printed as its raw string.
+    public struct Code: Hashable, Sendable, Codable, CustomStringConvertible {
+        public let rawValue: String
+        /// A code read back from a status file, a database row or an export process's report.
+        init(rawValue: String) { self.rawValue = rawValue }
+        /// An export's own failure.
+        public init(_ code: ExportError.Code) { rawValue = code.rawValue }
+        public init(from decoder: any Decoder) throws {
+            rawValue = try decoder.singleValueContainer().decode(String.self)
+        }
+        public func encode(to encoder: any Encoder) throws {
+            var container = encoder.singleValueContainer()
+            try container.encode(rawValue)
+        }
+        public var description: String { rawValue }
+
+        /// The worker (or its export process) died while running the job.
+        public static let workerCrashed = Code(rawValue: "worker-crashed")
+        /// Cancelled on request (`reel cancel`, the API's cancel).
+        public static let cancelled = Code(ExportError.Code.cancelled)
+        /// Stopped making progress.
+        public static let stalled = Code(ExportError.Code.stalled)
+        /// The output could not be written or published.
+        public static let outputFailed = Code(ExportError.Code.outputFailed)
+        /// A file is at the output path already.
+        public static let outputExists = Code(ExportError.Code.outputExists)
+        /// A bug or an unexpected failure.
+        public static let `internal` = Code(ExportError.Code.internal)
+    }
+
     /// `unreadable-input`, `incompatible-preset`, `worker-crashed`, … (see README).
-    public var code: String
+    public var code: Code
     public var message: String
     /// Whether running it again could succeed.
     public var retryable: Bool
 
-    public init(code: String, message: String, retryable: Bool) {
+    public init(code: Code, message: String, retryable: Bool) {
         self.code = code
         self.message = message
         self.retryable = retryable
     }
 
     public init(_ error: ExportError) {
-        self.init(code: error.code.rawValue, message: error.message, retryable: error.isRetryable)
+        self.init(code: Code(error.code), message: error.message, retryable: error.isRetryable)
     }
 
     public init(_ failure: ExportEvent.Failure) {
-        self.init(code: failure.error.code, message: failure.error.message, retryable: failure.error.retryable)
+        self.init(
+            code: Code(rawValue: failure.error.code), message: failure.error.message,
+            retryable: failure.error.retryable)
     }
 
-    static func workerCrashed(attempts: Int) -> JobError {
+    /// A job whose worker died while running it, once its attempts are used up.
+    package static func workerCrashed(attempts: Int) -> JobError {
         JobError(
-            code: "worker-crashed",
+            code: .workerCrashed,
             message: "the worker running this job died \(attempts) time(s); failed as a poison job", retryable: false)
     }
+
+    /// A job whose worker died while running attempt `attempt`, queued again.
+    package static func requeuedAfterCrash(attempt: Int) -> JobError {
+        JobError(
+            code: .workerCrashed, message: "the worker running attempt \(attempt) died; the job was queued again",
+            retryable: true)
+    }
+
+    /// A job someone cancelled.
+    package static let cancelledOnRequest = JobError(code: .cancelled, message: "cancelled on request", retryable: false)
 }
 
 /// What a completed job produced.

@@ -102,7 +102,7 @@ extension StatusReport {
             Failure(
                 id: status.id, preset: status.preset, asset: status.asset, output: status.output,
                 attempts: status.attempts, failedAt: status.finishedAt ?? status.updatedAt,
-                code: status.error?.code ?? "unknown", message: status.error?.message ?? "")
+                code: status.error?.code.rawValue ?? "unknown", message: status.error?.message ?? "")
         }
         presets = board.throughput
     }

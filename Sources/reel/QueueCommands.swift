@@ -114,20 +114,11 @@ struct RunJobCommand: AsyncParsableCommand {
     func run() async throws {
         // The worker passes its log settings in REEL_LOG_LEVEL / REEL_LOG_FORMAT.
         CLI.bootstrapLogging(verbose: false)
-        // The request is the first line on stdin; the worker's answers to publish requests follow.
-        let request = Data((readLine(strippingNewline: true) ?? "").utf8)
         let runner = ChildRunner()
-        let sources = CLI.onTerminationSignals { runner.cancel() }
+        // A stop signal (from the worker, or anyone) stops the export; the worker decides what it means.
+        let sources = CLI.onTerminationSignals { runner.interrupt() }
         defer { sources.forEach { $0.cancel() } }
-        let status = await runner.run(request: request) { event in
-            CLI.printLine(event.jsonLine)
-        } askToPublish: {
-            CLI.printLine(CLI.jsonLine(PublishRequest()))
-            guard let line = readLine(strippingNewline: true),
-                let answer = try? JSONCoding.decoder.decode(PublishAnswer.self, from: Data(line.utf8))
-            else { return PublishAnswer(publish: false, reason: "the worker did not answer") }
-            return answer
-        }
+        let status = await runner.runFromStandardInput { CLI.printLine($0) }
         if status != 0 { throw ExitCode(status) }
     }
 }

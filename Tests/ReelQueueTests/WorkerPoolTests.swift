@@ -138,6 +138,40 @@ struct WorkerPoolTests {
         #expect(reason.contains("did not answer"), "\(reason)")
     }
 
+    /// The store refuses every request from the claim on for 4 s, less than the 10 s lease: the export
+    /// finishes meanwhile and waits at its publish gate, asking again, until the store answers; then it
+    /// publishes and completes on its first attempt (an outage shorter than the lease costs nothing).
+    @Test func anOutageShorterThanTheLeaseCostsAFinishedJobNothing() async throws {
+        let spool = try SpoolStore(root: Fixtures.scratchFolder("spool"))
+        let store = PartitionedStore(spool, lease: .seconds(10))
+        store.refusing.withLock { $0 = true }
+        let outputs = Fixtures.scratchFolder("outputs")
+        let spec = JobSpec(
+            asset: try await Fixtures.url(Fixtures.fourThree).path, preset: "LowQuality", outputType: .mp4,
+            output: outputs.appendingPathComponent("four.mp4").path, forceTranscode: true)
+        let id = try await spool.submit(spec).status.id
+        let pool = WorkerPool(store: store, configuration: .init(jobs: 1, recoveryInterval: 3600, isolation: nil))
+        let running = Task { await pool.run() }
+        let claimed = await eventually(within: .seconds(60)) { () -> Bool? in
+            (try? spool.status(id: id))?.state == .exporting ? true : nil
+        }
+        try #require(claimed != nil, "the job was never claimed")
+        // The export (well under a second) finishes inside the outage; the outage ends 4 s later.
+        try await Task.sleep(for: .seconds(4))
+        #expect(!FileManager.default.fileExists(atPath: spec.output), "published without a confirmed lease")
+        let refusedWhileDown = store.refusals.load(ordering: .relaxed)
+        store.refusing.withLock { $0 = false }
+        let completed = await eventually(within: .seconds(60)) { () -> JobStatus? in
+            guard let status = try? spool.status(id: id), status.state.isTerminal else { return nil }
+            return status
+        }
+        pool.stop()
+        await running.value
+        #expect(refusedWhileDown > 0, "the outage was never met")
+        #expect(completed?.state == .completed && completed?.attempts == 1, "\(String(describing: completed))")
+        #expect(try await ProbedFile.probe(URL(fileURLWithPath: spec.output)).video?.codec_name == "h264")
+    }
+
     /// `reel work --keep-finished`: a running pool deletes the jobs that ended longer ago than the
     /// limit by itself (their status file and key go with them) and keeps the recent ones. The old job
     /// is made old by dating its status back, not by waiting.
@@ -177,12 +211,22 @@ struct WorkerPoolTests {
     }
 }
 
-/// A spool whose renewals hang while `partitioned` (a store behind a network partition) and whose
-/// leases last `lease`, as a database's do.
+/// A spool whose leases last `lease`, as a database's do, and whose failures a test turns on: renewals
+/// hang while `partitioned` (a network partition that no error reports), fail while `refusing` (a
+/// database that refuses connections), and recording an outcome fails while `partitioned` or when
+/// `loseCompletion` says so for a lease (its answer lost; the lease then runs out, as the hook may
+/// show by giving the lock up).
 private final class PartitionedStore: JobStore {
+    struct Refused: Error {}
+
     let spool: SpoolStore
     let lease: Duration
     let partitioned = Mutex(false)
+    let refusing = Mutex(false)
+    /// Renewals refused so far.
+    let refusals = Atomic<Int>(0)
+    /// Called instead of recording a completion; true when the completion is lost.
+    let loseCompletion = Mutex<(@Sendable (Lease) -> Bool)?>(nil)
 
     init(_ spool: SpoolStore, lease: Duration) {
         self.spool = spool
@@ -206,10 +250,15 @@ private final class PartitionedStore: JobStore {
         if partitioned.withLock({ $0 }) {
             try await Task.sleep(for: .seconds(3600))
         }
+        if refusing.withLock({ $0 }) {
+            refusals.add(1, ordering: .relaxed)
+            throw Refused()
+        }
         return try await spool.renew(lease, progress: progress)
     }
     func finish(_ lease: Lease, _ outcome: JobOutcome) async throws -> Bool {
         if partitioned.withLock({ $0 }) { throw CancellationError() }
+        if case .completed = outcome, let lose = loseCompletion.withLock({ $0 }), lose(lease) { throw Refused() }
         return try await spool.finish(lease, outcome)
     }
     func rescueExpired() async throws -> Int { try await spool.rescueExpired() }
@@ -217,3 +266,4 @@ private final class PartitionedStore: JobStore {
     func waitForWork(timeout: Duration) async { await spool.waitForWork(timeout: timeout) }
     func statusFile(for id: String) -> String? { spool.statusFile(for: id) }
 }
+
