@@ -6,6 +6,7 @@
 #include <sys/pidfd.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "cspawn.h"
@@ -38,3 +39,13 @@ int reel_pidfd_wait(int pidfd, int keep, int *exited, int *value) {
     *value = info.si_status;
     return 0;
 }
+
+int reel_setxattr(const char *path, const char *name, const void *value, unsigned long size) {
+    return setxattr(path, name, value, size, 0);
+}
+
+long reel_getxattr(const char *path, const char *name, void *value, unsigned long size) {
+    return (long)getxattr(path, name, value, size);
+}
+
+int reel_removexattr(const char *path, const char *name) { return removexattr(path, name); }

@@ -77,6 +77,8 @@ public final class WorkerPool: Sendable {
     private let logger: Logger
     private let metrics: WorkerMetrics
     private let name = "\(ProcessInfo.processInfo.hostName):\(getpid())"
+    /// Where publish receipts are written and read (never on Swift's cooperative pool).
+    private let io = BlockingIO.shared
 
     public init(store: any JobStore, configuration: Configuration, logger: Logger = Logger(label: "reel.worker")) {
         self.store = store
@@ -290,7 +292,18 @@ public final class WorkerPool: Sendable {
         metrics.started(job.lease, submittedAt: submittedAt, now: job.startedAt)
         configuration.onEvent?(.started(job.lease, submittedAt: submittedAt))
         let lease = job.lease
-        let attempt = await run(job, threads: threads)
+        var attempt: ExportAttempt
+        if let adopted = await adoptPublishedOutput(of: lease) {
+            attempt = .completed(adopted)
+        } else {
+            attempt = await run(job, threads: threads)
+            // Another attempt of this job published the file meanwhile (this one's publish found it there).
+            if case .failed(let error) = attempt, error.code == .outputExists,
+                let adopted = await adoptPublishedOutput(of: lease)
+            {
+                attempt = .completed(adopted)
+            }
+        }
         let outcome: JobOutcome
         switch (attempt, job.stopReason) {
         case (_, .lost?):
@@ -312,7 +325,9 @@ public final class WorkerPool: Sendable {
         }
         let elapsed = ContinuousClock.now - began
         log(outcome, of: lease, elapsed: elapsed)
-        await record(outcome, of: lease)
+        let recorded = await record(outcome, of: lease)
+        // The receipt stays on the output only while its completion is not recorded.
+        if case .completed = outcome, recorded { await io.run { PublishReceipt.remove(for: lease) } }
         metrics.ended(lease, outcome, elapsed: elapsed)
         configuration.onEvent?(.ended(lease, outcome, elapsed: elapsed))
     }
@@ -345,6 +360,26 @@ public final class WorkerPool: Sendable {
             return attempt
                 ?? .failed(JobError(code: .internal, message: "the export ended without an outcome", retryable: true))
         }
+    }
+
+    /// The result of the job's output if an earlier attempt published it and could not record it (a
+    /// `PublishReceipt` of this job names the file there); nil otherwise.
+    private func adoptPublishedOutput(of lease: Lease) async -> JobResult? {
+        let found = await io.run { () -> (PublishReceipt, ExportSession.Result)? in
+            guard let receipt = PublishReceipt.onOutput(of: lease),
+                let result = try? ExportSession.describeOutput(at: URL(fileURLWithPath: lease.spec.output))
+            else { return nil }
+            return (receipt, result)
+        }
+        guard let (receipt, described) = found else { return nil }
+        var result = JobResult(described)
+        result.method = "adopted"
+        result.decision =
+            "attempt \(receipt.attempt) published this output but could not record it; adopted without exporting again"
+        logger.notice(
+            "adopted the output an earlier attempt published",
+            metadata: ["job": "\(lease.id)", "attempt": "\(lease.attempt)", "publishedBy": "\(receipt.attempt)"])
+        return result
     }
 
     /// Renews the job's lease every `renewInterval` with its latest progress, and stops the job when
@@ -400,7 +435,8 @@ public final class WorkerPool: Sendable {
     /// answers or the lease has certainly expired (a whole lease since the last renewal that got
     /// through; for a store whose leases last as long as the worker, the stall timeout): an outage
     /// shorter than the lease costs the job nothing. A lease that ran out stops the job
-    /// (`StopReason.expired`), which is handed back, never failed.
+    /// (`StopReason.expired`), which is handed back, never failed. Before saying "publish", the gate
+    /// leaves a `PublishReceipt` beside the output.
     private func confirm(_ job: RunningJob, lastRenewed: LastRenewal) async -> PublishVerdict {
         var backoff = Backoff()
         let waitedSince = ContinuousClock.now
@@ -418,6 +454,14 @@ public final class WorkerPool: Sendable {
             }
             switch verdict {
             case .publish:
+                do {
+                    try await io.run { () throws(FileSystem.Failure) in try PublishReceipt.write(for: job.lease) }
+                } catch {
+                    // Publishing without one only loses the adoption after a long outage (a file
+                    // system without user extended attributes).
+                    logger.warning(
+                        "cannot leave a publish receipt", metadata: ["job": "\(job.lease.id)", "error": "\(error)"])
+                }
                 return .publish
             case .stopped:
                 return .stopped

@@ -1,3 +1,4 @@
+import CSpawn
 import Foundation
 import ReelExport
 import Synchronization
@@ -172,6 +173,77 @@ struct WorkerPoolTests {
         #expect(try await ProbedFile.probe(URL(fileURLWithPath: spec.output)).video?.codec_name == "h264")
     }
 
+    /// The worker publishes the output, then its completion is lost and its lease runs out (the store
+    /// away for longer than the lease). The job is rescued; the next attempt finds the output carrying
+    /// a receipt of this job and completes the job without exporting again: the same file, untouched.
+    @Test func aPublishedOutputWhoseCompletionWasLostIsAdoptedNotExportedAgain() async throws {
+        let (status, output, published) = try await loseTheFirstCompletion { _ in }
+        #expect(status.state == .completed && status.attempts == 2, "\(status)")
+        #expect(status.result?.method == "adopted" && status.result?.decision?.contains("attempt 1") == true)
+        var now = stat()
+        #expect(stat(output.path, &now) == 0 && now.st_ino == published.st_ino && now.st_size == published.st_size)
+        #expect(now.st_mtim.tv_sec == published.st_mtim.tv_sec && now.st_mtim.tv_nsec == published.st_mtim.tv_nsec)
+        #expect(status.result?.bytes == Int64(published.st_size) && status.result?.videoCodec == "h264")
+        // Once recorded, the receipt is gone from the file; nothing else is beside it.
+        #expect(getxattr(output.path, PublishReceipt.attribute) == nil)
+        let names = try FileManager.default.contentsOfDirectory(atPath: output.deletingLastPathComponent().path)
+        #expect(names == [output.lastPathComponent])
+    }
+
+    /// As above, but someone replaces the published file before the next attempt: that file is not
+    /// the job's own, and the job fails `output-exists` without touching it.
+    @Test func aFileSomeoneElseWroteAtThePathIsNeverAdopted() async throws {
+        let replacement = Data("somebody else's file".utf8)
+        let (status, output, _) = try await loseTheFirstCompletion { output in
+            let other = output.deletingLastPathComponent().appendingPathComponent("other.tmp")
+            try? replacement.write(to: other)
+            rename(other.path, output.path)
+        }
+        #expect(status.state == .failed && status.error?.code == .outputExists, "\(status)")
+        #expect(FileManager.default.contents(atPath: output.path) == replacement)
+    }
+
+    /// Runs one job whose first completion is lost after publishing (its lease then gone, as after a
+    /// store outage longer than the lease); `meanwhile` runs on the output before the rescue. Returns
+    /// the job's final status, its output and the output's identity when it was first published.
+    private func loseTheFirstCompletion(meanwhile: @escaping @Sendable (URL) -> Void) async throws -> (
+        JobStatus, URL, stat
+    ) {
+        let spool = try SpoolStore(root: Fixtures.scratchFolder("spool"))
+        let store = PartitionedStore(spool, lease: .seconds(2))
+        let outputs = Fixtures.scratchFolder("outputs")
+        let output = outputs.appendingPathComponent("four.mp4")
+        let published = Mutex<stat?>(nil)
+        store.loseCompletion.withLock {
+            $0 = { lease in
+                guard lease.attempt == 1 else { return false }
+                if published.withLock({ $0 }) == nil {
+                    var info = stat()
+                    _ = stat(output.path, &info)
+                    published.withLock { $0 = info }
+                    meanwhile(output)
+                    // The lease runs out: the lock goes, so a rescue finds the job.
+                    spool.releaseLock(of: lease)
+                }
+                return true
+            }
+        }
+        let spec = JobSpec(
+            asset: try await Fixtures.url(Fixtures.fourThree).path, preset: "LowQuality", outputType: .mp4,
+            output: output.path, forceTranscode: true)
+        let id = try await spool.submit(spec).status.id
+        let pool = WorkerPool(store: store, configuration: .init(jobs: 1, recoveryInterval: 0.2, isolation: nil))
+        let running = Task { await pool.run() }
+        let ended = await eventually(within: .seconds(120)) { () -> JobStatus? in
+            guard let status = try? spool.status(id: id), status.state.isTerminal else { return nil }
+            return status
+        }
+        pool.stop()
+        await running.value
+        let status = try #require(ended, "the job never ended")
+        return (status, output, try #require(published.withLock { $0 }, "the output was never published"))
+    }
+
     /// `reel work --keep-finished`: a running pool deletes the jobs that ended longer ago than the
     /// limit by itself (their status file and key go with them) and keeps the recent ones. The old job
     /// is made old by dating its status back, not by waiting.
@@ -267,3 +339,9 @@ private final class PartitionedStore: JobStore {
     func statusFile(for id: String) -> String? { spool.statusFile(for: id) }
 }
 
+/// The value of an extended attribute of a file, or nil without one.
+private func getxattr(_ path: String, _ name: String) -> Data? {
+    var buffer = [UInt8](repeating: 0, count: 512)
+    let count = reel_getxattr(path, name, &buffer, UInt(buffer.count))
+    return count >= 0 ? Data(buffer.prefix(count)) : nil
+}

@@ -37,4 +37,11 @@ int reel_pidfd_send_signal(int pidfd, int signal);
 /// and `*value` the exit status, or `*exited` 0 and `*value` the signal; -1 with errno set on failure.
 int reel_pidfd_wait(int pidfd, int keep, int *exited, int *value);
 
+/// setxattr(2), getxattr(2) and removexattr(2) on a path, which Swift's Glibc module leaves out: the
+/// queue's publish receipt lives in an extended attribute of the output itself. The usual returns
+/// (0 or a size, or -1 with errno set).
+int reel_setxattr(const char *path, const char *name, const void *value, unsigned long size);
+long reel_getxattr(const char *path, const char *name, void *value, unsigned long size);
+int reel_removexattr(const char *path, const char *name);
+
 #endif
