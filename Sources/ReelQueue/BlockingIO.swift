@@ -2,17 +2,20 @@ import Foundation
 import ReelSpawn
 import Synchronization
 
-/// A few long-lived threads for blocking file work: the spool's open, write, fsync, rename, flock and
+/// Eight long-lived threads for blocking file work: the spool's open, write, fsync, rename, flock and
 /// readdir, and the workers' publish receipts. Shaped like NIO's `NIOThreadPool.runIfActive`: `run`
 /// hands a closure to one of the threads and suspends the calling task until it returns.
 ///
 /// Swift's cooperative pool has one thread per core (two here), and those threads also run every
 /// worker's heartbeats, its publish gate and the ops server's handlers. An fsync while exports stream
 /// gigabytes to the same disk can block for seconds; on the cooperative pool it would stall all of
-/// them. Here it stalls one I/O thread, and the others go on with the rest of the spool's work.
+/// them. Here it stalls one I/O thread, and the others go on with the rest of the spool's work: eight,
+/// so that the claims and finishes of a full worker (each fsyncs twice) leave threads for the
+/// renewals. Measured with every fsync made 2.5 s slower and eight jobs (BusyDiskTests): `/readyz`
+/// answered within 0.03 s at worst, against 2.5 s with the file work on the cooperative pool.
 package final class BlockingIO: Sendable {
     /// The threads every spool and worker of this process share.
-    package static let shared = BlockingIO(threads: 4, name: "reel-io")
+    package static let shared = BlockingIO(threads: 8, name: "reel-io")
 
     private let queue = Mutex<[@Sendable () -> Void]>([])
     private let pending = DispatchSemaphore(value: 0)
