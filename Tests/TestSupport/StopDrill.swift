@@ -132,7 +132,7 @@ public struct StopDrill: Sendable {
         let attempts = status["attempts"] as? Int
         #expect(attempts == (stop.countsAnAttempt ? 2 : 1), "attempts: \(attempts ?? -1)")
         let completions = logs.map { $0.output.components(separatedBy: "\n") }.joined()
-            .filter { $0.contains("job completed") && $0.contains(id) }
+            .filter { $0.contains("job completed") && $0.contains(id) && !$0.contains("method=adopted") }
         #expect(completions.count == 1, "completed \(completions.count) times")
         let files = (try? FileManager.default.contentsOfDirectory(atPath: outputs.path)) ?? []
         #expect(files.count == 1 && !files[0].hasPrefix("."), "outputs: \(files)")
