@@ -35,6 +35,8 @@ struct IsolatedRunner: ExportRunner {
     let limits: InputLimits
     let stallTimeout: TimeInterval
     let logger: Logger
+    /// The metadata policy of jobs that did not choose one: the child gets the spec with it decided.
+    var metadataDefault = MetadataPolicy.keep
 
     /// The child process, as the job's stop handle.
     final class Child: JobHandle {
@@ -62,8 +64,11 @@ struct IsolatedRunner: ExportRunner {
     func run(_ job: RunningJob, threads: Int, confirm: @escaping @Sendable () async -> PublishVerdict) async
         -> ExportAttempt
     {
+        var spec = job.lease.spec
+        spec.metadata = spec.metadata(workerDefault: metadataDefault)
+        spec.metadataChosen = true
         let request = ChildRequest(
-            spec: job.lease.spec, threads: threads, stallTimeout: stallTimeout, limits: limits,
+            spec: spec, threads: threads, stallTimeout: stallTimeout, limits: limits,
             presetsFolder: isolation.presetsFolder, verbose: isolation.verbose, parent: getpid(),
             attemptTag: job.lease.attemptTag)
         let requestLine: Data

@@ -28,7 +28,7 @@ struct DatabaseCommand: AsyncParsableCommand {
         @OptionGroup var storeOptions: StoreOptions
 
         func run() async throws {
-            _ = try global.prepare()
+            global.bootstrapLogging()
             let store = try DatabaseCommand.open(storeOptions)
             let applied = try await store.migrate()
             let (current, _) = try await store.schemaVersion()
@@ -51,7 +51,7 @@ struct DatabaseCommand: AsyncParsableCommand {
         @OptionGroup var storeOptions: StoreOptions
 
         func run() async throws {
-            _ = try global.prepare()
+            global.bootstrapLogging()
             let store = try DatabaseCommand.open(storeOptions)
             let (current, latest) = try await store.schemaVersion()
             await store.close()
@@ -74,7 +74,7 @@ struct DatabaseCommand: AsyncParsableCommand {
         @Option var seconds = 10.0
 
         func run() async throws {
-            _ = try global.prepare()
+            global.bootstrapLogging()
             guard let url = storeOptions.databaseURL else { throw CLIFailure(message: "--store is required") }
             let stores = try (0..<workers).map { _ in try storeOptions.openDatabase(url, connections: 2) }
             let result = JobResult(
