@@ -42,7 +42,7 @@ struct RequestPathTests {
     /// A value for each option that changes the queued job, and one that is refused (value options).
     /// An option added to `ExportOptions` needs a line here, or the test says which is missing.
     static let samples: [String: (good: String?, bad: String?)] = [
-        "preset": ("MediumQuality", "Medium"),
+        "preset": ("MediumQuality", "720px"),
         "type": ("mov", "mkv"),
         "output": ("named.mp4", "named.mkv"),
         "force-extension": (nil, nil),
@@ -95,7 +95,8 @@ struct RequestPathTests {
                 ["submit", "--manifest", "-", "--json"], environment: environment, input: data)
         }
         func equal(_ a: [String: Any], _ b: [String: Any]) -> Bool {
-            NSDictionary(dictionary: a).isEqual(to: b)
+            let encode = { (object: [String: Any]) in try? JSONSerialization.data(withJSONObject: object, options: .sortedKeys) }
+            return encode(a) != nil && encode(a) == encode(b)
         }
 
         let base: ([String], [String: Any]) = (
@@ -117,14 +118,14 @@ struct RequestPathTests {
                 keys["output"] = outputs.appendingPathComponent("key-" + file).path
             }
             if option.kind == "flag" {
-                flags.append("--\(option.name)")
-                keys[key] = true
                 if option.name == "force-extension" {
                     // The type is mov, the name keeps .mp4: refused without the flag.
                     named("forced.mp4")
                     flags += ["--type", "mov"]
                     keys["type"] = "mov"
                 }
+                flags.append("--\(option.name)")
+                keys[key] = true
             } else if option.name == "output", let value = sample.good {
                 named(value)
             } else if let value = sample.good {
