@@ -34,7 +34,8 @@ package struct OutputPublisher {
         }
         if !overwrite, FileManager.default.fileExists(atPath: destination.path) {
             throw ExportError(
-                .outputExists, "\(destination.path) already exists (ask to overwrite it: --overwrite, \"overwrite\": true)")
+                .outputExists,
+                "\(destination.path) already exists (ask to overwrite it: --overwrite, \"overwrite\": true)")
         }
     }
 

@@ -20,7 +20,10 @@ public struct JobRequest: Sendable, Codable, Equatable {
     /// 1 to 20 (default 3).
     public var maxAttempts: Int?
 
-    public init(asset: String, export: ExportRequest, outputDir: String? = nil, priority: Int? = nil, key: String? = nil, maxAttempts: Int? = nil) {
+    public init(
+        asset: String, export: ExportRequest, outputDir: String? = nil, priority: Int? = nil, key: String? = nil,
+        maxAttempts: Int? = nil
+    ) {
         self.asset = asset
         self.export = export
         self.outputDir = outputDir

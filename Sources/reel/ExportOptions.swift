@@ -52,7 +52,8 @@ struct ExportOptions: ParsableArguments {
     @Flag(
         name: .long,
         help:
-            "Under a video preset, export an asset without video as its audio alone (otherwise it fails with no-video).")
+            "Under a video preset, export an asset without video as its audio alone (otherwise it fails with no-video)."
+    )
     var allowAudioOnly = false
 
     @Option(

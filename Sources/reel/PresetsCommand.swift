@@ -20,7 +20,8 @@ struct PresetsCommand: AsyncParsableCommand {
         }
         // Each preset answers to its name, its aliases and its Apple name (AVAssetExportPreset…).
         let names = library.presets.map { preset in
-            preset.name + ((preset.aliases ?? []).isEmpty ? "" : " (" + (preset.aliases ?? []).joined(separator: ", ") + ")")
+            preset.name
+                + ((preset.aliases ?? []).isEmpty ? "" : " (" + (preset.aliases ?? []).joined(separator: ", ") + ")")
         }
         let width = names.map(\.count).max() ?? 10
         for (name, preset) in zip(names, library.presets) {

@@ -200,12 +200,34 @@ struct StoreOptions: ParsableArguments {
     func openDatabase(_ text: String, connections: Int = 2, lease: Duration? = nil) throws -> PostgresStore {
         let folder =
             statusDirectory ?? ProcessInfo.processInfo.environment["REEL_STATUS_DIR"].flatMap { $0.isEmpty ? nil : $0 }
+        return try Self.openDatabase(text, statusFolder: folder, connections: connections, lease: lease)
+    }
+
+    /// A database store with a pool of `connections`, writing status files to `statusFolder` if any.
+    static func openDatabase(
+        _ text: String, statusFolder folder: String?, connections: Int = 2, lease: Duration? = nil
+    ) throws -> PostgresStore {
         var options = PostgresStore.Options(statusFolder: folder, connections: connections)
         if let lease {
             options.lease = lease
             options.renew = min(.seconds(1), lease / 4)
         }
         return try PostgresStore(url: try DatabaseURL(text), options: options)
+    }
+}
+
+/// The fleet's database alone, for the commands that use nothing else of a store (`reel db migrate`,
+/// `reel db version`).
+struct DatabaseOptions: ParsableArguments {
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "The fleet's PostgreSQL database: postgres://user@host:5432/database (env REEL_STORE).", valueName: "url"))
+    var store: String?
+
+    /// `--store`, else `$REEL_STORE`.
+    var databaseURL: String? {
+        store ?? ProcessInfo.processInfo.environment["REEL_STORE"].flatMap { $0.isEmpty ? nil : $0 }
     }
 }
 

@@ -8,7 +8,9 @@ import Testing
 struct AnswersTests {
     /// Each stdout line that is a JSON object.
     static func objects(_ text: String) -> [[String: Any]] {
-        text.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        text.split(separator: "\n").compactMap {
+            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }
     }
 
     /// `reel export --json`'s error for the same request: code, message and retryable.
@@ -226,6 +228,11 @@ struct AnswersTests {
         }
         for command in ["export", "submit", "work", "presets"] {
             #expect(try await ReelBinary.run(["help", command]).stdout.contains("--presets-dir"), "\(command)")
+        }
+        // The database's commands take the database, not a spool or a status folder.
+        for command in [["db", "migrate"], ["db", "version"]] {
+            let help = try await ReelBinary.run(["help"] + command).stdout
+            #expect(help.contains("--store") && !help.contains("--spool") && !help.contains("--status-dir"), "\(help)")
         }
     }
 }

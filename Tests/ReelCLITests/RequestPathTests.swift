@@ -78,7 +78,8 @@ struct RequestPathTests {
             let line = try #require(AnswersTests.objects(stdout).first, "submit said: \(stdout)")
             let id = try #require(line["id"] as? String, "\(line)")
             let data = try #require(FileManager.default.contents(atPath: spool.path + "/status/\(id).json"))
-            var spec = try #require((try JSONSerialization.jsonObject(with: data) as? [String: Any])?["spec"] as? [String: Any])
+            var spec = try #require(
+                (try JSONSerialization.jsonObject(with: data) as? [String: Any])?["spec"] as? [String: Any])
             // The output's name carries the job id, or the tag that keeps two jobs' files apart.
             spec["output"] = (spec["output"] as? String)?.replacingOccurrences(of: id, with: "ID")
                 .replacingOccurrences(of: "/flag-", with: "/").replacingOccurrences(of: "/key-", with: "/")
@@ -95,7 +96,9 @@ struct RequestPathTests {
                 ["submit", "--manifest", "-", "--json"], environment: environment, input: data)
         }
         func equal(_ a: [String: Any], _ b: [String: Any]) -> Bool {
-            let encode = { (object: [String: Any]) in try? JSONSerialization.data(withJSONObject: object, options: .sortedKeys) }
+            let encode = { (object: [String: Any]) in
+                try? JSONSerialization.data(withJSONObject: object, options: .sortedKeys)
+            }
             return encode(a) != nil && encode(a) == encode(b)
         }
 
@@ -144,7 +147,9 @@ struct RequestPathTests {
             let a = try spec(of: byFlag.stdout)
             let b = try spec(of: byKey.stdout)
             #expect(equal(a, b), "\(option): as a flag \(a), as \"\(key)\" \(b)")
-            let changed = option.name == "overwrite" ? !equal(a, try spec(of: try await submitFlags(base.0).stdout)) : !equal(a, plain)
+            let changed =
+                option.name == "overwrite"
+                ? !equal(a, try spec(of: try await submitFlags(base.0).stdout)) : !equal(a, plain)
             #expect(changed, "\(option) changed nothing in the job: \(a)")
             checked += 1
 
