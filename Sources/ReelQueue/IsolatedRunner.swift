@@ -42,6 +42,8 @@ struct IsolatedRunner: ExportRunner {
     let limits: InputLimits
     let stallTimeout: TimeInterval
     let logger: Logger
+    /// The metadata policy of jobs that did not choose one: the child gets the spec with it decided.
+    var metadataDefault = MetadataPolicy.keep
 
     /// The child process, as the job's stop handle.
     final class Child: JobHandle {
@@ -67,8 +69,11 @@ struct IsolatedRunner: ExportRunner {
     func run(_ job: RunningJob, threads: Int, confirm: @escaping @Sendable () async -> PublishVerdict) async
         -> ExportAttempt
     {
+        var spec = job.lease.spec
+        spec.metadata = spec.metadata(workerDefault: metadataDefault)
+        spec.metadataChosen = true
         let request = ChildRequest(
-            spec: job.lease.spec, threads: threads, stallTimeout: stallTimeout, limits: limits,
+            spec: spec, threads: threads, stallTimeout: stallTimeout, limits: limits,
             presetsFolder: isolation.presetsFolder, verbose: isolation.verbose, attemptTag: job.lease.attemptTag)
         let requestLine: Data
         do {

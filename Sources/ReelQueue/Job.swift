@@ -34,8 +34,15 @@ public struct JobSpec: Sendable, Codable, Equatable {
     public var key: String?
     /// Part of the asset to export; nil for all of it.
     public var timeRange: TimeRange?
-    /// Which source metadata to keep.
+    /// Which source metadata to keep, when `metadataChosen`; otherwise what a worker without a
+    /// default of its own writes (`keep`).
     public var metadata: MetadataPolicy
+    /// Whether the client chose `metadata`. When it did not, the worker's default applies
+    /// (`reel work --metadata`, `$REEL_METADATA`); specs written before the field existed chose.
+    public var metadataChosen: Bool = true
+    /// Under a video preset, an asset without video is exported as its audio alone
+    /// (`ExportSession.allowsAudioOnly`); false in specs written before the field existed.
+    public var allowAudioOnly: Bool = false
     /// Moov first (default true).
     public var optimizeForNetwork: Bool
     /// Attempts before the job is failed for good.
@@ -77,7 +84,7 @@ public struct JobSpec: Sendable, Codable, Equatable {
 extension JobSpec {
     private enum CodingKeys: String, CodingKey {
         case asset, preset, outputType, output, priority, key, timeRange, metadata, optimizeForNetwork, maxAttempts
-        case forceTranscode, overwrite, fileLengthLimit, background
+        case forceTranscode, overwrite, fileLengthLimit, background, metadataChosen, allowAudioOnly
     }
 
     /// Decodes specs written by older versions too (no `overwrite`, no `fileLengthLimit`, no `background`).
@@ -97,6 +104,13 @@ extension JobSpec {
         overwrite = try c.decodeIfPresent(Bool.self, forKey: .overwrite) ?? false
         fileLengthLimit = try c.decodeIfPresent(Int64.self, forKey: .fileLengthLimit)
         background = try c.decodeIfPresent(RGBColor.self, forKey: .background) ?? .black
+        metadataChosen = try c.decodeIfPresent(Bool.self, forKey: .metadataChosen) ?? true
+        allowAudioOnly = try c.decodeIfPresent(Bool.self, forKey: .allowAudioOnly) ?? false
+    }
+
+    /// The metadata policy to export with: the spec's when chosen, else `workerDefault`.
+    public func metadata(workerDefault: MetadataPolicy) -> MetadataPolicy {
+        metadataChosen ? metadata : workerDefault
     }
 }
 
@@ -127,8 +141,12 @@ extension JobSpec {
         }
         if background != other.background { fields.append("background (\(other.background), not \(background))") }
         // The rest of what shapes the file (priority, attempts and overwrite do not).
-        if metadata != other.metadata {
-            fields.append("metadata (\(other.metadata.rawValue), not \(metadata.rawValue))")
+        if metadata != other.metadata || metadataChosen != other.metadataChosen {
+            let describe = { (spec: JobSpec) in spec.metadataChosen ? spec.metadata.rawValue : "the worker's default" }
+            fields.append("metadata (\(describe(other)), not \(describe(self)))")
+        }
+        if allowAudioOnly != other.allowAudioOnly {
+            fields.append("allow audio only (\(other.allowAudioOnly), not \(allowAudioOnly))")
         }
         if optimizeForNetwork != other.optimizeForNetwork {
             fields.append("network optimisation (\(other.optimizeForNetwork), not \(optimizeForNetwork))")

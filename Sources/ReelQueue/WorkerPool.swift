@@ -28,6 +28,8 @@ public final class WorkerPool: Sendable {
         public var keepFinished: TimeInterval?
         /// Receives the pool's state changes and each attempt's start and end (metrics, a status page).
         public var onEvent: (@Sendable (WorkerPoolEvent) -> Void)?
+        /// The metadata policy of jobs whose spec did not choose one (`JobSpec.metadataChosen`).
+        public var metadataDefault = MetadataPolicy.keep
 
         public init(
             jobs: Int = WorkerPool.defaultJobs, drain: Bool = false, presets: PresetLibrary = .shipped,
@@ -92,10 +94,11 @@ public final class WorkerPool: Sendable {
         if let isolation = configuration.isolation {
             runner = IsolatedRunner(
                 isolation: isolation, limits: configuration.limits, stallTimeout: configuration.stallTimeout,
-                logger: logger)
+                logger: logger, metadataDefault: configuration.metadataDefault)
         } else {
             runner = InProcessRunner(
-                presets: configuration.presets, limits: configuration.limits, stallTimeout: configuration.stallTimeout)
+                presets: configuration.presets, limits: configuration.limits, stallTimeout: configuration.stallTimeout,
+                metadataDefault: configuration.metadataDefault)
         }
     }
 

@@ -13,6 +13,7 @@ struct WorkCommand: AsyncParsableCommand {
             "Run queued jobs until stopped (SIGINT/SIGTERM: finish running jobs; a second signal hands them back).")
 
     @OptionGroup var global: GlobalOptions
+    @OptionGroup var presetOptions: PresetOptions
     @OptionGroup var storeOptions: StoreOptions
     @OptionGroup var input: InputOptions
     @OptionGroup(title: "Running as a service") var service: ServiceOptions
@@ -56,7 +57,21 @@ struct WorkCommand: AsyncParsableCommand {
             valueName: "seconds"))
     var rescueInterval: Double = 2
 
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Source metadata written for jobs that did not choose: keep, sharing (no location or device keys) or strip. Default: $REEL_METADATA, else keep.",
+            valueName: "policy"))
+    var metadata: String?
+
     func validate() throws {
+        if let metadata {
+            do {
+                _ = try MetadataPolicy.parse(metadata)
+            } catch {
+                throw ValidationError(error.message)
+            }
+        }
         if !(0.1...3600).contains(rescueInterval) {
             throw ValidationError("--rescue-interval must be between 0.1 and 3600 seconds")
         }
@@ -70,7 +85,8 @@ struct WorkCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let presets = try global.prepare(logLevel: .info)
+        let presets = try presetOptions.prepare(global, logLevel: .info)
+        let metadataDefault = try metadata.map { try MetadataPolicy.parse($0) } ?? MetadataDefault.fromEnvironment()
         let workers = jobs ?? WorkerPool.defaultJobs
         // A connection per running job's renewals, plus claims, rescues and notifications.
         let store = try storeOptions.open(create: true, connections: workers + 3, lease: lease.map { .seconds($0) })
@@ -78,6 +94,7 @@ struct WorkCommand: AsyncParsableCommand {
             jobs: workers, drain: drain, presets: presets, limits: input.limits, recoveryInterval: rescueInterval,
             stallTimeout: stallTimeout, isolation: isolate ? try isolation() : nil,
             keepFinished: keepFinished.flatMap(Age.seconds))
+        configuration.metadataDefault = metadataDefault ?? .keep
         // The pool runs in a ServiceGroup, with the metrics/health/status server when asked for
         // (WorkService.swift); SIGINT/SIGTERM drain it, a second signal hands running jobs back.
         let runtime = ServiceOptions.Runtime(options: service, presets: presets)
@@ -100,7 +117,7 @@ struct WorkCommand: AsyncParsableCommand {
             environment["REEL_LOG_FORMAT"] = settings.format.rawValue
         }
         return Isolation(
-            executable: executable, presetsFolder: global.presetsFolder, verbose: global.verbose,
+            executable: executable, presetsFolder: presetOptions.presetsFolder, verbose: global.verbose,
             environment: environment)
     }
 }
@@ -137,7 +154,7 @@ struct StatusCommand: AsyncParsableCommand {
     var json = false
 
     func run() async throws {
-        _ = try global.prepare()
+        global.bootstrapLogging()
         let store = try storeOptions.open(create: false)
         var statuses: [JobStatus] = []
         if ids.isEmpty {
@@ -171,7 +188,7 @@ struct ListCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        _ = try global.prepare()
+        global.bootstrapLogging()
         let store = try storeOptions.open(create: false)
         let statuses = try await store.list(state: state.flatMap(JobState.init(rawValue:)))
         JobPrinter.print(statuses, json: json, table: isatty(STDOUT_FILENO) == 1)
@@ -195,7 +212,7 @@ struct WaitCommand: AsyncParsableCommand {
     var json = false
 
     func run() async throws {
-        _ = try global.prepare()
+        global.bootstrapLogging()
         let store = try storeOptions.open(create: false)
         let deadline = timeout.map { ContinuousClock.now + .seconds($0) }
         while true {
@@ -246,7 +263,7 @@ struct PruneCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        _ = try global.prepare()
+        global.bootstrapLogging()
         let store = try storeOptions.open(create: false)
         let states =
             state.isEmpty ? [.completed, .failed, .cancelled] : Set(state.compactMap(JobState.init(rawValue:)))
@@ -282,7 +299,7 @@ protocol JobIDCommand: AsyncParsableCommand {
 
 extension JobIDCommand {
     func run() async throws {
-        _ = try global.prepare()
+        global.bootstrapLogging()
         let store = try storeOptions.open(create: false)
         var missing: [String] = []
         for id in ids {
