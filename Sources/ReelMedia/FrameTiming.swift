@@ -69,7 +69,8 @@ struct SampleTable: Sendable, Equatable {
     struct Sample: Sendable, Equatable {
         var size: Int32
         var keyframe: Bool
-        var dts: Int64
+        /// Nil when the packet had none (Matroska's first B-frame packets): the muxer makes one up.
+        var dts: Int64?
         var fingerprint: UInt64
     }
     var samples: [Sample] = []
@@ -153,6 +154,7 @@ struct WrittenStreamRecorder {
     private var lastDts: Int64 = 0
     private var lastDuration: Int64 = 0
     private var clip: Int64?
+    private var missingDts = false
     /// Nil until the first packet says whether the muxer stores this codec unchanged.
     private var table: SampleTable?
     private var decidedTable = false
@@ -195,10 +197,13 @@ struct WrittenStreamRecorder {
             minPts = min(minPts ?? pts, pts)
             maxEnd = max(maxEnd ?? pts + duration, pts + duration)
         }
-        if let dts = sane(raw.dts) ?? pts {
+        if let dts = sane(raw.dts) {
             firstDts = firstDts ?? dts
             lastDts = dts
             lastDuration = duration
+        } else {
+            // The muxer makes a decode time up: the samples' decode-time span is not known here.
+            missingDts = true
         }
         guard copied else { return }
         if !decidedTable {
@@ -208,7 +213,7 @@ struct WrittenStreamRecorder {
         if table != nil, let data = raw.data {
             table!.samples.append(
                 SampleTable.Sample(
-                    size: raw.size, keyframe: raw.flags & AV_PKT_FLAG_KEY != 0, dts: sane(raw.dts) ?? pts ?? 0,
+                    size: raw.size, keyframe: raw.flags & AV_PKT_FLAG_KEY != 0, dts: sane(raw.dts),
                     fingerprint: SampleTable.fingerprint(sample: data, size: Int(raw.size))))
         }
     }
@@ -226,7 +231,10 @@ struct WrittenStreamRecorder {
     var written: WrittenStream {
         let scale = { (value: Int64) in Double(value) * Double(timeBase.num) / Double(timeBase.den) }
         var end: Int64?
-        if let minPts, let maxEnd, let firstDts { end = min(maxEnd, minPts + (lastDts + lastDuration - firstDts)) }
+        if let maxEnd { end = maxEnd }
+        if let minPts, let current = end, let firstDts, !missingDts {
+            end = min(current, minPts + (lastDts + lastDuration - firstDts))
+        }
         if let clip, let current = end { end = min(current, clip) }
         return WrittenStream(
             index: index, kind: kind, copied: copied, samples: samples,

@@ -158,21 +158,25 @@ extension MediaProbe {
         }
         defer { close(fd) }
         var buffer = [UInt8](repeating: 0, count: 2 * SampleTable.edgeBytes)
-        var firstTimestamp: Int64 = 0
+        var previousTimestamp: Int64 = 0
         for position in 0..<entries {
             guard let entry = avformat_index_get_entry(stream, Int32(position)) else {
                 return "sample \(position) is missing from the index"
             }
             let wrote = table.samples[position]
             let size = Int(entry.pointee.size & 0x3FFF_FFFF)
-            if position == 0 { firstTimestamp = entry.pointee.timestamp }
             if size != Int(wrote.size) { return "sample \(position) has \(size) bytes, \(wrote.size) were written" }
             if (entry.pointee.flags & AVINDEX_KEYFRAME != 0) != wrote.keyframe {
                 return "sample \(position) is \(wrote.keyframe ? "not " : "")a keyframe, unlike what was written"
             }
-            if entry.pointee.timestamp - firstTimestamp != wrote.dts - table.samples[0].dts {
+            // Decode-time gaps as written (where the packets had decode times; the muxer makes up
+            // those that were missing).
+            if position > 0, let dts = wrote.dts, let previous = table.samples[position - 1].dts,
+                entry.pointee.timestamp - previousTimestamp != dts - previous
+            {
                 return "sample \(position) is decoded at another time than it was written for"
             }
+            previousTimestamp = entry.pointee.timestamp
             // The fingerprint covers the first and last `edgeBytes` (all of a short sample).
             let edge = SampleTable.edgeBytes
             let ranges: [(offset: Int64, count: Int)] =
