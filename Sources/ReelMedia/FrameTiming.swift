@@ -5,11 +5,13 @@ internal import CFFmpegShim
 /// durations it writes) and the verifier (what it expects the file to hold) share, so the two cannot
 /// disagree.
 ///
-/// A sample lasts until the next one of its stream starts. The last one lasts its own duration as the
+/// A frame is shown until the next one of its stream is. The last one lasts its own duration as the
 /// source gives it (its packet's: a GIF's delay, a held frame, an audio packet's samples) or, when the
 /// source gives none, one frame at the stream's nominal rate. A stream therefore ends where its last
-/// sample ends, never where a container header says it does (FLV metadata, an MPEG-PS header and an
-/// Ogg granule can all be wrong; ffmpeg ignores them too).
+/// frame ends, never where a container header says it does (FLV metadata, an ASF header, an MPEG-PS
+/// estimate and an Ogg granule can all be wrong; ffmpeg ignores them too). The decode stage gives
+/// each frame its own duration, the encode stage and the remux write packets with these durations,
+/// and `WrittenStreamRecorder` measures from them what verification then expects of the file.
 enum FrameTiming {
     /// The duration of a sample whose successor is not known (the last one), in its time base:
     /// `own` when positive, else `nominal` (one frame at the nominal rate), else 0.
@@ -45,7 +47,8 @@ public struct WrittenStream: Sendable, Equatable {
     /// lead-in before zero, such as AAC's priming or a cut's frames before its start, is hidden by the
     /// edit list), or nil when no sample had a time.
     public var startSeconds: Double?
-    /// Where the last sample ends (`FrameTiming`), in seconds, or nil when no sample had a time.
+    /// Where the last frame ends (`FrameTiming`), as an MP4 reader will find it, in seconds, or nil
+    /// when no sample had a time.
     public var endSeconds: Double?
     /// Each sample as written, in decode order, when the muxer stores packets of this codec
     /// unchanged (`SampleTable.storesUnchanged`): the read-back compares the file's index and bytes
