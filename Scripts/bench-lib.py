@@ -118,7 +118,9 @@ def ffmpeg_args(reel, preset, source, output):
         args += ["-map", stream_specifier(plan, audio["stream"])]
     if video is not None:
         # ffmpeg rotates first (autorotate), so the size applies to the upright picture, as in Reel.
-        scale = f"scale={video['width']}:{video['height']}:flags={video['scaler']},setsar=1"
+        aspect = video.get("pixelAspect") or {"numerator": 1, "denominator": 1}
+        scale = (f"scale={video['width']}:{video['height']}:flags={video['scaler']},"
+                 f"setsar={aspect['numerator']}/{aspect['denominator']}")
         args += ["-vf", f"{HDR_TO_SDR},{scale}" if video["color"] == "tone-mapped" else scale]
         args += ["-c:v", video["encoder"], "-preset", video["encoderPreset"], "-crf", f"{video['crf']:g}"]
         if video.get("maxBitrate") and video.get("bufferSize"):

@@ -14,7 +14,7 @@ public struct ExportPlan: Sendable, Codable, Equatable {
     public var method: ExportMethod
     public var decision: Decision
     public var output: Output
-    /// Output display size, when there is video.
+    /// Output picture size, when there is video (`video.pixelAspect` says when its pixels are not square).
     public var width: Int?
     public var height: Int?
     /// Output frames per second after the preset's cap (the source's for a copy), when there is video.
@@ -93,7 +93,7 @@ public struct ExportPlan: Sendable, Codable, Equatable {
         /// The source's display size (rotation and sample aspect ratio applied).
         public var sourceWidth: Int?
         public var sourceHeight: Int?
-        /// The output's size in square pixels, upright.
+        /// The output's picture size in pixels, upright: square pixels unless `pixelAspect` says otherwise.
         public var width: Int
         public var height: Int
         public var sourceFrameRate: Double?
@@ -140,6 +140,11 @@ public struct ExportPlan: Sendable, Codable, Equatable {
         /// At most this many frames from one keyframe to the next (x264/x265 `keyint`): two seconds of
         /// the output's frame rate. Nil for a copy.
         public var keyframeInterval: Int? = nil
+        /// The shape of the output's pixels (sample aspect ratio, width over height) when they are not
+        /// square: where the preset's size grid (or evenness, for a tiny picture) makes `width`x`height`
+        /// more than 1 % wider or narrower than the source's display proportions, the pixels are
+        /// shaped so the picture displays at the source's proportions. Nil: square pixels.
+        public var pixelAspect: Rational? = nil
     }
 
     /// The audio track's path through the export.
@@ -298,6 +303,7 @@ extension ExportPlan {
                         encoderPreset: encoderPreset, crf: crf, maxBitrate: video.maxBitrate,
                         bufferSize: video.bufferSize, maxFrameRate: video.maxFrameRate, profile: video.profile,
                         hdrMetadata: video.color == .keepSource ? video.hdrMetadata : nil))
+                encodedVideo?.encoding.pixelAspect = video.pixelAspect ?? Rational(1, 1)
                 encodedVideo?.encoding.background = video.background?.packed ?? 0
                 encodedVideo?.encoding.keyframeInterval = video.keyframeInterval
             }

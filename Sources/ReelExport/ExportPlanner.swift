@@ -351,7 +351,47 @@ public enum ExportPlanner {
             colorTransfer: highBit ? track.colorTransfer : "bt709", colorSpace: highBit ? track.colorSpace : "bt709",
             colorRange: "tv", scaler: scaler, codecTag: settings.codec == .hevc ? "hvc1" : nil,
             mirrored: track.isMirrored ?? false, sourceDynamicRange: track.dynamicRange, toneMapping: toneMapping,
-            hdrMetadata: color.hdrMetadata, keyframeInterval: keyframeInterval(frameRate: rate))
+            hdrMetadata: color.hdrMetadata, keyframeInterval: keyframeInterval(frameRate: rate),
+            pixelAspect: track.displaySize.flatMap {
+                pixelAspect(display: $0, picture: size)
+            })
+    }
+
+    /// The largest difference between a picture's proportions and the source's that square pixels
+    /// may leave: beyond it the pixels are shaped instead (`ExportPlan.Video.pixelAspect`).
+    static let squarePixelTolerance = 0.01
+
+    /// The pixel shape (sample aspect ratio) that shows `picture` at the proportions of `display`
+    /// (the source's display size), or nil when square pixels come within `squarePixelTolerance`.
+    /// The fraction is reduced, with both terms at most 65535 (H.264's and HEVC's VUI fields are 16
+    /// bits): the nearest such fraction when the exact one does not fit, off by less than 1e-8.
+    static func pixelAspect(display: (width: Int, height: Int), picture: (width: Int, height: Int)) -> Rational? {
+        guard display.width > 0, display.height > 0, picture.width > 0, picture.height > 0 else { return nil }
+        let shown = Double(display.width) / Double(display.height)
+        let stored = Double(picture.width) / Double(picture.height)
+        guard abs(stored / shown - 1) > squarePixelTolerance else { return nil }
+        return fraction(
+            numerator: display.width * picture.height, denominator: display.height * picture.width, limit: 65_535)
+    }
+
+    /// `numerator`/`denominator` reduced, or its closest continued-fraction convergent whose terms are
+    /// at most `limit`.
+    static func fraction(numerator: Int, denominator: Int, limit: Int) -> Rational {
+        func gcd(_ a: Int, _ b: Int) -> Int { b == 0 ? a : gcd(b, a % b) }
+        let common = gcd(numerator, denominator)
+        let (p, q) = (numerator / common, denominator / common)
+        if p <= limit && q <= limit { return Rational(p, q) }
+        // Convergents h/k of p/q, until the next one would exceed the limit.
+        var (h0, h1, k0, k1) = (0, 1, 1, 0)
+        var (a, b) = (p, q)
+        while b != 0 {
+            let term = a / b
+            let (h2, k2) = (term * h1 + h0, term * k1 + k0)
+            if h2 > limit || k2 > limit { break }
+            (h0, h1, k0, k1) = (h1, h2, k1, k2)
+            (a, b) = (b, a - term * b)
+        }
+        return Rational(max(1, h1), max(1, k1))
     }
 
     /// Frames between keyframes at most: two seconds (the usual interval for web video, which players

@@ -435,6 +435,8 @@ public final class ExportSession: Sendable {
             destination: destination, asset: asset.url, tag: tag ?? TemporaryOutput.randomTag(), overwrite: overwrite)
         setStatus(.exporting)
         defer { output.discard() }
+        // What an export that crashed here left behind (an FFmpeg assertion, a kill): never a live one's.
+        TemporaryOutput.removeLeftovers(for: destination)
         do throws(ExportError) {
             return try run(exportPlan, into: output, destination: destination, gate: gate, started: started)
         } catch {
@@ -457,7 +459,8 @@ public final class ExportSession: Sendable {
                 exportPlan.video = video
             }
         #endif
-        var verificationSeconds = try produce(exportPlan, into: output, started: started)
+        // Holds the temporary file's lock (`OutputLock`) until it is published or discarded.
+        var (verificationSeconds, hold) = try produce(exportPlan, into: output, started: started)
         var passes = 1
         if let limit = exportPlan.sizeLimit?.bytes, let bytes = ExportSession.fileBytes(output.temporary),
             bytes > limit
@@ -468,14 +471,16 @@ public final class ExportSession: Sendable {
             }
             output.discard()
             exportPlan = corrected
-            verificationSeconds += try produce(exportPlan, into: output, started: started)
+            let again = try produce(exportPlan, into: output, started: started)
+            verificationSeconds += again.seconds
+            hold = again.lock
             passes = 2
             if let again = ExportSession.fileBytes(output.temporary), again > limit {
                 throw ExportSession.overLimit(bytes: again, limit: limit, passes: 2)
             }
         }
         try gate?()
-        try output.publish()
+        try withExtendedLifetime(hold) { () throws(ExportError) in try output.publish() }
         do {
             var result = try ExportSession.summarize(destination, started: started)
             result.method = exportPlan.method
@@ -491,20 +496,22 @@ public final class ExportSession: Sendable {
         }
     }
 
-    /// Runs one encode (or copy) of `plan` into the temporary file and verifies it; returns the
-    /// seconds the verification took.
+    /// Runs one encode (or copy) of `plan` into the temporary file and verifies it against what was
+    /// written; returns the seconds the verification took and the file's lock.
     private func produce(_ exportPlan: ExportPlan, into output: OutputPublisher, started: Date) throws(ExportError)
-        -> Double
+        -> (seconds: Double, lock: OutputLock?)
     {
         var transcode = exportPlan.transcodePlan(limits: limits)
         transcode.outputPath = output.temporary.path
         transcode.threads = codecThreads
         let watchdog = Watchdog(timeout: stallTimeout, cancel: cancelFlag)
         let plan = transcode
+        let produced = Mutex<TranscodeOutcome?>(nil)
         let outcome = watchdog.run { [self, cancelFlag] heartbeat throws(MediaError) in
-            _ = try Transcoder.run(plan, cancel: cancelFlag, heartbeat: heartbeat) { [self] update in
+            let made = try Transcoder.run(plan, cancel: cancelFlag, heartbeat: heartbeat) { [self] update in
                 publish(update, started: started)
             }
+            produced.withLock { $0 = made }
         }
         if watchdog.stalled {
             // How far it got tells a stuck decoder (early) from a starved encoder (its flush, late).
@@ -524,10 +531,11 @@ public final class ExportSession: Sendable {
             break
         }
         if cancelFlag.isRaised { throw ExportSession.cancelled() }
+        let made = produced.withLock { $0 }
         injectFault(into: output.temporary)
         let verifying = Date()
-        try OutputVerification.check(output.temporary, plan: exportPlan, asset: asset)
-        return Date().timeIntervalSince(verifying)
+        try OutputVerification.check(output.temporary, plan: exportPlan, asset: asset, written: made?.written)
+        return (Date().timeIntervalSince(verifying), made?.lock)
     }
 
     private static func fileBytes(_ url: URL) -> Int64? {
