@@ -53,7 +53,7 @@ public final class WorkerPool: Sendable {
 
     /// Where the pool is in its life.
     public enum State: Sendable, Equatable {
-        /// Not started yet.
+        /// Not started yet, or started and waiting for its store to answer (not ready).
         case idle
         /// Claiming and running jobs.
         case running
@@ -67,6 +67,8 @@ public final class WorkerPool: Sendable {
 
     private struct Shared {
         var state = State.idle
+        /// `run()` was called (it runs once).
+        var started = false
         /// Running jobs by lease token.
         var jobs: [String: RunningJob] = [:]
     }
@@ -106,17 +108,22 @@ public final class WorkerPool: Sendable {
     /// running job has finished or been handed back.
     public func run() async {
         let start = shared.withLock { shared -> Bool in
-            guard shared.state == .idle else { return false }
-            shared.state = .running
+            guard shared.state == .idle, !shared.started else { return false }
+            shared.started = true
             return true
         }
         guard start else { return }
         metrics.slots(configuration.jobs)
         metrics.busy(0)
-        // Ready (systemd's READY=1) once the store has answered: a worker whose database is away at
-        // start waits for it, not ready meanwhile.
+        // Running (ready: systemd's READY=1, `state`) once the store has answered: a worker whose
+        // database is away at start waits for it, still `idle` meanwhile, and a stop ends the wait.
         await waitForStore()
-        if isRunning {
+        let running = shared.withLock { shared -> Bool in
+            guard shared.state == .idle else { return false }
+            shared.state = .running
+            return true
+        }
+        if running {
             configuration.onEvent?(.stateChanged(.running))
             await rescue()
             await prune()
@@ -250,7 +257,7 @@ public final class WorkerPool: Sendable {
     /// Returns once the store answers (or the pool is stopped), trying again with backoff.
     private func waitForStore() async {
         var backoff = Backoff()
-        while isRunning {
+        while state == .idle {
             do {
                 try await store.checkReachable()
                 return

@@ -56,9 +56,10 @@ struct SpawnedProcessTests {
 
         let spool = try SpoolStore(root: Fixtures.scratchFolder("spool"))
         let outputs = Fixtures.scratchFolder("outputs")
+        // The export process never reads its request, so the asset is never opened.
         let id = try await spool.submit(
             JobSpec(
-                asset: try await Fixtures.url(Fixtures.fourThree).path, preset: "LowQuality", outputType: .mp4,
+                asset: "/nonexistent/never-read.mp4", preset: "LowQuality", outputType: .mp4,
                 output: outputs.appendingPathComponent("four.mp4").path, maxAttempts: 1)
         ).status.id
         let pool = WorkerPool(
