@@ -220,9 +220,16 @@ public enum ExportPlanner {
             guard let display = track.displaySize, display.width > 0, display.height > 0 else {
                 throw ExportError(.unreadableInput, "the video track of \(asset.url.lastPathComponent) has no size")
             }
+            let size = preset.outputSize(forDisplayWidth: display.width, height: display.height)
+            // x265 refuses pictures under 16 pixels a side ("Image size is too small"); presets never upscale.
+            if settings.codec == .hevc, min(size.width, size.height) < 16 {
+                throw ExportError(
+                    .incompatiblePreset,
+                    "\(preset.name) encodes HEVC, which needs a picture at least 16 pixels on each side; this one would be \(size.width)x\(size.height) (use an H.264 preset)"
+                )
+            }
             plan.video = encodedVideo(
-                settings, track: track,
-                size: preset.outputSize(forDisplayWidth: display.width, height: display.height),
+                settings, track: track, size: size,
                 color: try videoColor(settings, track: track, presetName: preset.name))
             plan.mark(track.index, .transcode)
         }

@@ -159,6 +159,7 @@ struct FailureTests {
         (Fixtures.landscape, "Passthrough", OutputType.m4a, "m4a"),
         (Fixtures.wav, "Passthrough", OutputType.mp4, "pcm_s16le"),
         (Fixtures.flac, "Passthrough", OutputType.m4a, "flac"),
+        (Fixtures.tiny12, "HEVC1920x1080", OutputType.mp4, "at least 16 pixels"),
     ])
     func incompatibleCombinationsAreRefusedBeforeAnyWork(
         _ recipe: Fixtures.Recipe, _ preset: String, _ type: OutputType, _ words: String
