@@ -98,7 +98,7 @@ public final class ExportSession: Sendable {
         var observers: [Int: AsyncStream<Progress>.Continuation] = [:]
         var handler: (@Sendable (Progress) -> Void)?
         var nextObserver = 0
-        var lastPublished = Date.distantPast
+        var lastPublished: ContinuousClock.Instant?
     }
 
     /// The asset being exported.
@@ -303,7 +303,9 @@ public final class ExportSession: Sendable {
             return true
         }
         guard begin else { throw ExportError(.invalidArgument, "export() was already called on this session") }
-        let started = Date()
+        // Elapsed time, fps and the watchdog use the monotonic clock: a wall-clock step (NTP, a
+        // person setting the date) neither stretches nor shrinks them.
+        let started = ContinuousClock.now
         do throws(ExportError) {
             let result = try run(started: started)
             finish(status: .completed, error: nil, result: result, started: started)
@@ -313,7 +315,7 @@ public final class ExportSession: Sendable {
         }
     }
 
-    private func run(started: Date) throws(ExportError) -> Result {
+    private func run(started: ContinuousClock.Instant) throws(ExportError) -> Result {
         if cancelFlag.isRaised { throw ExportSession.cancelled() }
         guard let destination = outputURL?.standardizedFileURL else {
             throw ExportError(.invalidArgument, "no output URL was set")
@@ -365,7 +367,9 @@ public final class ExportSession: Sendable {
 
     /// Runs one encode (or copy) of `plan` into the temporary file and verifies it; returns the
     /// seconds the verification took.
-    private func produce(_ exportPlan: ExportPlan, into output: OutputPublisher, started: Date) throws(ExportError)
+    private func produce(
+        _ exportPlan: ExportPlan, into output: OutputPublisher, started: ContinuousClock.Instant
+    ) throws(ExportError)
         -> Double
     {
         var transcode = exportPlan.transcodePlan(limits: limits)
@@ -397,9 +401,9 @@ public final class ExportSession: Sendable {
         }
         if cancelFlag.isRaised { throw ExportSession.cancelled() }
         injectFault(into: output.temporary)
-        let verifying = Date()
+        let verifying = ContinuousClock.now
         try OutputVerification.check(output.temporary, plan: exportPlan, asset: asset)
-        return Date().timeIntervalSince(verifying)
+        return ExportSession.seconds(since: verifying)
     }
 
     private static func fileBytes(_ url: URL) -> Int64? {
@@ -446,7 +450,7 @@ public final class ExportSession: Sendable {
 
     /// Reads the finished file back to report what it holds. A file that cannot be read is
     /// `output-invalid`, unless the cause was I/O (`OutputVerification.unreadable`); the caller removes it.
-    static func summarize(_ url: URL, started: Date) throws(ExportError) -> Result {
+    static func summarize(_ url: URL, started: ContinuousClock.Instant) throws(ExportError) -> Result {
         let info: MediaInfo
         do {
             info = try MediaProbe.probeHeader(path: url.path)
@@ -459,7 +463,7 @@ public final class ExportSession: Sendable {
             bytes: info.fileBytes, durationSeconds: info.durationSeconds, width: video?.displaySize?.width,
             height: video?.displaySize?.height, videoCodec: video?.codec, audioCodec: audio?.codec,
             networkOptimized: (try? MovieAtoms.moovPrecedesMdat(url)) ?? false,
-            elapsedSeconds: Date().timeIntervalSince(started), method: .transcode, decision: "")
+            elapsedSeconds: seconds(since: started), method: .transcode, decision: "")
     }
 
     private func setStatus(_ status: Status) {
@@ -474,9 +478,9 @@ public final class ExportSession: Sendable {
 
     /// Records a progress report and passes it on (at most every 0.1 s, and on a phase change). A
     /// no-op once the session has finished: a thread the watchdog abandoned may still report.
-    func publish(_ update: TranscodeProgress, started: Date) {
-        let now = Date()
-        let elapsed = now.timeIntervalSince(started)
+    func publish(_ update: TranscodeProgress, started: ContinuousClock.Instant) {
+        let now = ContinuousClock.now
+        let elapsed = ExportSession.seconds(from: started, to: now)
         let (snapshot, observers, handler):
             (Progress, [AsyncStream<Progress>.Continuation], (@Sendable (Progress) -> Void)?) = state.withLock {
                 state in
@@ -487,7 +491,7 @@ public final class ExportSession: Sendable {
                 state.progress = Progress(
                     status: state.status, phase: update.phase, fraction: update.fraction, frames: update.frames,
                     framesPerSecond: fps, secondsRemaining: remaining, elapsedSeconds: elapsed)
-                guard phaseChanged || now.timeIntervalSince(state.lastPublished) >= 0.1 else {
+                guard phaseChanged || state.lastPublished.map({ now - $0 >= .milliseconds(100) }) ?? true else {
                     return (state.progress, [], nil)
                 }
                 state.lastPublished = now
@@ -497,13 +501,13 @@ public final class ExportSession: Sendable {
         handler?(snapshot)
     }
 
-    private func finish(status: Status, error: ExportError?, result: Result?, started: Date) {
+    private func finish(status: Status, error: ExportError?, result: Result?, started: ContinuousClock.Instant) {
         let (snapshot, observers, handler) = state.withLock { state in
             state.status = status
             state.error = error
             state.result = result
             state.progress.status = status
-            state.progress.elapsedSeconds = Date().timeIntervalSince(started)
+            state.progress.elapsedSeconds = ExportSession.seconds(since: started)
             if status == .completed {
                 state.progress.fraction = 1
                 state.progress.secondsRemaining = 0
