@@ -201,8 +201,7 @@ public final class ExportSession: Sendable {
         set { state.withLock { $0.stallTimeout = max(0.05, newValue) } }
     }
     /// Damage to do to the file before verifying it, or an overshoot to force a size limit's second
-    /// pass (debug builds only). Defaults to the `REEL_TEST_OUTPUT_FAULT` environment variable
-    /// (`truncate`, `corrupt`, `overshoot`) in debug builds.
+    /// pass (debug builds only). Defaults to the fault set with `injectOutputFault(named:)`.
     var outputFault: OutputFault? {
         get { state.withLock { $0.outputFault } }
         set { state.withLock { $0.outputFault = newValue } }
@@ -406,6 +405,14 @@ public final class ExportSession: Sendable {
         return ExportSession.seconds(since: verifying)
     }
 
+    /// Seconds on the monotonic clock from `start` to `end` (now by default).
+    static func seconds(from start: ContinuousClock.Instant, to end: ContinuousClock.Instant = .now) -> Double {
+        let (whole, fraction) = (end - start).components
+        return Double(whole) + Double(fraction) / 1e18
+    }
+
+    static func seconds(since start: ContinuousClock.Instant) -> Double { seconds(from: start) }
+
     private static func fileBytes(_ url: URL) -> Int64? {
         var status = stat()
         return stat(url.path, &status) == 0 ? Int64(status.st_size) : nil
@@ -418,7 +425,7 @@ public final class ExportSession: Sendable {
             retryable: false)
     }
 
-    /// Damages the finished file as `outputFault` (or `REEL_TEST_OUTPUT_FAULT`) says, in debug builds.
+    /// Damages the finished file as `outputFault` (or `injectOutputFault(named:)`) says, in debug builds.
     private func injectFault(into url: URL) {
         #if DEBUG
             guard let fault = activeFault, fault != .overshoot, let handle = try? FileHandle(forUpdating: url) else {
@@ -438,9 +445,23 @@ public final class ExportSession: Sendable {
         #endif
     }
 
-    /// `outputFault`, else `REEL_TEST_OUTPUT_FAULT`.
+    /// `outputFault`, else the one injected for every session.
     private var activeFault: OutputFault? {
-        outputFault ?? ProcessInfo.processInfo.environment["REEL_TEST_OUTPUT_FAULT"].flatMap(OutputFault.init)
+        outputFault ?? ExportSession.injectedFault.withLock { $0 }
+    }
+
+    private static let injectedFault = Mutex<OutputFault?>(nil)
+
+    /// Debug builds only (tests): damages the finished file of every session that sets no fault of its
+    /// own, to prove that verification catches it: `truncate` (cut to half), `corrupt` (zeros in the
+    /// middle), `overshoot` (a first encode under a size limit four times over its rate); nil for none.
+    /// The `reel` command sets it from `REEL_TEST_OUTPUT_FAULT`, so tests can damage what `reel export`
+    /// or a worker writes. Returns false for a name it does not know. Release builds ignore it.
+    @discardableResult
+    public static func injectOutputFault(named name: String?) -> Bool {
+        let fault = name.flatMap { $0.isEmpty ? nil : OutputFault(rawValue: $0) }
+        injectedFault.withLock { $0 = fault }
+        return name?.isEmpty ?? true || fault != nil
     }
 
     /// The error of a cancelled export.

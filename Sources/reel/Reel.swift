@@ -32,6 +32,8 @@ struct Reel: AsyncParsableCommand {
         // A closed stdout (`reel export --json | head`) must not kill an export half-way through and
         // leave its temporary file behind: writes then fail quietly instead.
         signal(SIGPIPE, SIG_IGN)
+        // Debug builds: tests damage the outputs of this process's exports this way (release ignores it).
+        ExportSession.injectOutputFault(named: ProcessInfo.processInfo.environment["REEL_TEST_OUTPUT_FAULT"])
         var command: any ParsableCommand
         do {
             command = try parseAsRoot(arguments)
