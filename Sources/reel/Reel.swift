@@ -177,25 +177,33 @@ struct StoreOptions: ParsableArguments {
     }
 
     /// Opens the store. Only commands that add work (`submit`, `work`) create a missing spool; the
-    /// others fail with an error naming it. A database store gets a pool of `connections`.
-    func open(create: Bool, connections: Int = 2, lease: Duration? = nil) throws -> any JobStore {
+    /// others fail with an error naming it. A database store gets a pool of `connections`, run by the
+    /// store itself until `close()`, or with `service` by the caller's `ServiceGroup` (`reel work`).
+    func open(create: Bool, connections: Int = 2, lease: Duration? = nil, service: Bool = false) throws
+        -> any JobStore
+    {
         if let databaseURL {
             if spool != nil { throw CLIFailure(message: "use --spool or --store, not both", exitCode: 64) }
-            return try openDatabase(databaseURL, connections: connections, lease: lease)
+            return try openDatabase(databaseURL, connections: connections, lease: lease, service: service)
         }
         let root = spool.map { URL(fileURLWithPath: $0) } ?? SpoolStore.defaultRoot()
         return try SpoolStore(root: root, create: create)
     }
 
-    func openDatabase(_ text: String, connections: Int = 2, lease: Duration? = nil) throws -> PostgresStore {
-        let folder =
-            statusDirectory ?? ProcessInfo.processInfo.environment["REEL_STATUS_DIR"].flatMap { $0.isEmpty ? nil : $0 }
+    func openDatabase(_ text: String, connections: Int = 2, lease: Duration? = nil, service: Bool = false) throws
+        -> PostgresStore
+    {
+        let environment = ProcessInfo.processInfo.environment
+        let folder = statusDirectory ?? environment["REEL_STATUS_DIR"].flatMap { $0.isEmpty ? nil : $0 }
         var options = PostgresStore.Options(statusFolder: folder, connections: connections)
         if let lease {
             options.lease = lease
             options.renew = min(.seconds(1), lease / 4)
         }
-        return try PostgresStore(url: try DatabaseURL(text), options: options)
+        // `REEL_FLEET_LISTEN=0`: poll only (measuring the fallback; poolers that cannot LISTEN).
+        options.listen = environment["REEL_FLEET_LISTEN"] != "0"
+        options.lifecycle = service ? .service : .standalone
+        return try PostgresStore(url: try DatabaseURL(text, environment: environment), options: options)
     }
 }
 
