@@ -24,8 +24,7 @@ public struct DatabaseURL: Sendable, CustomStringConvertible {
     public var sslMode: String
 
     /// Parses a URL; throws `QueueError(.invalid)` naming what is wrong.
-    public init(_ text: String, environment: [String: String] = [:]) throws(QueueError)
-    {
+    public init(_ text: String, environment: [String: String] = [:]) throws(QueueError) {
         guard let components = URLComponents(string: text),
             let scheme = components.scheme, scheme == "postgres" || scheme == "postgresql"
         else {

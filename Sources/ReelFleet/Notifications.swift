@@ -208,10 +208,12 @@ final class Notifications: Sendable {
                 if Task.isCancelled { break }
                 logger.debug("notification listener lost its connection", metadata: ["error": "\(error)"])
             }
-            // A connection that was up starts the backoff over.
-            if state.withLock({ state in defer { state.connected = false }; return state.connected }) {
-                backoff.reset()
+            let wasConnected = state.withLock { state in
+                defer { state.connected = false }
+                return state.connected
             }
+            // A connection that was up starts the backoff over.
+            if wasConnected { backoff.reset() }
             // Whatever was notified while the connection was down is lost: everyone polls once.
             wakeWorkers()
             let watched = state.withLock { $0.watched }

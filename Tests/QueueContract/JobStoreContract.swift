@@ -183,7 +183,9 @@ public enum JobStoreContract {
         let lease = try #require(try await store.claim(worker: "presumed-dead"))
         let last = try #require(try await store.claim(worker: "presumed-dead"))
         #expect(lease.id == id && last.id == poison)
-        let before = [id: try #require(try await store.status(id)), poison: try #require(try await store.status(poison))]
+        let before = [
+            id: try #require(try await store.status(id)), poison: try #require(try await store.status(poison)),
+        ]
         for held in [lease, last] { try await harness.killWorker(holding: held, in: store) }
         #expect(try await store.rescueExpired() == 2)
         // The rescue wrote what the state machine makes of a job whose worker died: waiting again, or

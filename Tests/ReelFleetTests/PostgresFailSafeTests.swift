@@ -99,7 +99,8 @@ struct PostgresFailSafeTests {
         #expect(ContinuousClock.now - began < .seconds(10), "the store did not give up at its time limit")
         // The server ended it too: the row can be locked again at once, well before the minute is up.
         let free = await eventually(within: .seconds(10), every: .milliseconds(100)) { () -> Bool? in
-            (try? await test.query("SELECT id FROM reel_jobs WHERE id = \(id) FOR UPDATE NOWAIT", logger: Self.log).collect()) != nil
+            (try? await test.query("SELECT id FROM reel_jobs WHERE id = \(id) FOR UPDATE NOWAIT", logger: Self.log)
+                .collect()) != nil
                 ? true : nil
         }
         #expect(free == true, "the abandoned renewal still holds the row")
