@@ -257,7 +257,7 @@ final class DatabaseLink: Sendable {
             }
         }
         if let refused {
-            logger.warning("the database refuses connections", metadata: ["reason": "\(refused)"])
+            logger.info("the database refuses connections", metadata: ["reason": "\(refused)"])
         }
         if recovered {
             logger.info("the database answers again; opened a new connection pool", metadata: ["store": "\(url)"])
