@@ -175,7 +175,7 @@ extension PostgresStore {
     /// every worker sees).
     @discardableResult
     public func rescueExpired() async throws -> Int {
-        let ways = Rescue.ways
+        let (cancelled, poisoned, requeued) = (Rescue.cancelled, Rescue.poisoned, Rescue.requeued)
         let rescued = try await perform("rescue jobs of dead workers", within: workerTimeout) { () -> [Row] in
             let rows = try await self.rows(
                 """
@@ -187,14 +187,14 @@ extension PostgresStore {
                     worker = NULL, phase = NULL, fps = NULL, eta_seconds = NULL, lease_token = NULL,
                     lease_expires = NULL, heartbeat_at = NULL, cancel_requested = false, updated_at = now()
                 FROM (VALUES
-                    (\(Rescue.Way.cancelled.rawValue), \(ways[0].state)::text, \(ways[0].error)::text, \(ways[0].ended)::boolean),
-                    (\(Rescue.Way.poisoned.rawValue), \(ways[1].state)::text, \(ways[1].error)::text, \(ways[1].ended)::boolean),
-                    (\(Rescue.Way.requeued.rawValue), \(ways[2].state)::text, \(ways[2].error)::text, \(ways[2].ended)::boolean)
-                ) AS way (way, state, error, ended)
+                    ('cancelled', \(cancelled.state)::text, \(cancelled.error)::text, \(cancelled.ended)::boolean),
+                    ('poisoned', \(poisoned.state)::text, \(poisoned.error)::text, \(poisoned.ended)::boolean),
+                    ('requeued', \(requeued.state)::text, \(requeued.error)::text, \(requeued.ended)::boolean)
+                ) AS way (name, state, error, ended)
                 WHERE j.state = 'exporting' AND j.lease_expires < now()
-                    AND way.way = CASE WHEN j.cancel_requested THEN \(Rescue.Way.cancelled.rawValue)
-                                       WHEN j.attempts >= j.max_attempts THEN \(Rescue.Way.poisoned.rawValue)
-                                       ELSE \(Rescue.Way.requeued.rawValue) END
+                    AND way.name = CASE WHEN j.cancel_requested THEN 'cancelled'
+                                        WHEN j.attempts >= j.max_attempts THEN 'poisoned'
+                                        ELSE 'requeued' END
                 RETURNING \(unescaped: Row.columns("j"))
                 """)
             if rows.contains(where: { $0.status.state == .waiting }) {
@@ -236,30 +236,34 @@ extension PostgresStore {
 }
 
 /// What a rescue writes for each way a job whose worker died can go, taken from the state machine
-/// (`JobStatus.orphaned`, applied to a job in that situation) rather than written out again in SQL.
+/// (`JobStatus.orphaned`, applied to a job in that situation) rather than written out again in SQL:
+/// the state, the error (JSON, `attemptsMarker` where the attempt count goes) and whether the job
+/// ended. Which way a job goes (a cancel asked, attempts used up, otherwise) is the rescue's SQL.
 enum Rescue {
-    enum Way: Int, CaseIterable {
-        /// A cancel was asked: cancelled.
-        case cancelled
-        /// Its attempts are used up: failed as a poison job.
-        case poisoned
-        /// Otherwise: waiting again.
-        case requeued
+    struct Outcome: Sendable {
+        let state: String
+        let error: String
+        let ended: Bool
     }
 
-    /// The state, the error (JSON, `attemptsMarker` where the attempt count goes) and whether the job
-    /// ended, for each way in `Way` order.
-    static let ways: [(state: String, error: String, ended: Bool)] = Way.allCases.map { way in
+    /// A cancel was asked: cancelled.
+    static let cancelled = outcome(cancelRequested: true, attemptsLeft: true)
+    /// Its attempts are used up: failed as a poison job.
+    static let poisoned = outcome(cancelRequested: false, attemptsLeft: false)
+    /// Otherwise: waiting again.
+    static let requeued = outcome(cancelRequested: false, attemptsLeft: true)
+
+    /// An attempt count no job reaches, so its digits in a message mark where the count goes.
+    static let attemptsMarker = 987_654_321
+
+    private static func outcome(cancelRequested: Bool, attemptsLeft: Bool) -> Outcome {
         var status = JobStatus(
             id: "j0", spec: JobSpec(asset: "", preset: "", outputType: .mp4, output: ""), now: .distantPast)
         status.state = .exporting
         status.attempts = attemptsMarker
-        status.maxAttempts = way == .requeued ? attemptsMarker + 1 : attemptsMarker
-        let next = status.orphaned(cancelRequested: way == .cancelled, now: .distantPast)
+        status.maxAttempts = attemptsLeft ? attemptsMarker + 1 : attemptsMarker
+        let next = status.orphaned(cancelRequested: cancelRequested, now: .distantPast)
         let error = (try? JSONCoding.text(status.error)) ?? "null"
-        return (status.state.rawValue, error, next == .ended)
+        return Outcome(state: status.state.rawValue, error: error, ended: next == .ended)
     }
-
-    /// An attempt count no job reaches, so its digits in a message mark where the count goes.
-    static let attemptsMarker = 987_654_321
 }

@@ -29,9 +29,10 @@ import Synchronization
 /// every connection tells the server the worker's limit (`statement_timeout` and
 /// `idle_in_transaction_session_timeout`: `workerTimeout`, a third of the lease and at most 10 s;
 /// `lock_timeout`: half that), so a query the store gave up on does not run on, or keep its row
-/// locks, on the server. (A client's request, `requestTimeout`, may make several statements.) A database that refuses connections fails a request
-/// within about half a second, and a request after it at once; once it answers again, the next
-/// request (and, within half a second, the store's own probe) finds it (see `DatabaseLink`).
+/// locks, on the server. (A client's request, `requestTimeout`, may make several statements.)
+/// A database that refuses connections fails a request within about half a second, and a request
+/// after it at once; once it answers again, the next request (and, within half a second, the
+/// store's own probe) finds it (see `DatabaseLink`).
 ///
 /// Its connection pool runs while `run()` runs (the store is a swift-service-lifecycle `Service`):
 /// - a long-lived host lists the store first in its `ServiceGroup`, so that the group shuts it down
