@@ -27,6 +27,14 @@ struct PostgresFailSafeTests {
         return try await harness.makeStore() as! PostgresStore
     }
 
+    /// A job for the store alone: no worker runs it, so its asset need not exist (and no fixture need
+    /// be made first, which on a loaded machine can take minutes).
+    static func spec() -> JobSpec {
+        JobSpec(
+            asset: "/nonexistent/in.mp4", preset: "LowQuality", outputType: .mp4,
+            output: Fixtures.folder.appendingPathComponent("never-{id}.mp4").path)
+    }
+
     /// A connection of the test's own, with none of the store's time limits.
     static func connection(to store: PostgresStore) async throws -> PostgresConnection {
         let configuration = try store.url.connectionConfiguration(connectTimeout: .seconds(10), startupParameters: [])
@@ -37,8 +45,8 @@ struct PostgresFailSafeTests {
 
     @Test func aLostCommitIsNeverTakenForOneAfterSomeoneElseTookTheJob() async throws {
         let store = try await Self.store()
-        let first = try await store.submit(try await PostgresStoreTests.spec()).status.id
-        let second = try await store.submit(try await PostgresStoreTests.spec()).status.id
+        let first = try await store.submit(Self.spec()).status.id
+        let second = try await store.submit(Self.spec()).status.id
         let rescued = try #require(try await store.claim(worker: "w"))
         let cancelled = try #require(try await store.claim(worker: "w"))
         #expect(rescued.id == first && cancelled.id == second)
@@ -81,7 +89,7 @@ struct PostgresFailSafeTests {
 
     @Test func aRequestTheStoreGaveUpOnNoLongerHoldsItsRowLockOnTheServer() async throws {
         let store = try await Self.store()
-        let id = try await store.submit(try await PostgresStoreTests.spec()).status.id
+        let id = try await store.submit(Self.spec()).status.id
         let lease = try #require(try await store.claim(worker: "w"))
         // A renewal that stalls on the server once it has locked the row (a trigger sleeping a minute,
         // as a slow disk or a stuck extension would).
@@ -113,7 +121,7 @@ struct PostgresFailSafeTests {
 
     @Test func aFinishTheStoreGaveUpOnIsNotAppliedLater() async throws {
         let store = try await Self.store()
-        let id = try await store.submit(try await PostgresStoreTests.spec()).status.id
+        let id = try await store.submit(Self.spec()).status.id
         let lease = try #require(try await store.claim(worker: "w"))
         // Someone holds the job's row (a long transaction elsewhere) while the worker records its outcome.
         let holder = try await Self.connection(to: store)
@@ -139,7 +147,7 @@ struct PostgresFailSafeTests {
 
     @Test func aRunningJobsStatusFileKeepsItsHeartbeatWithoutProgress() async throws {
         let store = try await Self.store(lease: .seconds(30))
-        let id = try await store.submit(try await PostgresStoreTests.spec()).status.id
+        let id = try await store.submit(Self.spec()).status.id
         let lease = try #require(try await store.claim(worker: "w"))
         let path = try #require(store.statusFile(for: id))
         func file() throws -> JobStatus {
@@ -190,7 +198,7 @@ struct PostgresFailSafeTests {
         let server = try await PostgresServer.start(label: "comeback")
         defer { server.destroy() }
         let store = try await Self.store(on: server)
-        _ = try await store.submit(try await PostgresStoreTests.spec())
+        _ = try await store.submit(Self.spec())
         try await server.stopServer()
         // Requests during a 15 s outage: each refused, and the pool behind them backing off.
         let outage = ContinuousClock.now
