@@ -28,6 +28,9 @@ final class DatabaseLink: Sendable {
     static let probeInterval = Duration.milliseconds(500)
     /// How long a probe may take to connect before it tells nothing (a silent host, not a refusal).
     static let probeConnectTimeout = Duration.seconds(2)
+    /// How often a database is probed again when it refused for a reason waiting does not fix soon
+    /// (a password it rejects, a database it does not have): twice a second would only fill its log.
+    static let lastingRefusalInterval = Duration.seconds(5)
 
     /// What a probe found.
     enum Probe: Sendable, Equatable {
@@ -57,6 +60,8 @@ final class DatabaseLink: Sendable {
         var pool: Pool
         /// Why the latest probe failed, while the database refuses connections.
         var refusal: String?
+        /// Whether that refusal was the server's "no" to this login (see `lastingRefusalInterval`).
+        var refusalLasts = false
         var lastProbe: (at: ContinuousClock.Instant, result: Probe)?
         var probing = false
         var connectionConfiguration: PostgresConnection.Configuration?
@@ -223,6 +228,7 @@ final class DatabaseLink: Sendable {
     func probe(reuseWithin maxAge: Duration) async -> Probe {
         let now = ContinuousClock.now
         let known = state.withLock { state -> Probe? in
+            let maxAge = state.refusalLasts ? max(maxAge, Self.lastingRefusalInterval) : maxAge
             if let last = state.lastProbe, now - last.at < maxAge { return last.result }
             if state.probing { return state.lastProbe?.result ?? .inconclusive }
             state.probing = true
@@ -230,11 +236,13 @@ final class DatabaseLink: Sendable {
         }
         if let known { return known }
         let result: Probe
+        var lasting = false
         do {
             try await withOwnConnection(connectTimeout: Self.probeConnectTimeout) { _ in }
             result = .answered
         } catch {
             result = Self.classify(error, url: url)
+            lasting = Self.isLasting(error)
         }
         let (retired, recovered, refused) = state.withLock { state -> (Pool?, Bool, String?) in
             state.probing = false
@@ -244,6 +252,7 @@ final class DatabaseLink: Sendable {
             case .answered:
                 guard state.refusal != nil else { return (nil, false, nil) }
                 state.refusal = nil
+                state.refusalLasts = false
                 let old = state.pool
                 state.pool = Pool(PostgresClient(configuration: poolConfiguration, backgroundLogger: quietLogger))
                 newPools.yield(state.pool)
@@ -251,6 +260,7 @@ final class DatabaseLink: Sendable {
             case .refused(let reason):
                 let first = state.refusal == nil
                 state.refusal = reason
+                state.refusalLasts = lasting
                 return (nil, false, first ? reason : nil)
             case .inconclusive:
                 return (nil, false, nil)
@@ -283,6 +293,14 @@ final class DatabaseLink: Sendable {
         default:
             return .refused("the database at \(url) cannot be reached (\(reason))")
         }
+    }
+
+    /// Whether the server refused this login for a reason waiting does not fix soon: authentication
+    /// (SQLSTATE class 28) or a database it does not have (3D000). Not "the database system is
+    /// starting up" (57P03), which a restart passes through on its way back.
+    static func isLasting(_ error: any Error) -> Bool {
+        guard let state = (error as? PSQLError)?.serverInfo?[.sqlState] else { return false }
+        return state.hasPrefix("28") || state == "3D000"
     }
 
     /// The system error behind a failed connect, when there is one.

@@ -194,6 +194,24 @@ struct PostgresFailSafeTests {
         await store.close()
     }
 
+    @Test func aLoginTheServerRefusesFailsAtOnceWithTheServersReason() async throws {
+        let server = try await PostgresServer.shared()
+        let store = try PostgresStore(
+            url: try DatabaseURL(server.url("reel_no_such_database")),
+            options: PostgresStore.Options(requestTimeout: .seconds(30)))
+        let began = ContinuousClock.now
+        do {
+            _ = try await store.list(state: nil)
+            Issue.record("listed jobs of a database that does not exist")
+        } catch let error as QueueError {
+            #expect(error.kind == .unavailable)
+            #expect(error.message.contains("refused the connection"), "\(error)")
+            #expect(error.message.contains("reel_no_such_database\" does not exist"), "\(error)")
+        }
+        #expect(ContinuousClock.now - began < .seconds(5))
+        await store.close()
+    }
+
     @Test func aDatabaseThatComesBackIsFoundWithinAboutASecond() async throws {
         let server = try await PostgresServer.start(label: "comeback")
         defer { server.destroy() }
