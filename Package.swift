@@ -55,7 +55,7 @@ let package = Package(
         .target(
             name: "ReelQueue",
             dependencies: [
-                "ReelExport", "ReelSpawn", .product(name: "Logging", package: "swift-log"),
+                "ReelExport", "ReelSpawn", "CSpawn", .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
@@ -105,7 +105,8 @@ let package = Package(
         .plugin(name: "BuildInfo", capability: .buildTool()),
 
         // Child processes started with posix_spawn (Foundation's Process.run() can crash its caller on
-        // Linux in Swift 6.3): the worker's isolated exports and the tests' tools.
+        // Linux in Swift 6.3): the worker's isolated exports and the tests' tools. CSpawn also bridges
+        // the pidfd calls and extended attributes (the queue's publish receipts) that Glibc leaves out.
         .target(name: "CSpawn"),
         .target(name: "ReelSpawn", dependencies: ["CSpawn"]),
         .target(
@@ -118,7 +119,7 @@ let package = Package(
         .testTarget(
             name: "ReelQueueTests",
             dependencies: [
-                "ReelQueue", "TestSupport", "QueueContract",
+                "ReelQueue", "ReelSpawn", "CSpawn", "TestSupport", "QueueContract",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),

@@ -21,7 +21,12 @@ public struct ExportPlan: Sendable, Codable, Equatable {
     public var frameRate: Double?
     /// Seconds of the source the output covers (the time range's length when there is one).
     public var durationSeconds: Double
+    /// The part of the source exported: the requested range with its end clamped to the asset's
+    /// duration (an open end made explicit), as `AVAssetExportSession` does; nil for all of it.
     public var timeRange: TimeRange?
+    /// The range as it was asked for, when one was (it differs from `timeRange` when it ended past the
+    /// asset or was open-ended).
+    public var requestedTimeRange: TimeRange? = nil
     /// Where a Passthrough cut's copy starts in the source (the keyframe at or before the range's
     /// start), when the source's index says; the edit list hides what lies before the range.
     public var copiedFromSeconds: Double? = nil
@@ -172,6 +177,18 @@ public struct ExportPlan: Sendable, Codable, Equatable {
         public var policy: MetadataPolicy
         /// The keys and values written (the source's, filtered by the policy).
         public var written: [String: String]
+        /// The keys written that say where the recording was made (`MetadataPolicy.isLocationKey`),
+        /// sorted; empty under `sharing` and `strip`.
+        public var location: [String]
+        /// The keys written that name the device or its software (`MetadataPolicy.isDeviceKey`), sorted.
+        public var device: [String]
+
+        public init(policy: MetadataPolicy, written: [String: String]) {
+            self.policy = policy
+            self.written = written
+            location = written.keys.filter(MetadataPolicy.isLocationKey).sorted()
+            device = written.keys.filter(MetadataPolicy.isDeviceKey).sorted()
+        }
     }
 }
 
@@ -245,8 +262,16 @@ extension ExportPlan {
         TranscodePlan(
             inputPath: asset, outputPath: "", container: Container(muxer: output.muxer, brand: output.brand),
             mode: mode, faststart: output.networkOptimized, metadata: metadata.written,
-            startSeconds: timeRange.map(\.start).flatMap { $0 > 0 ? $0 : nil }, endSeconds: timeRange?.end,
+            startSeconds: timeRange.map(\.start).flatMap { $0 > 0 ? $0 : nil }, endSeconds: endSeconds,
             policy: limits)
+    }
+
+    /// Where the export stops reading: the requested end when it lies inside the asset. An end past
+    /// the asset (clamped in `timeRange`) or an open one reads to the end of the media, so a container
+    /// that declares less than it holds loses nothing.
+    private var endSeconds: Double? {
+        guard let end = (requestedTimeRange ?? timeRange)?.end, end == timeRange?.end else { return nil }
+        return end
     }
 
     /// What ReelMedia does with the streams.

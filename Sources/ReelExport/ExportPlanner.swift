@@ -33,20 +33,25 @@ public enum ExportPlanner {
     /// Builds the plan or throws `incompatible-preset` / `invalid-argument` with a clear reason.
     /// Reads only the asset's probed facts (a header-only probe is enough): no file is opened. With
     /// `fileLengthLimit`, the plan fits that many bytes (`SizeLimit`) or throws `limit-exceeded` with
-    /// the smallest feasible size.
+    /// the smallest feasible size. A video preset refuses an asset without video (`no-video`) unless
+    /// `allowAudioOnly`. A time range that ends past the asset is clamped to it, as
+    /// `AVAssetExportSession` does: the plan's `timeRange` is what is exported, `requestedTimeRange`
+    /// what was asked.
     public static func decide(
         asset: Asset, preset: Preset, type: OutputType, timeRange: TimeRange?, metadata: MetadataPolicy,
         optimizeForNetwork: Bool, forceTranscode: Bool = false, fileLengthLimit: Int64? = nil,
-        background: RGBColor = .black
+        background: RGBColor = .black, allowAudioOnly: Bool = false
     ) throws(ExportError) -> ExportPlan {
         if let limit = fileLengthLimit {
             var plan = try decide(
                 asset: asset, preset: preset, type: type, timeRange: timeRange, metadata: metadata,
-                optimizeForNetwork: optimizeForNetwork, forceTranscode: forceTranscode, background: background)
+                optimizeForNetwork: optimizeForNetwork, forceTranscode: forceTranscode, background: background,
+                allowAudioOnly: allowAudioOnly)
             if plan.method == .smartPassthrough, plan.estimatedBytes > limit {
                 plan = try decide(
                     asset: asset, preset: preset, type: type, timeRange: timeRange, metadata: metadata,
-                    optimizeForNetwork: optimizeForNetwork, forceTranscode: true, background: background)
+                    optimizeForNetwork: optimizeForNetwork, forceTranscode: true, background: background,
+                    allowAudioOnly: allowAudioOnly)
                 plan.decision = ExportPlan.Decision(
                     obstacle: .sizeLimit,
                     summary:
@@ -63,19 +68,23 @@ public enum ExportPlanner {
             output: ExportPlan.Output(
                 path: nil, type: type, muxer: type.container.muxer, brand: type.container.brand,
                 networkOptimized: optimizeForNetwork),
-            durationSeconds: TimeRange.seconds(of: timeRange, within: asset.duration), timeRange: timeRange,
+            durationSeconds: TimeRange.seconds(of: timeRange, within: asset.duration),
+            timeRange: timeRange?.clamped(to: asset.duration),
             streams: asset.tracks.map {
                 ExportPlan.Stream(index: $0.index, kind: $0.kind, codec: $0.codec, action: .skip, reason: nil)
             },
             metadata: ExportPlan.Metadata(policy: metadata, written: metadataToWrite(asset.metadata, policy: metadata)),
             estimatedBytes: 0)
+        plan.requestedTimeRange = timeRange
         switch preset.kind {
         case .passthrough:
             try planPassthrough(&plan, asset: asset, type: type)
         case .audio:
             try planAudio(&plan, asset: asset, preset: preset, type: type)
         case .video:
-            try planVideo(&plan, asset: asset, preset: preset, type: type, forceTranscode: forceTranscode)
+            try planVideo(
+                &plan, asset: asset, preset: preset, type: type, forceTranscode: forceTranscode,
+                allowAudioOnly: allowAudioOnly)
         }
         if plan.video?.copied == false, let format = asset.videoTrack?.pixelFormat,
             MediaCapabilities.pixelFormatHasAlpha(format)
@@ -187,7 +196,8 @@ public enum ExportPlanner {
     /// A video preset: the video re-encoded into the preset's box and the audio to AAC, unless the
     /// source already is what the preset would make (smart passthrough).
     static func planVideo(
-        _ plan: inout ExportPlan, asset: Asset, preset: Preset, type: OutputType, forceTranscode: Bool
+        _ plan: inout ExportPlan, asset: Asset, preset: Preset, type: OutputType, forceTranscode: Bool,
+        allowAudioOnly: Bool = false
     ) throws(ExportError) {
         if type.isAudioOnly {
             throw ExportError(
@@ -199,6 +209,12 @@ public enum ExportPlanner {
         }
         if asset.videoTrack == nil && asset.audioTrack == nil {
             throw ExportError(.unreadableInput, "\(asset.url.lastPathComponent) has no video or audio track")
+        }
+        if asset.videoTrack == nil && !allowAudioOnly {
+            throw ExportError(
+                .noVideo,
+                "\(asset.url.lastPathComponent) has no video, and \(preset.name) makes video; to write its audio alone, allow audio-only output (--allow-audio-only, or \"allowAudioOnly\": true), or use AppleM4A"
+            )
         }
         if let track = asset.videoTrack {
             guard let display = track.displaySize, display.width > 0, display.height > 0 else {
@@ -392,12 +408,26 @@ public enum ExportPlanner {
             return source.filter { !containerKeys.contains($0.key) }
         case .forSharing:
             return source.filter { key, _ in
-                let lowered = key.lowercased()
-                if containerKeys.contains(key) { return false }
-                let private_ = ["location", "make", "model", "software", "com.android.", "gps", "xyz"]
-                return !private_.contains { lowered.contains($0) }
+                !containerKeys.contains(key) && !MetadataPolicy.isLocationKey(key) && !MetadataPolicy.isDeviceKey(key)
             }
         }
+    }
+}
+
+extension MetadataPolicy {
+    /// Whether a container metadata key says where the recording was made (`location`,
+    /// `com.apple.quicktime.location.ISO6709`, `©xyz`, GPS keys): what `sharing` drops, with the
+    /// device keys.
+    public static func isLocationKey(_ key: String) -> Bool {
+        let lowered = key.lowercased()
+        return ["location", "gps", "xyz"].contains { lowered.contains($0) }
+    }
+
+    /// Whether a container metadata key names the device or its software (`make`, `model`,
+    /// `com.apple.quicktime.software`, `com.android.*`).
+    public static func isDeviceKey(_ key: String) -> Bool {
+        let lowered = key.lowercased()
+        return ["make", "model", "software", "com.android."].contains { lowered.contains($0) }
     }
 }
 

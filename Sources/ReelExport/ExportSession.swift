@@ -35,7 +35,8 @@ public final class ExportSession: Sendable {
         public var elapsedSeconds: Double
     }
 
-    /// What a completed export produced, read back from the file.
+    /// What a completed export produced, read back from the file. Encoded as JSON, it carries every
+    /// key, `null` where a value is absent (an audio-only file's `width`, `height`, `videoCodec`).
     public struct Result: Sendable, Codable, Equatable {
         /// Size of the file.
         public var bytes: Int64
@@ -60,6 +61,92 @@ public final class ExportSession: Sendable {
         public var verificationSeconds: Double? = nil
         /// Encodes made: 2 when a size limit (`fileLengthLimit`) was missed by the first.
         public var encodingPasses: Int? = nil
+        /// The part of the source exported (`ExportPlan.timeRange`: the requested range clamped to the
+        /// asset), nil for all of it.
+        public var timeRange: TimeRange? = nil
+        /// The range asked for, when one was: it differs from `timeRange` when it ended past the asset.
+        public var requestedTimeRange: TimeRange? = nil
+        /// Which location and device keys the file's metadata holds, read back from it.
+        public var metadata: WrittenMetadata? = nil
+
+        /// The location and device keys found in an output's container metadata.
+        public struct WrittenMetadata: Sendable, Codable, Equatable {
+            /// Keys that say where the recording was made (`MetadataPolicy.isLocationKey`), sorted.
+            public var location: [String]
+            /// Keys that name the device or its software (`MetadataPolicy.isDeviceKey`), sorted.
+            public var device: [String]
+
+            public init(_ metadata: [String: String]) {
+                location = metadata.keys.filter(MetadataPolicy.isLocationKey).sorted()
+                device = metadata.keys.filter(MetadataPolicy.isDeviceKey).sorted()
+            }
+        }
+
+        private enum CodingKeys: String, CodingKey {
+            case bytes, durationSeconds, width, height, videoCodec, audioCodec, networkOptimized, elapsedSeconds
+            case method, decision, verificationSeconds, encodingPasses, timeRange, requestedTimeRange, metadata
+        }
+
+        public init(
+            bytes: Int64, durationSeconds: Double, width: Int?, height: Int?, videoCodec: String?,
+            audioCodec: String?, networkOptimized: Bool, elapsedSeconds: Double, method: ExportMethod,
+            decision: String, verificationSeconds: Double? = nil, encodingPasses: Int? = nil,
+            metadata: WrittenMetadata? = nil
+        ) {
+            self.bytes = bytes
+            self.durationSeconds = durationSeconds
+            self.width = width
+            self.height = height
+            self.videoCodec = videoCodec
+            self.audioCodec = audioCodec
+            self.networkOptimized = networkOptimized
+            self.elapsedSeconds = elapsedSeconds
+            self.method = method
+            self.decision = decision
+            self.verificationSeconds = verificationSeconds
+            self.encodingPasses = encodingPasses
+            self.metadata = metadata
+        }
+
+        public init(from decoder: any Decoder) throws {
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            bytes = try c.decode(Int64.self, forKey: .bytes)
+            durationSeconds = try c.decode(Double.self, forKey: .durationSeconds)
+            width = try c.decodeIfPresent(Int.self, forKey: .width)
+            height = try c.decodeIfPresent(Int.self, forKey: .height)
+            videoCodec = try c.decodeIfPresent(String.self, forKey: .videoCodec)
+            audioCodec = try c.decodeIfPresent(String.self, forKey: .audioCodec)
+            networkOptimized = try c.decode(Bool.self, forKey: .networkOptimized)
+            elapsedSeconds = try c.decode(Double.self, forKey: .elapsedSeconds)
+            method = try c.decode(ExportMethod.self, forKey: .method)
+            decision = try c.decode(String.self, forKey: .decision)
+            verificationSeconds = try c.decodeIfPresent(Double.self, forKey: .verificationSeconds)
+            encodingPasses = try c.decodeIfPresent(Int.self, forKey: .encodingPasses)
+            timeRange = try c.decodeIfPresent(TimeRange.self, forKey: .timeRange)
+            requestedTimeRange = try c.decodeIfPresent(TimeRange.self, forKey: .requestedTimeRange)
+            metadata = try c.decodeIfPresent(WrittenMetadata.self, forKey: .metadata)
+        }
+
+        /// Every key, absent values as `null`: a program reading the JSON finds the same keys in
+        /// every result.
+        public func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(bytes, forKey: .bytes)
+            try c.encode(durationSeconds, forKey: .durationSeconds)
+            try c.encode(width, forKey: .width)
+            try c.encode(height, forKey: .height)
+            try c.encode(videoCodec, forKey: .videoCodec)
+            try c.encode(audioCodec, forKey: .audioCodec)
+            try c.encode(networkOptimized, forKey: .networkOptimized)
+            try c.encode(elapsedSeconds, forKey: .elapsedSeconds)
+            try c.encode(method, forKey: .method)
+            try c.encode(decision, forKey: .decision)
+            try c.encode(verificationSeconds, forKey: .verificationSeconds)
+            try c.encode(encodingPasses, forKey: .encodingPasses)
+            try c.encode(timeRange, forKey: .timeRange)
+            try c.encode(requestedTimeRange, forKey: .requestedTimeRange)
+            try c.encode(metadata, forKey: .metadata)
+        }
     }
 
     /// Damage done to the finished temporary file before it is verified, to prove that verification
@@ -85,6 +172,7 @@ public final class ExportSession: Sendable {
         var forceTranscode = false
         var fileLengthLimit: Int64?
         var backgroundColor = RGBColor.black
+        var allowsAudioOnly = false
         var codecThreads = 0
         var temporaryTag: String?
         var publishGate: (@Sendable () throws(ExportError) -> Void)?
@@ -174,6 +262,29 @@ public final class ExportSession: Sendable {
         get { state.withLock { $0.backgroundColor } }
         set { state.withLock { $0.backgroundColor = newValue } }
     }
+    /// Under a video preset, export an asset that has no video as its audio alone. Default false: such
+    /// an asset fails `no-video`, since a caller that asked for video rarely wants an audio file.
+    public var allowsAudioOnly: Bool {
+        get { state.withLock { $0.allowsAudioOnly } }
+        set { state.withLock { $0.allowsAudioOnly = newValue } }
+    }
+    /// Sets every property an `ExportRequest` decides (`ExportRequest.resolve`): output type, time
+    /// range, metadata (`metadataDefault` when the request did not choose), network optimisation,
+    /// forced transcode, audio-only output, size limit, background and overwrite. The preset is the
+    /// session's own, given at `init`.
+    public func apply(_ settings: ExportSettings, metadataDefault: MetadataPolicy = .keep) {
+        state.withLock { state in
+            state.outputFileType = settings.outputType
+            state.timeRange = settings.timeRange
+            state.metadataPolicy = settings.metadata ?? metadataDefault
+            state.shouldOptimizeForNetworkUse = settings.optimizeForNetwork
+            state.forceTranscode = settings.forceTranscode
+            state.allowsAudioOnly = settings.allowsAudioOnly
+            state.fileLengthLimit = settings.fileLengthLimit.map { max(1, $0) }
+            state.backgroundColor = settings.background
+            state.overwrite = settings.overwrite
+        }
+    }
     /// Threads the video decoder and encoder may each use; 0 (the default) lets them use every core.
     /// A worker running one job per core sets 1: two single-threaded jobs side by side waste less
     /// than two frame-threaded ones contending for the same cores.
@@ -243,17 +354,17 @@ public final class ExportSession: Sendable {
     /// becomes of each stream and the estimated size. Throws the reason when it cannot.
     @discardableResult
     public func determineCompatibility() throws(ExportError) -> ExportPlan {
-        let (type, range, metadata, network, force, destination, limit, background) = state.withLock {
+        let (type, range, metadata, network, force, destination, limit, background, audioOnly) = state.withLock {
             (
                 $0.outputFileType ?? ExportPlanner.defaultType(for: preset), $0.timeRange, $0.metadataPolicy,
                 $0.shouldOptimizeForNetworkUse, $0.forceTranscode, $0.outputURL, $0.fileLengthLimit,
-                $0.backgroundColor
+                $0.backgroundColor, $0.allowsAudioOnly
             )
         }
         var plan = try ExportPlanner.decide(
             asset: asset, preset: preset, type: type, timeRange: range, metadata: metadata,
             optimizeForNetwork: network, forceTranscode: force, fileLengthLimit: limit,
-            background: background)
+            background: background, allowAudioOnly: audioOnly)
         plan.output.path = destination?.standardizedFileURL.path
         return plan
     }
@@ -319,12 +430,27 @@ public final class ExportSession: Sendable {
         guard let destination = outputURL?.standardizedFileURL else {
             throw ExportError(.invalidArgument, "no output URL was set")
         }
-        var exportPlan = try determineCompatibility()
+        let exportPlan = try determineCompatibility()
         let (overwrite, tag, gate) = state.withLock { ($0.overwrite, $0.temporaryTag, $0.publishGate) }
         let output = try OutputPublisher(
             destination: destination, asset: asset.url, tag: tag ?? TemporaryOutput.randomTag(), overwrite: overwrite)
         setStatus(.exporting)
         defer { output.discard() }
+        do throws(ExportError) {
+            return try run(exportPlan, into: output, destination: destination, gate: gate, started: started)
+        } catch {
+            // The temporary file is the export's business: errors name the file the caller named.
+            throw output.naming(error)
+        }
+    }
+
+    /// Produces the file into `output`'s temporary name (twice when a size limit was missed), lets
+    /// `gate` stop it, publishes it and reads it back.
+    private func run(
+        _ plan: ExportPlan, into output: OutputPublisher, destination: URL,
+        gate: (@Sendable () throws(ExportError) -> Void)?, started: ContinuousClock.Instant
+    ) throws(ExportError) -> Result {
+        var exportPlan = plan
         #if DEBUG
             if activeFault == .overshoot, var video = exportPlan.video, let rate = video.maxBitrate {
                 video.maxBitrate = rate * 4
@@ -357,6 +483,8 @@ public final class ExportSession: Sendable {
             result.decision = exportPlan.decision.summary
             result.verificationSeconds = verificationSeconds
             result.encodingPasses = passes
+            result.timeRange = exportPlan.timeRange
+            result.requestedTimeRange = exportPlan.requestedTimeRange
             return result
         } catch {
             unlink(destination.path)
@@ -484,7 +612,8 @@ public final class ExportSession: Sendable {
             bytes: info.fileBytes, durationSeconds: info.durationSeconds, width: video?.displaySize?.width,
             height: video?.displaySize?.height, videoCodec: video?.codec, audioCodec: audio?.codec,
             networkOptimized: (try? MovieAtoms.moovPrecedesMdat(url)) ?? false,
-            elapsedSeconds: seconds(since: started), method: .transcode, decision: "")
+            elapsedSeconds: seconds(since: started), method: .transcode, decision: "",
+            metadata: Result.WrittenMetadata(info.metadata))
     }
 
     private func setStatus(_ status: Status) {

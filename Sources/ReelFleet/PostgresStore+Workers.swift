@@ -146,7 +146,7 @@ extension PostgresStore {
         logger.debug(
             "finished",
             metadata: [
-                "job": "\(lease.id)", "state": "\(recorded.state.rawValue)", "error": "\(recorded.error?.code ?? "-")",
+                "job": "\(lease.id)", "state": "\(recorded.state.rawValue)", "error": "\(recorded.error?.code.rawValue ?? "-")",
             ])
         return true
     }

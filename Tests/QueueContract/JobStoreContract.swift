@@ -149,7 +149,7 @@ public enum JobStoreContract {
         }
         let status = try #require(try await store.status(id))
         #expect(status.state == .failed)
-        #expect(status.error?.code == "worker-crashed" && status.error?.retryable == false)
+        #expect(status.error?.code == .workerCrashed && status.error?.retryable == false)
         #expect(try await store.claim(worker: "next") == nil)
     }
 
@@ -165,7 +165,7 @@ public enum JobStoreContract {
         let progress = JobProgress(fraction: 0.9, phase: "transcoding", framesPerSecond: nil, secondsRemaining: nil)
         #expect(try await store.renew(stale, progress: progress) == .lost)
         #expect(
-            try await store.finish(stale, .failed(JobError(code: "internal", message: "stale", retryable: false)))
+            try await store.finish(stale, .failed(JobError(code: .internal, message: "stale", retryable: false)))
                 == false)
         #expect(try await store.status(id)?.state == .exporting)
         #expect(try await store.status(id)?.progress == 0)
@@ -218,7 +218,7 @@ public enum JobStoreContract {
         #expect(try await store.cancel(id) == .cancelled)
         #expect(try await store.claim(worker: "w") == nil)
         #expect(try await store.status(id)?.state == .cancelled)
-        #expect(try await store.status(id)?.error?.code == "cancelled")
+        #expect(try await store.status(id)?.error?.code == .cancelled)
         #expect(try await store.cancel(id) == .alreadyEnded(.cancelled))
         #expect(try await store.cancel("jnosuchjob0000") == .notFound)
         #expect(try await store.retry(id).state == .waiting)
@@ -264,9 +264,9 @@ public enum JobStoreContract {
         let id = try await submit(store)
         let lease = try #require(try await store.claim(worker: "w"))
         #expect(
-            try await store.finish(lease, .failed(JobError(code: "no-space", message: "disk full", retryable: true))))
+            try await store.finish(lease, .failed(JobError(code: .init(.noSpace), message: "disk full", retryable: true))))
         let waiting = try #require(try await store.status(id))
-        #expect(waiting.state == .waiting && waiting.error?.code == "no-space")
+        #expect(waiting.state == .waiting && waiting.error?.code == JobError.Code(.noSpace))
         let due = try #require(waiting.notBefore)
         #expect(due > waiting.updatedAt && due <= waiting.updatedAt.addingTimeInterval(2.01))
         #expect(try await store.claim(worker: "w") == nil, "claimed before its backoff ended")
@@ -277,9 +277,9 @@ public enum JobStoreContract {
         #expect(again.attempt == 2)
         #expect(
             try await store.finish(
-                again, .failed(JobError(code: "unreadable-input", message: "corrupt", retryable: false))))
+                again, .failed(JobError(code: .init(.unreadableInput), message: "corrupt", retryable: false))))
         let failed = try #require(try await store.status(id))
-        #expect(failed.state == .failed && failed.error?.code == "unreadable-input" && failed.notBefore == nil)
+        #expect(failed.state == .failed && failed.error?.code == JobError.Code(.unreadableInput) && failed.notBefore == nil)
     }
 
     static func handBackKeepsTheAttempt(_ harness: any StoreHarness) async throws {
@@ -297,7 +297,7 @@ public enum JobStoreContract {
         let id = try await submit(store, maxAttempts: 1)
         await #expect(throws: QueueError.self) { try await store.retry(id) }  // waiting
         let lease = try #require(try await store.claim(worker: "w"))
-        #expect(try await store.finish(lease, .failed(JobError(code: "stalled", message: "stuck", retryable: true))))
+        #expect(try await store.finish(lease, .failed(JobError(code: .stalled, message: "stuck", retryable: true))))
         #expect(try await store.status(id)?.state == .failed, "no attempts left")
         let retried = try await store.retry(id)
         #expect(retried.state == .waiting && retried.attempts == 0 && retried.error == nil && retried.finishedAt == nil)
@@ -344,7 +344,7 @@ public enum JobStoreContract {
         // The same request again is the same job, whatever became of it (a client retrying a submit).
         let lease = try #require(try await store.claim(worker: "w"))
         #expect(
-            try await store.finish(lease, .failed(JobError(code: "unreadable-input", message: "x", retryable: false))))
+            try await store.finish(lease, .failed(JobError(code: .init(.unreadableInput), message: "x", retryable: false))))
         let again = try await store.submit(try await spec(key: "upload-7"))
         #expect(!again.created && again.status.id == first.status.id && again.status.state == .failed)
         // A different request under the same key is refused, naming the job and what differs.
@@ -417,7 +417,7 @@ public enum JobStoreContract {
         // Still refused while the first runs; free once it has ended.
         let lease = try #require(try await store.claim(worker: "w"))
         await #expect(throws: QueueError.self) { try await store.submit(try await spec(output: target)) }
-        #expect(try await store.finish(lease, .failed(JobError(code: "stalled", message: "x", retryable: false))))
+        #expect(try await store.finish(lease, .failed(JobError(code: .stalled, message: "x", retryable: false))))
         let second = try await store.submit(try await spec(output: target)).status.id
         // The first cannot be retried into the second's file while the second waits.
         await #expect(throws: QueueError.self) { try await store.retry(first) }
@@ -474,7 +474,7 @@ public enum JobStoreContract {
         #expect(try await store.finish(leases[0], .completed(emptyResult)))
         // Three failures at distinct times: the summary keeps the latest two, latest first.
         for lease in leases[1...3] {
-            let failure = JobError(code: "internal", message: "failed \(lease.id)", retryable: false)
+            let failure = JobError(code: .internal, message: "failed \(lease.id)", retryable: false)
             #expect(try await store.finish(lease, .failed(failure)))
             try await Task.sleep(for: .milliseconds(20))
         }
