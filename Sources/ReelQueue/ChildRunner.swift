@@ -88,6 +88,8 @@ public final class ChildRunner: Sendable {
 
     private let session = Mutex<ExportSession?>(nil)
     private let stopped = Atomic<Bool>(false)
+    /// The attempt's temporary output, once the request is read.
+    private let temporary = Mutex<URL?>(nil)
 
     public init() {}
 
@@ -112,6 +114,9 @@ public final class ChildRunner: Sendable {
             if stopped.load(ordering: .sequentiallyConsistent) { return Self.interruptedStatus }
             emit(.failed(.init(ExportError(.internal, "unreadable request from the worker: \(error)", retryable: false))))
             return 1
+        }
+        temporary.withLock {
+            $0 = TemporaryOutput.url(for: URL(fileURLWithPath: request.spec.output), tag: request.attemptTag)
         }
         MediaLog.configure(verbose: request.verbose)
         do throws(ExportError) {
@@ -159,7 +164,7 @@ public final class ChildRunner: Sendable {
         startThread(named: "reel-child-input") { [self] in
             while let line = readLine(strippingNewline: true) { inbox.put(line) }
             inbox.close()
-            interrupt()
+            workerGone()
         }
         let first = await withCheckedContinuation { continuation in
             startThread(named: "reel-child-request") { continuation.resume(returning: inbox.take()) }
@@ -176,6 +181,19 @@ public final class ChildRunner: Sendable {
                 let answer = try? JSONCoding.decoder.decode(PublishAnswer.self, from: Data(line.utf8))
             else { return PublishAnswer(publish: false, reason: "the worker did not answer") }
             return answer
+        }
+    }
+
+    /// The worker is gone (standard input ended): nobody will publish this export or record it. Its
+    /// temporary output goes at once, the export is stopped, and the process ends within 2 s whatever
+    /// the export is doing (a codec busy in a long frame must not keep an orphan alive under a loaded
+    /// machine while a rescue hands the job to another worker).
+    private func workerGone() {
+        if let file = temporary.withLock({ $0 }) { unlink(file.path) }
+        interrupt()
+        startThread(named: "reel-child-orphan") {
+            sleep(2)
+            _exit(ChildRunner.interruptedStatus)
         }
     }
 
