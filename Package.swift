@@ -68,6 +68,7 @@ let package = Package(
                 "ReelQueue", "ReelExport", .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
         // A worker's HTTP side: Prometheus metrics, health, readiness and the status page (Hummingbird,

@@ -6,7 +6,7 @@ extension ExportSession {
     /// earlier run published whose outcome could not be recorded (a job queue adopting it). Throws
     /// `output-invalid` when the file cannot be read as media.
     public static func describeOutput(at url: URL) throws(ExportError) -> Result {
-        var result = try summarize(url, started: Date())
+        var result = try summarize(url, started: .now)
         result.elapsedSeconds = 0
         return result
     }

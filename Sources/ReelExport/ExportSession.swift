@@ -186,7 +186,7 @@ public final class ExportSession: Sendable {
         var observers: [Int: AsyncStream<Progress>.Continuation] = [:]
         var handler: (@Sendable (Progress) -> Void)?
         var nextObserver = 0
-        var lastPublished = Date.distantPast
+        var lastPublished: ContinuousClock.Instant?
     }
 
     /// The asset being exported.
@@ -312,8 +312,7 @@ public final class ExportSession: Sendable {
         set { state.withLock { $0.stallTimeout = max(0.05, newValue) } }
     }
     /// Damage to do to the file before verifying it, or an overshoot to force a size limit's second
-    /// pass (debug builds only). Defaults to the `REEL_TEST_OUTPUT_FAULT` environment variable
-    /// (`truncate`, `corrupt`, `overshoot`) in debug builds.
+    /// pass (debug builds only). Defaults to the fault set with `injectOutputFault(named:)`.
     var outputFault: OutputFault? {
         get { state.withLock { $0.outputFault } }
         set { state.withLock { $0.outputFault = newValue } }
@@ -414,7 +413,9 @@ public final class ExportSession: Sendable {
             return true
         }
         guard begin else { throw ExportError(.invalidArgument, "export() was already called on this session") }
-        let started = Date()
+        // Elapsed time, fps and the watchdog use the monotonic clock: a wall-clock step (NTP, a
+        // person setting the date) neither stretches nor shrinks them.
+        let started = ContinuousClock.now
         do throws(ExportError) {
             let result = try run(started: started)
             finish(status: .completed, error: nil, result: result, started: started)
@@ -424,7 +425,7 @@ public final class ExportSession: Sendable {
         }
     }
 
-    private func run(started: Date) throws(ExportError) -> Result {
+    private func run(started: ContinuousClock.Instant) throws(ExportError) -> Result {
         if cancelFlag.isRaised { throw ExportSession.cancelled() }
         guard let destination = outputURL?.standardizedFileURL else {
             throw ExportError(.invalidArgument, "no output URL was set")
@@ -449,7 +450,7 @@ public final class ExportSession: Sendable {
     /// `gate` stop it, publishes it and reads it back.
     private func run(
         _ plan: ExportPlan, into output: OutputPublisher, destination: URL,
-        gate: (@Sendable () throws(ExportError) -> Void)?, started: Date
+        gate: (@Sendable () throws(ExportError) -> Void)?, started: ContinuousClock.Instant
     ) throws(ExportError) -> Result {
         var exportPlan = plan
         #if DEBUG
@@ -498,8 +499,9 @@ public final class ExportSession: Sendable {
 
     /// Runs one encode (or copy) of `plan` into the temporary file and verifies it against what was
     /// written; returns the seconds the verification took and the file's lock.
-    private func produce(_ exportPlan: ExportPlan, into output: OutputPublisher, started: Date) throws(ExportError)
-        -> (seconds: Double, lock: OutputLock?)
+    private func produce(
+        _ exportPlan: ExportPlan, into output: OutputPublisher, started: ContinuousClock.Instant
+    ) throws(ExportError) -> (seconds: Double, lock: OutputLock?)
     {
         var transcode = exportPlan.transcodePlan(limits: limits)
         transcode.outputPath = output.temporary.path
@@ -533,10 +535,18 @@ public final class ExportSession: Sendable {
         if cancelFlag.isRaised { throw ExportSession.cancelled() }
         let made = produced.withLock { $0 }
         injectFault(into: output.temporary)
-        let verifying = Date()
+        let verifying = ContinuousClock.now
         try OutputVerification.check(output.temporary, plan: exportPlan, asset: asset, written: made?.written)
-        return (Date().timeIntervalSince(verifying), made?.lock)
+        return (ExportSession.seconds(since: verifying), made?.lock)
     }
+
+    /// Seconds on the monotonic clock from `start` to `end` (now by default).
+    static func seconds(from start: ContinuousClock.Instant, to end: ContinuousClock.Instant = .now) -> Double {
+        let (whole, fraction) = (end - start).components
+        return Double(whole) + Double(fraction) / 1e18
+    }
+
+    static func seconds(since start: ContinuousClock.Instant) -> Double { seconds(from: start) }
 
     private static func fileBytes(_ url: URL) -> Int64? {
         var status = stat()
@@ -550,7 +560,7 @@ public final class ExportSession: Sendable {
             retryable: false)
     }
 
-    /// Damages the finished file as `outputFault` (or `REEL_TEST_OUTPUT_FAULT`) says, in debug builds.
+    /// Damages the finished file as `outputFault` (or `injectOutputFault(named:)`) says, in debug builds.
     private func injectFault(into url: URL) {
         #if DEBUG
             guard let fault = activeFault, fault != .overshoot, let handle = try? FileHandle(forUpdating: url) else {
@@ -570,9 +580,23 @@ public final class ExportSession: Sendable {
         #endif
     }
 
-    /// `outputFault`, else `REEL_TEST_OUTPUT_FAULT`.
+    /// `outputFault`, else the one injected for every session.
     private var activeFault: OutputFault? {
-        outputFault ?? ProcessInfo.processInfo.environment["REEL_TEST_OUTPUT_FAULT"].flatMap(OutputFault.init)
+        outputFault ?? ExportSession.injectedFault.withLock { $0 }
+    }
+
+    private static let injectedFault = Mutex<OutputFault?>(nil)
+
+    /// Debug builds only (tests): damages the finished file of every session that sets no fault of its
+    /// own, to prove that verification catches it: `truncate` (cut to half), `corrupt` (zeros in the
+    /// middle), `overshoot` (a first encode under a size limit four times over its rate); nil for none.
+    /// The `reel` command sets it from `REEL_TEST_OUTPUT_FAULT`, so tests can damage what `reel export`
+    /// or a worker writes. Returns false for a name it does not know. Release builds ignore it.
+    @discardableResult
+    public static func injectOutputFault(named name: String?) -> Bool {
+        let fault = name.flatMap { $0.isEmpty ? nil : OutputFault(rawValue: $0) }
+        injectedFault.withLock { $0 = fault }
+        return name?.isEmpty ?? true || fault != nil
     }
 
     /// The error of a cancelled export.
@@ -582,7 +606,7 @@ public final class ExportSession: Sendable {
 
     /// Reads the finished file back to report what it holds. A file that cannot be read is
     /// `output-invalid`, unless the cause was I/O (`OutputVerification.unreadable`); the caller removes it.
-    static func summarize(_ url: URL, started: Date) throws(ExportError) -> Result {
+    static func summarize(_ url: URL, started: ContinuousClock.Instant) throws(ExportError) -> Result {
         let info: MediaInfo
         do {
             info = try MediaProbe.probeHeader(path: url.path)
@@ -595,7 +619,7 @@ public final class ExportSession: Sendable {
             bytes: info.fileBytes, durationSeconds: info.durationSeconds, width: video?.displaySize?.width,
             height: video?.displaySize?.height, videoCodec: video?.codec, audioCodec: audio?.codec,
             networkOptimized: (try? MovieAtoms.moovPrecedesMdat(url)) ?? false,
-            elapsedSeconds: Date().timeIntervalSince(started), method: .transcode, decision: "",
+            elapsedSeconds: seconds(since: started), method: .transcode, decision: "",
             metadata: Result.WrittenMetadata(info.metadata))
     }
 
@@ -611,9 +635,9 @@ public final class ExportSession: Sendable {
 
     /// Records a progress report and passes it on (at most every 0.1 s, and on a phase change). A
     /// no-op once the session has finished: a thread the watchdog abandoned may still report.
-    func publish(_ update: TranscodeProgress, started: Date) {
-        let now = Date()
-        let elapsed = now.timeIntervalSince(started)
+    func publish(_ update: TranscodeProgress, started: ContinuousClock.Instant) {
+        let now = ContinuousClock.now
+        let elapsed = ExportSession.seconds(from: started, to: now)
         let (snapshot, observers, handler):
             (Progress, [AsyncStream<Progress>.Continuation], (@Sendable (Progress) -> Void)?) = state.withLock {
                 state in
@@ -624,7 +648,7 @@ public final class ExportSession: Sendable {
                 state.progress = Progress(
                     status: state.status, phase: update.phase, fraction: update.fraction, frames: update.frames,
                     framesPerSecond: fps, secondsRemaining: remaining, elapsedSeconds: elapsed)
-                guard phaseChanged || now.timeIntervalSince(state.lastPublished) >= 0.1 else {
+                guard phaseChanged || state.lastPublished.map({ now - $0 >= .milliseconds(100) }) ?? true else {
                     return (state.progress, [], nil)
                 }
                 state.lastPublished = now
@@ -634,13 +658,13 @@ public final class ExportSession: Sendable {
         handler?(snapshot)
     }
 
-    private func finish(status: Status, error: ExportError?, result: Result?, started: Date) {
+    private func finish(status: Status, error: ExportError?, result: Result?, started: ContinuousClock.Instant) {
         let (snapshot, observers, handler) = state.withLock { state in
             state.status = status
             state.error = error
             state.result = result
             state.progress.status = status
-            state.progress.elapsedSeconds = Date().timeIntervalSince(started)
+            state.progress.elapsedSeconds = ExportSession.seconds(since: started)
             if status == .completed {
                 state.progress.fraction = 1
                 state.progress.secondsRemaining = 0

@@ -162,7 +162,7 @@ public final class WorkerPool: Sendable {
                             "store": "\(store.location)", "error": "\(error)",
                             "retryIn": "\(String(format: "%.2f", claimBackoff.delay.seconds))",
                         ])
-                    await claimBackoff.wait()
+                    await store.waitForRecovery(timeout: claimBackoff.next())
                     continue
                 }
                 if let lease {
@@ -268,7 +268,7 @@ public final class WorkerPool: Sendable {
                         "store": "\(store.location)", "error": "\(error)",
                         "retryIn": "\(String(format: "%.2f", backoff.delay.seconds))",
                     ])
-                await backoff.wait()
+                await store.waitForRecovery(timeout: backoff.next())
             }
         }
     }

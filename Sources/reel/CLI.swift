@@ -38,7 +38,7 @@ enum CLI {
 
     /// Sets up swift-log (Reel's handler on stderr) and FFmpeg's log route, once: the level is `level`,
     /// else `$REEL_LOG_LEVEL`, else `defaultLevel`; the format likewise with `$REEL_LOG_FORMAT`, else
-    /// text. `verbose` shows FFmpeg's own log and Reel's debug messages.
+    /// text. `verbose` (or `$REEL_FFMPEG_LOG`) shows FFmpeg's own log, `verbose` Reel's debug messages.
     static func bootstrapLogging(
         verbose: Bool, level: Logger.Level? = nil, format: ReelLogHandler.Format? = nil,
         defaultLevel: Logger.Level = .warning
@@ -57,7 +57,10 @@ enum CLI {
         LoggingSystem.bootstrap { label in
             ReelLogHandler(label: label, format: settings.format, logLevel: settings.level)
         }
-        MediaLog.configure(verbose: verbose)
+        // `REEL_FFMPEG_LOG=1` (or `verbose`): FFmpeg's own log down to its info level, whatever the
+        // command's flags say (a developer's switch, e.g. for the `reel` processes tests start).
+        let ffmpeg = environment["REEL_FFMPEG_LOG"]
+        MediaLog.configure(verbose: verbose || ffmpeg == "1" || ffmpeg == "verbose")
     }
 
     /// The log settings in force (for child processes to inherit).

@@ -88,8 +88,10 @@ struct WorkCommand: AsyncParsableCommand {
         let presets = try presetOptions.prepare(global, logLevel: .info)
         let metadataDefault = try metadata.map { try MetadataPolicy.parse($0) } ?? MetadataDefault.fromEnvironment()
         let workers = jobs ?? WorkerPool.defaultJobs
-        // A connection per running job's renewals, plus claims, rescues and notifications.
-        let store = try storeOptions.open(create: true, connections: workers + 3, lease: lease.map { .seconds($0) })
+        // A connection per running job's renewals, plus claims and rescues. A database store runs as
+        // a service of the worker's group, which closes it last (WorkService.swift).
+        let store = try storeOptions.open(
+            create: true, connections: workers + 2, lease: lease.map { .seconds($0) }, service: true)
         var configuration = WorkerPool.Configuration(
             jobs: workers, drain: drain, presets: presets, limits: input.limits, recoveryInterval: rescueInterval,
             stallTimeout: stallTimeout, isolation: isolate ? try isolation() : nil,
@@ -99,8 +101,9 @@ struct WorkCommand: AsyncParsableCommand {
         // (WorkService.swift); SIGINT/SIGTERM drain it, a second signal hands running jobs back.
         let runtime = ServiceOptions.Runtime(options: service, presets: presets)
         configuration.onEvent = runtime.observe
-        try await runtime.run(WorkerPool(store: store, configuration: configuration), store: store, slots: workers)
-        await (store as? PostgresStore)?.close()
+        try await runtime.run(
+            WorkerPool(store: store, configuration: configuration), store: store, storeService: store as? PostgresStore,
+            slots: workers)
     }
 
     /// This executable, to run `reel _run-job` for each export.

@@ -32,6 +32,8 @@ struct Reel: AsyncParsableCommand {
         // A closed stdout (`reel export --json | head`) must not kill an export half-way through and
         // leave its temporary file behind: writes then fail quietly instead.
         signal(SIGPIPE, SIG_IGN)
+        // Debug builds: tests damage the outputs of this process's exports this way (release ignores it).
+        ExportSession.injectOutputFault(named: ProcessInfo.processInfo.environment["REEL_TEST_OUTPUT_FAULT"])
         let arguments = Self.arguments
         // `-dash.mp4` would otherwise parse as the short flags -d -a -s -h …, and -h prints the help.
         if let stray = CLI.strayDashArgument(in: arguments) {
@@ -187,32 +189,44 @@ struct StoreOptions: ParsableArguments {
     }
 
     /// Opens the store. Only commands that add work (`submit`, `work`) create a missing spool; the
-    /// others fail with an error naming it. A database store gets a pool of `connections`.
-    func open(create: Bool, connections: Int = 2, lease: Duration? = nil) throws -> any JobStore {
+    /// others fail with an error naming it. A database store gets a pool of `connections`, run by the
+    /// store itself until `close()`, or with `service` by the caller's `ServiceGroup` (`reel work`).
+    func open(create: Bool, connections: Int = 2, lease: Duration? = nil, service: Bool = false) throws
+        -> any JobStore
+    {
         if let databaseURL {
             if spool != nil { throw CLIFailure(message: "use --spool or --store, not both", exitCode: 64) }
-            return try openDatabase(databaseURL, connections: connections, lease: lease)
+            return try openDatabase(databaseURL, connections: connections, lease: lease, service: service)
         }
         let root = spool.map { URL(fileURLWithPath: $0) } ?? SpoolStore.defaultRoot()
         return try SpoolStore(root: root, create: create)
     }
 
-    func openDatabase(_ text: String, connections: Int = 2, lease: Duration? = nil) throws -> PostgresStore {
+    func openDatabase(_ text: String, connections: Int = 2, lease: Duration? = nil, service: Bool = false) throws
+        -> PostgresStore
+    {
         let folder =
             statusDirectory ?? ProcessInfo.processInfo.environment["REEL_STATUS_DIR"].flatMap { $0.isEmpty ? nil : $0 }
-        return try Self.openDatabase(text, statusFolder: folder, connections: connections, lease: lease)
+        return try Self.openDatabase(
+            text, statusFolder: folder, connections: connections, lease: lease, service: service)
     }
 
-    /// A database store with a pool of `connections`, writing status files to `statusFolder` if any.
+    /// A database store with a pool of `connections`, writing status files to `statusFolder` if any;
+    /// run by the store itself until `close()`, or with `service` by the caller's `ServiceGroup`.
     static func openDatabase(
-        _ text: String, statusFolder folder: String?, connections: Int = 2, lease: Duration? = nil
+        _ text: String, statusFolder folder: String?, connections: Int = 2, lease: Duration? = nil,
+        service: Bool = false
     ) throws -> PostgresStore {
+        let environment = ProcessInfo.processInfo.environment
         var options = PostgresStore.Options(statusFolder: folder, connections: connections)
         if let lease {
             options.lease = lease
             options.renew = min(.seconds(1), lease / 4)
         }
-        return try PostgresStore(url: try DatabaseURL(text), options: options)
+        // `REEL_FLEET_LISTEN=0`: poll only (measuring the fallback; poolers that cannot LISTEN).
+        options.listen = environment["REEL_FLEET_LISTEN"] != "0"
+        options.lifecycle = service ? .service : .standalone
+        return try PostgresStore(url: try DatabaseURL(text, environment: environment), options: options)
     }
 }
 

@@ -36,6 +36,7 @@ public enum JobStoreContract {
         Case(description: "{id} in an output path becomes the job's id", body: outputNamesCarryTheJobID),
         Case(description: "a dead worker's job is queued again; a poison job fails", body: deadWorkersAndPoison),
         Case(description: "a stale owner cannot overwrite the new one", body: staleOwnerIsFenced),
+        Case(description: "finish after rescue, before re-claim, returns false", body: finishAfterRescue),
         Case(description: "a cancelled waiting job never starts and can be retried", body: cancelWaiting),
         Case(description: "a cancel reaches a running job through its lease", body: cancelRunning),
         Case(description: "a cancel asked during a shutdown wins over the hand-back", body: cancelDuringHandBack),
@@ -173,6 +174,42 @@ public enum JobStoreContract {
         #expect(try await store.status(id)?.state == .completed)
         #expect(try await store.status(id)?.attempts == 2)
         #expect(try await store.finish(fresh, .completed(emptyResult)) == false, "a finished lease is spent")
+    }
+
+    static func finishAfterRescue(_ harness: any StoreHarness) async throws {
+        let store = try await harness.makeStore()
+        let id = try await submit(store)
+        let poison = try await submit(store, maxAttempts: 1)
+        let lease = try #require(try await store.claim(worker: "presumed-dead"))
+        let last = try #require(try await store.claim(worker: "presumed-dead"))
+        #expect(lease.id == id && last.id == poison)
+        let before = [
+            id: try #require(try await store.status(id)), poison: try #require(try await store.status(poison)),
+        ]
+        for held in [lease, last] { try await harness.killWorker(holding: held, in: store) }
+        #expect(try await store.rescueExpired() == 2)
+        // The rescue wrote what the state machine makes of a job whose worker died: waiting again, or
+        // failed once its attempts are used up, with the same error code and message.
+        for (job, next) in [(id, JobStatus.Next.waiting), (poison, .ended)] {
+            var expected = try #require(before[job])
+            #expect(expected.orphaned(cancelRequested: false, now: Date()) == next)
+            let rescued = try #require(try await store.status(job))
+            #expect(rescued.state == expected.state && rescued.attempts == 1 && rescued.worker == nil, "\(job)")
+            #expect(rescued.error == expected.error, "\(job): \(String(describing: rescued.error))")
+        }
+        // The presumed-dead worker wakes up and records its outcomes: refused, and nothing changes.
+        #expect(try await store.finish(lease, .completed(emptyResult)) == false)
+        #expect(try await store.finish(lease, .handBack) == false)
+        #expect(try await store.finish(last, .cancelled) == false)
+        let waiting = try #require(try await store.status(id))
+        #expect(waiting.state == .waiting && waiting.attempts == 1 && waiting.result == nil)
+        #expect(try await store.status(poison)?.state == .failed)
+        // The next claim is the job's second attempt, and only its own lease can finish it.
+        let next = try #require(try await store.claim(worker: "next"))
+        #expect(next.id == id && next.attempt == 2 && next.token != lease.token)
+        #expect(try await store.finish(lease, .completed(emptyResult)) == false)
+        #expect(try await store.finish(next, .completed(emptyResult)))
+        #expect(try await store.status(id)?.state == .completed)
     }
 
     static func cancelWaiting(_ harness: any StoreHarness) async throws {
