@@ -181,8 +181,15 @@ struct FleetProcessTests {
                         || $0.output.contains("did not confirm a finished job's lease before it expired")
                 },
                 "no running job was stopped or held back during the outage")
+            // Rescued (the attempt counted as a crash), or handed back by its own worker once the
+            // database answered (not counted), whichever came first.
             let rerun = try await fleet.sql("SELECT count(*) FROM reel_jobs WHERE attempts > 1")
-            #expect(Int(rerun) ?? 0 >= 1, "no job was rescued after the outage")
+            let handedBack = workers.contains { $0.output.contains("job handed back") }
+            #expect(Int(rerun) ?? 0 >= 1 || handedBack, "no job ran again after the outage")
+        } else {
+            // An outage shorter than the lease costs nothing: every job completed on its first attempt.
+            let rerun = try await fleet.sql("SELECT count(*) FROM reel_jobs WHERE attempts > 1")
+            #expect(rerun == "0", "an outage shorter than the lease cost \(rerun) job(s) an attempt")
         }
     }
 
