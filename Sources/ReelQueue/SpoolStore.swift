@@ -73,7 +73,7 @@ public final class SpoolStore: JobStore {
 
     /// The spool location: `--spool`, else `$REEL_SPOOL`, else `$XDG_STATE_HOME/reel`, else
     /// `~/.local/state/reel`.
-    public static func defaultRoot(environment: [String: String] = ProcessInfo.processInfo.environment) -> URL {
+    public static func defaultRoot(environment: [String: String]) -> URL {
         if let spool = environment["REEL_SPOOL"], !spool.isEmpty { return URL(fileURLWithPath: spool) }
         if let state = environment["XDG_STATE_HOME"], !state.isEmpty {
             return URL(fileURLWithPath: state).appendingPathComponent("reel")

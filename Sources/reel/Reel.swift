@@ -198,7 +198,7 @@ struct StoreOptions: ParsableArguments {
             if spool != nil { throw CLIFailure(message: "use --spool or --store, not both", exitCode: 64) }
             return try openDatabase(databaseURL, connections: connections, lease: lease, service: service)
         }
-        let root = spool.map { URL(fileURLWithPath: $0) } ?? SpoolStore.defaultRoot()
+        let root = spool.map { URL(fileURLWithPath: $0) } ?? SpoolStore.defaultRoot(environment: ProcessInfo.processInfo.environment)
         return try SpoolStore(root: root, create: create)
     }
 
