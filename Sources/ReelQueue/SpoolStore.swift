@@ -41,6 +41,8 @@ public final class SpoolStore: JobStore {
     /// Progress is written at most four times a second; a cancel request is seen within this time.
     public var renewInterval: Duration { .milliseconds(250) }
     public var leaseDuration: Duration? { nil }
+    /// How long a retryable failure waits before its next attempt.
+    public let retryBackoff: RetryBackoff
 
     enum Folder: String, CaseIterable {
         case jobs, status, waiting, delayed, running, locks, cancel, keys, targets
@@ -48,8 +50,13 @@ public final class SpoolStore: JobStore {
 
     /// Opens the spool at `root`. With `create` (submitting, working) a missing spool is made;
     /// without it (reading commands) a missing spool is an error naming it.
-    public init(root: URL, create: Bool = true, logger: Logger = Logger(label: "reel.queue")) throws(QueueError) {
+    /// `retryBackoff` decides how long a retryable failure waits before its next attempt.
+    public init(
+        root: URL, create: Bool = true, retryBackoff: RetryBackoff = .standard,
+        logger: Logger = Logger(label: "reel.queue")
+    ) throws(QueueError) {
         self.root = root.standardizedFileURL
+        self.retryBackoff = retryBackoff
         self.logger = logger
         if create {
             for folder in Folder.allCases {
