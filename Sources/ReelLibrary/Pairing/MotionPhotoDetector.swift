@@ -26,8 +26,9 @@ enum MotionPhotoDetector {
                         valid = false
                         break
                     }
-                    let (sum, overflow) = tail.addingReportingOverflow(length + (item.padding ?? 0))
-                    guard !overflow else {
+                    let (span, spanOverflow) = length.addingReportingOverflow(item.padding ?? 0)
+                    let (sum, overflow) = tail.addingReportingOverflow(span)
+                    guard !overflow, !spanOverflow else {
                         valid = false
                         break
                     }

@@ -99,7 +99,8 @@ enum JPEGParser {
         if !extendedParts.isEmpty, extendedLength > 0 {
             var whole = [UInt8](repeating: 0, count: extendedLength)
             var covered = 0
-            for part in extendedParts {
+            // Parts whose declared full length differs from the last one's are not trusted to fit.
+            for part in extendedParts where part.offset + part.bytes.count <= extendedLength {
                 whole.replaceSubrange(part.offset..<part.offset + part.bytes.count, with: part.bytes)
                 covered += part.bytes.count
             }

@@ -40,8 +40,10 @@ public struct LibraryScanner: Sendable {
         let state = ScanState(store: store, addedDate: started)
         var resolvedRoots: [String] = []
         for root in roots { resolvedRoots.append(try resolveRoot(root)) }
-        var previousSkips = Set<String>()
-        for root in resolvedRoots { previousSkips.formUnion(try await store.skippedFiles(under: root).map(\.path)) }
+        var previousSkips: [String: SkippedFile] = [:]
+        for root in resolvedRoots {
+            for skip in try await store.skippedFiles(under: root) { previousSkips[skip.path] = skip }
+        }
 
         // 1. Walk: what is new, changed, gone.
         var pending: [WalkedFile] = []
@@ -79,6 +81,11 @@ public struct LibraryScanner: Sendable {
                         continue
                     }
                     present.insert(file.name)
+                    // A file refused before and unchanged since is not read again.
+                    if known[file.name] == nil, let skip = previousSkips[file.path], skip.stamp == file.stamp {
+                        skipped.append(skip)
+                        continue
+                    }
                     if let stamp = known[file.name] {
                         if stamp == file.stamp {
                             unchanged += 1
@@ -161,7 +168,7 @@ public struct LibraryScanner: Sendable {
         // 5. Skips: record this scan's, forget those that no longer apply.
         let skippedNow = Set(skipped.map(\.path))
         var skipOperations: [LibraryOperation] = skipped.map { .recordSkip($0) }
-        skipOperations += previousSkips.subtracting(skippedNow).sorted().map { .clearSkip(path: $0) }
+        skipOperations += Set(previousSkips.keys).subtracting(skippedNow).sorted().map { .clearSkip(path: $0) }
         for start in stride(from: 0, to: skipOperations.count, by: 1_000) {
             try await store.apply(Array(skipOperations[start..<min(skipOperations.count, start + 1_000)]))
         }
@@ -238,12 +245,15 @@ public struct LibraryScanner: Sendable {
         guard let hash = ContentHasher.hash(descriptor: source.fileDescriptor, length: source.count) else {
             return .failure(SkippedFile(path: file.path, reason: "could not be read to the end"))
         }
+        guard source.count == file.stamp.size else {
+            return .failure(SkippedFile(path: file.path, reason: "changed while it was read"))
+        }
         do {
             let facts = try FileInspector.inspect(path: file.path, source: source, limits: limits)
             let stamp = FileStamp(size: source.count, modifiedNanoseconds: file.stamp.modifiedNanoseconds)
             return .success(FileRecord(path: file.path, stamp: stamp, contentHash: hash, facts: facts))
         } catch {
-            return .failure(SkippedFile(path: file.path, reason: error.reason))
+            return .failure(SkippedFile(path: file.path, reason: error.reason, stamp: file.stamp))
         }
     }
 }

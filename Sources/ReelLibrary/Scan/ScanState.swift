@@ -109,6 +109,7 @@ final class ScanState {
 
     /// New files: pairs inside the batch, then with the library's unpaired assets, then alone.
     func pair(_ files: [FileRecord], into batch: inout Batch, touched: [String: StoredAsset]) async throws {
+        for file in files { batch.add(.putFile(file)) }
         let photos = files.filter { $0.facts.mediaType == .image && $0.facts.motionPhoto == nil }
         let videos = files.filter { $0.facts.mediaType == .video }
         var videoFor: [String: (FileRecord, PairingKind)] = [:]  // photo path → its movie from this batch
@@ -117,37 +118,55 @@ final class ScanState {
         var deletedVideoAssets = Set<String>()
         var videoOfPhoto: [String: (StoredAsset, PairingKind)] = [:]  // photo path → library video asset
 
-        // Within the batch, by identifier.
+        // Within the batch, by identifier: each photo proposes its best movie; a movie wanted by
+        // several photos goes to the best of them from its side (folder, stem, capture time).
         var videosByIdentifier: [String: [FileRecord]] = [:]
         for video in videos {
             if let id = video.facts.contentIdentifier?.lowercased() { videosByIdentifier[id, default: []].append(video) }
         }
+        var proposals: [String: [FileRecord]] = [:]  // movie path → photos wanting it
         for photo in photos {
-            guard let id = photo.facts.contentIdentifier?.lowercased(), let candidates = videosByIdentifier[id] else { continue }
-            let free = candidates.filter { !usedVideos.contains($0.path) }
-            if let video = LivePhotoRules.best(
-                free, for: photo.path, date: photo.facts.creationDate, path: \.path, date: \.facts.creationDate)
-            {
-                videoFor[photo.path] = (video, .contentIdentifier)
-                usedVideos.insert(video.path)
-            }
+            guard let id = photo.facts.contentIdentifier?.lowercased(), let candidates = videosByIdentifier[id],
+                let video = LivePhotoRules.best(
+                    candidates, for: photo.path, date: photo.facts.creationDate, path: \.path, date: \.facts.creationDate)
+            else { continue }
+            proposals[video.path, default: []].append(photo)
         }
-        // Against the library, by identifier.
+        for video in videos {
+            guard let wanting = proposals[video.path],
+                let photo = LivePhotoRules.best(
+                    wanting, for: video.path, date: video.facts.creationDate, path: \.path, date: \.facts.creationDate)
+            else { continue }
+            videoFor[photo.path] = (video, .contentIdentifier)
+            usedVideos.insert(video.path)
+        }
+        // Against the library, by identifier, the same way round.
+        var libraryProposals: [String: (video: StoredAsset, photos: [FileRecord])] = [:]
         for photo in photos where videoFor[photo.path] == nil {
             guard let id = photo.facts.contentIdentifier else { continue }
-            let candidates = try await store.assets(contentIdentifier: id, unpaired: true, limit: LivePhotoRules.maxCandidates)
-                .filter { $0.asset.mediaType == .video && !deletedVideoAssets.contains($0.asset.localIdentifier) }
+            let candidates = try await store.assets(
+                contentIdentifier: id, mediaType: .video, unpaired: true, limit: LivePhotoRules.maxCandidates
+            ).filter { touched[$0.asset.localIdentifier] == nil }
             if let video = LivePhotoRules.best(
                 candidates, for: photo.path, date: photo.facts.creationDate, path: \.asset.path, date: \.asset.creationDate)
             {
-                videoOfPhoto[photo.path] = (video, .contentIdentifier)
-                deletedVideoAssets.insert(video.asset.localIdentifier)
+                libraryProposals[video.asset.localIdentifier, default: (video, [])].photos.append(photo)
             }
+        }
+        for (identifier, proposal) in libraryProposals.sorted(by: { $0.key < $1.key }) {
+            guard
+                let photo = LivePhotoRules.best(
+                    proposal.photos, for: proposal.video.asset.path, date: proposal.video.asset.creationDate, path: \.path,
+                    date: \.facts.creationDate)
+            else { continue }
+            videoOfPhoto[photo.path] = (proposal.video, .contentIdentifier)
+            deletedVideoAssets.insert(identifier)
         }
         for video in videos where !usedVideos.contains(video.path) {
             guard let id = video.facts.contentIdentifier else { continue }
-            let candidates = try await store.assets(contentIdentifier: id, unpaired: true, limit: LivePhotoRules.maxCandidates)
-                .filter { $0.asset.mediaType == .image && photoUpdates[$0.asset.localIdentifier] == nil && touched[$0.asset.localIdentifier] == nil }
+            let candidates = try await store.assets(
+                contentIdentifier: id, mediaType: .image, unpaired: true, limit: LivePhotoRules.maxCandidates
+            ).filter { photoUpdates[$0.asset.localIdentifier] == nil && touched[$0.asset.localIdentifier] == nil }
             if let photo = LivePhotoRules.best(
                 candidates, for: video.path, date: video.facts.creationDate, path: \.asset.path, date: \.asset.creationDate)
             {

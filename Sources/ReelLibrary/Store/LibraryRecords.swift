@@ -53,9 +53,13 @@ public struct StoredAsset: Sendable, Codable, Equatable {
 public struct SkippedFile: Error, Sendable, Codable, Equatable {
     public var path: String
     public var reason: String
-    public init(path: String, reason: String) {
+    /// The regular file's size and modification time when it was refused: unchanged, it is not read
+    /// again by the next scan.
+    public var stamp: FileStamp?
+    public init(path: String, reason: String, stamp: FileStamp? = nil) {
         self.path = path
         self.reason = reason
+        self.stamp = stamp
     }
 }
 

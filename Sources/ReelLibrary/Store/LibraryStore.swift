@@ -33,9 +33,10 @@ public protocol LibraryStore: Sendable {
     func assets(localIdentifiers: [String]) async throws -> [StoredAsset]
     /// The asset whose primary file or paired video is `path`, if any.
     func asset(containingPath path: String) async throws -> StoredAsset?
-    /// Assets whose content identifier equals `identifier` case-insensitively, at most `limit`;
-    /// with `unpaired`, only those with no paired video and no Motion Photo video.
-    func assets(contentIdentifier identifier: String, unpaired: Bool, limit: Int) async throws -> [StoredAsset]
+    /// Assets of `mediaType` whose content identifier equals `identifier` case-insensitively, at
+    /// most `limit`; with `unpaired`, only those with no paired video and no Motion Photo video.
+    func assets(contentIdentifier identifier: String, mediaType: MediaType, unpaired: Bool, limit: Int) async throws
+        -> [StoredAsset]
     /// Assets whose primary file is in `folder` and has the stem `stem` (`LivePhotoRules.stem(of:)`).
     func assets(inFolder folder: String, stem: String, limit: Int) async throws -> [StoredAsset]
     /// Recorded files that belong to no asset (neither primary nor paired video), at most `limit`:

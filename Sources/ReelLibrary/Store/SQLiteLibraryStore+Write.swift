@@ -96,8 +96,8 @@ extension SQLiteLibraryStore {
             return identifier
         case .recordSkip(let skip):
             try db.execute(
-                sql: "INSERT OR REPLACE INTO skipped_file (path, folder, reason) VALUES (?, ?, ?)",
-                arguments: [skip.path, folder(of: skip.path), skip.reason])
+                sql: "INSERT OR REPLACE INTO skipped_file (path, folder, reason, size, modified_ns) VALUES (?, ?, ?, ?, ?)",
+                arguments: [skip.path, folder(of: skip.path), skip.reason, skip.stamp?.size, skip.stamp?.modifiedNanoseconds])
             return nil
         case .clearSkip(let path):
             try db.execute(sql: "DELETE FROM skipped_file WHERE path = ?", arguments: [path])

@@ -114,9 +114,15 @@ public final class SQLiteLibraryStore: LibraryStore {
         let prefix = root.hasSuffix("/") ? root : root + "/"
         return try await read { db in
             try Row.fetchAll(
-                db, sql: "SELECT path, reason FROM skipped_file WHERE folder = ? OR substr(folder, 1, ?) = ? ORDER BY path",
+                db,
+                sql: "SELECT path, reason, size, modified_ns FROM skipped_file WHERE folder = ? OR substr(folder, 1, ?) = ? ORDER BY path",
                 arguments: [root, prefix.utf8.count, prefix]
-            ).map { SkippedFile(path: $0["path"], reason: $0["reason"]) }
+            ).map { row in
+                let size: Int64? = row["size"]
+                let modified: Int64? = row["modified_ns"]
+                let stamp = size.flatMap { size in modified.map { FileStamp(size: size, modifiedNanoseconds: $0) } }
+                return SkippedFile(path: row["path"], reason: row["reason"], stamp: stamp)
+            }
         }
     }
 
@@ -137,13 +143,15 @@ public final class SQLiteLibraryStore: LibraryStore {
         }
     }
 
-    public func assets(contentIdentifier identifier: String, unpaired: Bool, limit: Int) async throws -> [StoredAsset] {
+    public func assets(contentIdentifier identifier: String, mediaType: MediaType, unpaired: Bool, limit: Int) async throws
+        -> [StoredAsset]
+    {
         let filter = unpaired ? "AND a.paired_video_path IS NULL AND a.pairing IS NULL" : ""
         return try await read { db in
             try Row.fetchAll(
                 db,
-                sql: "SELECT a.*, \(SQLiteLibraryStore.representsBurst) FROM asset a WHERE a.content_identifier = ? \(filter) ORDER BY a.path LIMIT ?",
-                arguments: [identifier, limit]
+                sql: "SELECT a.*, \(SQLiteLibraryStore.representsBurst) FROM asset a WHERE a.content_identifier = ? AND a.media_type = ? \(filter) ORDER BY a.path LIMIT ?",
+                arguments: [identifier, mediaType.rawValue, limit]
             ).map(SQLiteLibraryStore.storedAsset)
         }
     }

@@ -62,14 +62,16 @@ enum SQLiteMigrations {
                     CREATE INDEX asset_by_burst ON asset(burst_identifier, creation_date);
                     CREATE INDEX asset_by_change ON asset(changed_seq);
                     CREATE INDEX asset_by_created ON asset(created_seq);
-                    CREATE INDEX asset_by_content_identifier ON asset(content_identifier);
+                    CREATE INDEX asset_by_content_identifier ON asset(content_identifier, media_type, path);
                     CREATE TABLE deleted_asset (
                         local_identifier TEXT PRIMARY KEY,
                         created_seq INTEGER NOT NULL,
                         deleted_seq INTEGER NOT NULL
                     );
                     CREATE INDEX deleted_by_seq ON deleted_asset(deleted_seq);
-                    CREATE TABLE skipped_file (path TEXT PRIMARY KEY, folder TEXT NOT NULL, reason TEXT NOT NULL);
+                    CREATE TABLE skipped_file (
+                        path TEXT PRIMARY KEY, folder TEXT NOT NULL, reason TEXT NOT NULL, size INTEGER, modified_ns INTEGER
+                    );
                     CREATE INDEX skipped_by_folder ON skipped_file(folder);
                     CREATE TABLE album (identifier TEXT PRIMARY KEY, title TEXT NOT NULL);
                     CREATE TABLE album_asset (
