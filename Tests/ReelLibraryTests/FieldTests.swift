@@ -60,7 +60,8 @@ struct FieldTests {
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
         formatter.dateFormat = "yyyy:MM:dd HH:mm:ssXXXXX"
-        let created = try #require(formatter.date(from: try #require(tool["CreationDate"] as? String)))
+        let creationText = try #require(tool["CreationDate"] as? String)
+        let created = try #require(formatter.date(from: creationText))
         #expect(mine.creationDate == created && mine.creationTimeZoneOffset == 3 * 3600)
         #expect(mine.creationDateSource == "quicktime-creationdate")
         // QuickTime's ISO 6709 string keeps four decimals (+32.0929+034.8620): within 1e-4 of exiftool.

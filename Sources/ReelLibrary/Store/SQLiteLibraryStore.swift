@@ -13,8 +13,8 @@ public final class SQLiteLibraryStore: LibraryStore {
     public init(path: String) throws(LibraryError) {
         self.path = path
         do {
-            try FileManager.default.createDirectory(
-                atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            let folder = (path as NSString).deletingLastPathComponent
+            if !folder.isEmpty { try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true) }
             var configuration = Configuration()
             configuration.busyMode = .timeout(30)
             configuration.label = "reel-library"
