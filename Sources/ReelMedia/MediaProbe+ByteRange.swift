@@ -44,7 +44,20 @@ extension MediaProbe {
             var pointer: UnsafeMutablePointer<AVFormatContext>? = context
             avformat_close_input(&pointer)
         }
-        let found = avformat_find_stream_info(context, nil)
+        // An MP4's header describes its streams (sizes, codecs, duration): no frame needs decoding,
+        // which keeps validating every Motion Photo of a library cheap. Anything else is probed.
+        let formatNames = String(cString: context.pointee.iformat.pointee.name).split(separator: ",")
+        var described = formatNames.contains("mov") && context.pointee.nb_streams > 0
+        for index in 0..<Int(context.pointee.nb_streams) {
+            guard let parameters = context.pointee.streams[index]?.pointee.codecpar.pointee else {
+                described = false
+                break
+            }
+            if parameters.codec_type == AVMEDIA_TYPE_VIDEO, parameters.width <= 0 || parameters.height <= 0 {
+                described = false
+            }
+        }
+        let found = described ? 0 : avformat_find_stream_info(context, nil)
         if found < 0 {
             throw MediaError(
                 call: "avformat_find_stream_info", code: found, kind: .unreadableInput,
