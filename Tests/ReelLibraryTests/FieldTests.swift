@@ -167,4 +167,51 @@ struct FieldTests {
         let tool = try await LibraryFixtures.exiftool(jpeg.path)
         #expect(video.offset == Int64(tool["FileSize"] as! Int) - Int64(mp4.count))
     }
+
+    @Test("Apple MakerNote HDR (0x000A = 3) and burst (0x000B): read as exiftool reads them; bursts collapse")
+    func hdrAndBursts() async throws {
+        let folder = LibraryFixtures.folder("bursts")
+        let burst = "ABCDEF00-1111-2222-3333-444455556666"
+        for index in 0..<3 {
+            let bytes = HostileFileTests.appleJPEG(
+                [
+                    (0x000A, 9, 1, BoxWriter.be32(index == 0 ? 3 : 4)),
+                    (0x000B, 2, UInt32(burst.utf8.count + 1), Array(burst.utf8) + [0]),
+                ], salt: index)
+            try Data(bytes).write(to: folder.appendingPathComponent("IMG_\(index).jpg"))
+        }
+        let path = folder.appendingPathComponent("IMG_0.jpg").path
+        let mine = try facts(path)
+        let tool = try await LibraryFixtures.exiftool(path)
+        #expect(tool["HDRImageType"] as? Int == 3 && mine.isHDR)
+        #expect(mine.burstIdentifier == tool["BurstUUID"] as? String && mine.burstIdentifier == burst)
+        let library = try LibraryFixtures.library("bursts")
+        _ = try await library.scan([folder.path])
+        let collapsed = try await library.fetchAssets()
+        #expect(collapsed.count == 1 && collapsed[0].representsBurst)
+        let all = try await library.fetchAssets(FetchOptions(includeAllBurstAssets: true))
+        #expect(all.count == 3)
+        #expect(all.filter { $0.mediaSubtypes.contains(.photoHDR) }.count == 1)
+        #expect(try await library.fetchAssets(inCollection: "smart:smartAlbumBursts").count == 1)
+    }
+
+    @Test("a 120 fps clip is videoHighFrameRate (ffprobe's rate), a 30 fps one is not")
+    func highFrameRate() async throws {
+        let folder = LibraryFixtures.folder("slomo")
+        for rate in [30, 120] {
+            let made = try await Tools.run(
+                "ffmpeg",
+                ["-y", "-v", "error", "-f", "lavfi", "-i", "testsrc2=size=160x120:rate=\(rate):duration=1", "-c:v", "libx264",
+                 "-preset", "ultrafast", folder.appendingPathComponent("clip\(rate).mov").path])
+            try #require(made.status == 0)
+        }
+        let library = try LibraryFixtures.library("slomo")
+        _ = try await library.scan([folder.path])
+        let slomo = try await library.fetchAssets(inCollection: "smart:smartAlbumSlomoVideos")
+        #expect(slomo.map(\.originalFilename) == ["clip120.mov"])
+        #expect(slomo.first?.mediaSubtypes == .videoHighFrameRate)
+        let probe = try await LibraryFixtures.ffprobe(folder.appendingPathComponent("clip120.mov").path)
+        let stream = try #require((probe["streams"] as? [[String: Any]])?.first)
+        #expect(stream["avg_frame_rate"] as? String == "120/1")
+    }
 }

@@ -15,13 +15,32 @@ struct HostileFileTests {
     /// declaring `count` bytes for it (its real length unless told), then a frame header and a scan.
     static func jpeg(identifier: String, count: Int? = nil, width: Int = 64, height: Int = 48, salt: Int = 0) -> [UInt8] {
         let value: [UInt8] = Array(identifier.utf8) + [0]
-        // MakerNote: signature, version, byte order, IFD (1 entry) at 14, then the string at 32.
+        return appleJPEG([(0x0011, 2, UInt32(count ?? value.count), value)], width: width, height: height, salt: salt)
+    }
+
+    /// A JPEG header whose Exif block holds an Apple MakerNote with `entries` (tag, TIFF type, count,
+    /// value bytes; values of four bytes or fewer sit in the entry, longer ones after the IFD).
+    static func appleJPEG(_ entries: [(UInt16, UInt16, UInt32, [UInt8])], width: Int = 64, height: Int = 48, salt: Int = 0)
+        -> [UInt8]
+    {
+        // MakerNote: signature, version, byte order, the IFD at 14, then the values that do not fit.
         var makerNote: [UInt8] = Array("Apple iOS".utf8)
         makerNote += [0, 0, 1]
         makerNote += Array("MM".utf8)
-        makerNote += W.be16(1) + W.be16(0x0011) + W.be16(2)
-        makerNote += W.be32(UInt32(count ?? value.count)) + W.be32(32) + W.be32(0)
-        makerNote += value
+        makerNote += W.be16(UInt16(entries.count))
+        var values: [UInt8] = []
+        let valuesStart = 14 + 2 + entries.count * 12 + 4
+        for (tag, type, count, value) in entries {
+            makerNote += W.be16(tag) + W.be16(type) + W.be32(count)
+            if value.count <= 4 {
+                makerNote += value + [UInt8](repeating: 0, count: 4 - value.count)
+            } else {
+                makerNote += W.be32(UInt32(valuesStart + values.count))
+                values += value
+            }
+        }
+        makerNote += W.be32(0)
+        makerNote += values
         // TIFF: header, IFD0 at 8 (Exif pointer), Exif IFD at 26 (MakerNote), MakerNote at 44.
         var tiff: [UInt8] = Array("MM".utf8)
         tiff += W.be16(42) + W.be32(8)
