@@ -29,5 +29,7 @@ public enum BoxWriter {
     public static func be32(_ value: UInt32) -> [UInt8] {
         [UInt8(value >> 24), UInt8(value >> 16 & 0xff), UInt8(value >> 8 & 0xff), UInt8(value & 0xff)]
     }
-    public static func be64(_ value: UInt64) -> [UInt8] { be32(UInt32(value >> 32)) + be32(UInt32(value & 0xffff_ffff)) }
+    public static func be64(_ value: UInt64) -> [UInt8] {
+        be32(UInt32(value >> 32)) + be32(UInt32(value & 0xffff_ffff))
+    }
 }

@@ -32,7 +32,8 @@ public struct ByteCursor: Sendable {
     /// Moves to `offset` (from the start of `bytes`); throws when it lies past the end.
     public mutating func seek(to offset: Int) throws(BoxError) {
         guard offset >= 0, offset <= bytes.count else {
-            throw BoxError(.outOfBounds, at: base + Int64(max(0, offset)), "offset \(offset) is past the end \(bytes.count)")
+            throw BoxError(
+                .outOfBounds, at: base + Int64(max(0, offset)), "offset \(offset) is past the end \(bytes.count)")
         }
         position = offset
     }
@@ -51,14 +52,17 @@ public struct ByteCursor: Sendable {
     public mutating func u16() throws(BoxError) -> UInt16 {
         try need(2)
         defer { position += 2 }
-        let a = UInt16(bytes[position]), b = UInt16(bytes[position + 1])
+        let a = UInt16(bytes[position])
+        let b = UInt16(bytes[position + 1])
         return littleEndian ? b << 8 | a : a << 8 | b
     }
 
     public mutating func u24() throws(BoxError) -> UInt32 {
         try need(3)
         defer { position += 3 }
-        let a = UInt32(bytes[position]), b = UInt32(bytes[position + 1]), c = UInt32(bytes[position + 2])
+        let a = UInt32(bytes[position])
+        let b = UInt32(bytes[position + 1])
+        let c = UInt32(bytes[position + 2])
         return littleEndian ? c << 16 | b << 8 | a : a << 16 | b << 8 | c
     }
 

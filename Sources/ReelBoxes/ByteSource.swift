@@ -86,7 +86,8 @@ public final class FileSource: ByteSource {
             }
             if got < 0 {
                 if errno == EINTR { continue }
-                throw BoxError(.readFailed, at: offset + Int64(done), "read failed: \(String(cString: strerror(errno)))")
+                throw BoxError(
+                    .readFailed, at: offset + Int64(done), "read failed: \(String(cString: strerror(errno)))")
             }
             if got == 0 {
                 throw BoxError(.outOfBounds, at: offset + Int64(done), "the file ended early (it shrank while read)")

@@ -23,8 +23,10 @@ extension PhotoLibrary {
         for folder in try await store.assetFolders() {
             result.append(
                 AssetCollection(
-                    localIdentifier: "folder:" + folder.folder, localizedTitle: (folder.folder as NSString).lastPathComponent,
-                    assetCollectionType: .album, assetCollectionSubtype: .albumSyncedAlbum, estimatedAssetCount: folder.count))
+                    localIdentifier: "folder:" + folder.folder,
+                    localizedTitle: (folder.folder as NSString).lastPathComponent,
+                    assetCollectionType: .album, assetCollectionSubtype: .albumSyncedAlbum,
+                    estimatedAssetCount: folder.count))
         }
         for (subtype, title) in PhotoLibrary.smartAlbums {
             let count = try await store.countAssets(try smartQuery(subtype, FetchOptions()))
@@ -55,7 +57,9 @@ extension PhotoLibrary {
         {
             return try await store.fetchAssets(try smartQuery(subtype, options)).map(\.asset)
         }
-        if identifier.hasPrefix("moment:"), let moment = try await moments().first(where: { $0.collection.localIdentifier == identifier }) {
+        if identifier.hasPrefix("moment:"),
+            let moment = try await moments().first(where: { $0.collection.localIdentifier == identifier })
+        {
             return try await store.fetchAssets(options.query(.identifiers(moment.members))).map(\.asset)
         }
         throw LibraryError(.notFound, "no collection \(identifier) in the library")
@@ -71,7 +75,9 @@ extension PhotoLibrary {
         case .smartAlbumLivePhotos:
             and(.compare(.bitAnd(.mediaSubtypes, UInt64(MediaSubtypes.photoLive.rawValue)), .notEqual, .integer(0)))
         case .smartAlbumSlomoVideos:
-            and(.compare(.bitAnd(.mediaSubtypes, UInt64(MediaSubtypes.videoHighFrameRate.rawValue)), .notEqual, .integer(0)))
+            and(
+                .compare(
+                    .bitAnd(.mediaSubtypes, UInt64(MediaSubtypes.videoHighFrameRate.rawValue)), .notEqual, .integer(0)))
         case .smartAlbumFavorites: and(.compare(.key(.isFavorite), .equal, .bool(true)))
         case .smartAlbumAllHidden:
             query.includeHiddenAssets = true
@@ -98,7 +104,8 @@ extension PhotoLibrary {
         for stored in assets {
             let asset = stored.asset
             guard let date = asset.creationDate else { continue }
-            formatter.timeZone = TimeZone(secondsFromGMT: asset.creationTimeZoneOffset ?? 0) ?? TimeZone(identifier: "UTC")
+            formatter.timeZone =
+                TimeZone(secondsFromGMT: asset.creationTimeZoneOffset ?? 0) ?? TimeZone(identifier: "UTC")
             let day = formatter.string(from: date)
             let place = asset.location.map {
                 String(format: "%+.1f%+.1f", ($0.latitude * 10).rounded() / 10, ($0.longitude * 10).rounded() / 10)

@@ -31,7 +31,9 @@ public final class PhotoLibrary: Sendable {
 
     /// Indexes `folders` (see `LibraryScanner`): one scan at a time per library (a lock file beside
     /// the database; another scan waiting is refused with `.busy`).
-    public func scan(_ folders: [String], progress: (@Sendable (ScanProgress) -> Void)? = nil) async throws -> ScanReport {
+    public func scan(_ folders: [String], progress: (@Sendable (ScanProgress) -> Void)? = nil) async throws
+        -> ScanReport
+    {
         let lock = try ScanLock(databasePath: databasePath)
         defer { lock.release() }
         var ignored = Set<String>()
@@ -86,7 +88,8 @@ public final class PhotoLibrary: Sendable {
 
     /// Assets by identifier (`fetchAssets(withLocalIdentifiers:options:)`); hidden ones included, as
     /// PhotoKit does for identifiers asked for by name.
-    public func fetchAssets(withLocalIdentifiers identifiers: [String], options: FetchOptions = FetchOptions()) async throws
+    public func fetchAssets(withLocalIdentifiers identifiers: [String], options: FetchOptions = FetchOptions())
+        async throws
         -> [LibraryAsset]
     {
         var options = options
@@ -123,15 +126,18 @@ public final class PhotoLibrary: Sendable {
         if let primary = files[stored.asset.path] {
             resources.append(
                 AssetResource(
-                    type: primary.facts.mediaType == .video ? .video : .photo, assetLocalIdentifier: asset.localIdentifier,
+                    type: primary.facts.mediaType == .video ? .video : .photo,
+                    assetLocalIdentifier: asset.localIdentifier,
                     uniformTypeIdentifier: primary.facts.uniformTypeIdentifier, originalFilename: primary.name,
                     path: primary.path, offset: 0, length: primary.stamp.size, contentHash: primary.contentHash))
             if let motion = primary.facts.motionPhoto {
                 let stem = (primary.name as NSString).deletingPathExtension
                 resources.append(
                     AssetResource(
-                        type: .pairedVideo, assetLocalIdentifier: asset.localIdentifier, uniformTypeIdentifier: "public.mpeg-4",
-                        originalFilename: stem + ".MP4", path: primary.path, offset: motion.offset, length: motion.length,
+                        type: .pairedVideo, assetLocalIdentifier: asset.localIdentifier,
+                        uniformTypeIdentifier: "public.mpeg-4",
+                        originalFilename: stem + ".MP4", path: primary.path, offset: motion.offset,
+                        length: motion.length,
                         contentHash: nil))
             }
         }
@@ -139,7 +145,8 @@ public final class PhotoLibrary: Sendable {
             resources.append(
                 AssetResource(
                     type: .pairedVideo, assetLocalIdentifier: asset.localIdentifier,
-                    uniformTypeIdentifier: video.facts.uniformTypeIdentifier, originalFilename: video.name, path: video.path,
+                    uniformTypeIdentifier: video.facts.uniformTypeIdentifier, originalFilename: video.name,
+                    path: video.path,
                     offset: 0, length: video.stamp.size, contentHash: video.contentHash))
         }
         return resources
@@ -223,11 +230,15 @@ enum Importer {
         if move, rename(path, target) == 0 { return }
         let resource = AssetResource(
             type: .photo, assetLocalIdentifier: "", uniformTypeIdentifier: "", originalFilename: name, path: path,
-            offset: 0, length: Int64((try FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.int64Value ?? 0),
+            offset: 0,
+            length: Int64(
+                (try FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.int64Value ?? 0),
             contentHash: nil)
         try ResourceWriter.write(resource, to: target)
         if move, unlink(path) != 0 {
-            throw LibraryError(.writeFailed, "copied \(path) to \(target) but could not remove it: \(String(cString: strerror(errno)))")
+            throw LibraryError(
+                .writeFailed, "copied \(path) to \(target) but could not remove it: \(String(cString: strerror(errno)))"
+            )
         }
     }
 }
@@ -244,7 +255,8 @@ struct ScanLock {
         }
         descriptor = open(databasePath + ".scan-lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else {
-            throw LibraryError(.storeFailed, "cannot open \(databasePath).scan-lock: \(String(cString: strerror(errno)))")
+            throw LibraryError(
+                .storeFailed, "cannot open \(databasePath).scan-lock: \(String(cString: strerror(errno)))")
         }
         guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
             close(descriptor)

@@ -17,7 +17,8 @@ extension MediaProbe {
         guard byteRange.lowerBound >= 0, !byteRange.isEmpty, byteRange.upperBound <= fileBytes else {
             throw MediaError(
                 kind: .unreadableInput, call: "byte range",
-                message: "\(path): bytes \(byteRange.lowerBound)..<\(byteRange.upperBound) are not inside its \(fileBytes)")
+                message:
+                    "\(path): bytes \(byteRange.lowerBound)..<\(byteRange.upperBound) are not inside its \(fileBytes)")
         }
         // subfile's options end at the first ",,", so such a path cannot be named this way.
         guard !resolved.contains(",,") else {
@@ -61,7 +62,8 @@ extension MediaProbe {
         if found < 0 {
             throw MediaError(
                 call: "avformat_find_stream_info", code: found, kind: .unreadableInput,
-                context: "\(path): could not read the streams of bytes \(byteRange.lowerBound)..<\(byteRange.upperBound)")
+                context:
+                    "\(path): could not read the streams of bytes \(byteRange.lowerBound)..<\(byteRange.upperBound)")
         }
         let info = InputFile.describe(context, path: path, fileBytes: Int64(byteRange.count))
         try InputFile.checkLimits(info, policy: policy)

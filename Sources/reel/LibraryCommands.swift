@@ -176,7 +176,9 @@ struct LibraryScanCommand: AsyncParsableCommand {
     @Argument(help: "Folders to scan.")
     var folders: [String]
 
-    @Flag(name: .long, help: "Print the report as JSON (inserted, changed and removed identifiers, skipped files, token).")
+    @Flag(
+        name: .long, help: "Print the report as JSON (inserted, changed and removed identifiers, skipped files, token)."
+    )
     var json = false
 
     func run() async throws {
@@ -206,9 +208,13 @@ struct LibraryScanCommand: AsyncParsableCommand {
             CLI.printLine(CLI.jsonLine(report))
             return
         }
-        CLI.printLine(
-            "scanned \(report.filesSeen) files in \(String(format: "%.2f", report.seconds)) s: \(report.filesRead) read, \(report.filesUnchanged) unchanged; "
-                + "\(report.insertedLocalIdentifiers.count) inserted, \(report.changedLocalIdentifiers.count) changed, \(report.removedLocalIdentifiers.count) removed, \(report.skipped.count) skipped")
+        let seconds = String(format: "%.2f", report.seconds)
+        let files = "\(report.filesRead) read, \(report.filesUnchanged) unchanged"
+        let assets = [
+            "\(report.insertedLocalIdentifiers.count) inserted", "\(report.changedLocalIdentifiers.count) changed",
+            "\(report.removedLocalIdentifiers.count) removed", "\(report.skipped.count) skipped",
+        ]
+        CLI.printLine("scanned \(report.filesSeen) files in \(seconds) s: \(files); \(assets.joined(separator: ", "))")
         for skip in report.skipped { CLI.printLine("skipped \(skip.path): \(skip.reason)") }
         CLI.printLine("change token: \(report.token)")
     }
@@ -239,7 +245,8 @@ struct FetchArguments: ParsableArguments {
         try LibraryCLI.mapping {
             FetchOptions(
                 predicate: try predicate.map(PredicateParser.parse), sortDescriptors: try sort.map(FetchSort.parse),
-                fetchLimit: max(0, limit), includeHiddenAssets: includeHidden, includeAllBurstAssets: includeAllBurstAssets)
+                fetchLimit: max(0, limit), includeHiddenAssets: includeHidden,
+                includeAllBurstAssets: includeAllBurstAssets)
         }
     }
 }
@@ -252,7 +259,8 @@ struct LibraryListCommand: AsyncParsableCommand {
     @OptionGroup var library: LibraryOptions
     @OptionGroup var fetch: FetchArguments
 
-    @Option(name: .long, help: ArgumentHelp("Only assets in this collection (see 'reel library albums').", valueName: "id"))
+    @Option(
+        name: .long, help: ArgumentHelp("Only assets in this collection (see 'reel library albums').", valueName: "id"))
     var album: String?
 
     @Flag(name: .long, help: "One JSON object per asset per line.")
@@ -307,14 +315,24 @@ struct LibraryResourcesCommand: AsyncParsableCommand {
     @Flag(name: .long, help: "One JSON object per resource per line.") var json = false
 
     static func line(_ resource: AssetResource) -> String {
-        let range = resource.isByteRange ? " (bytes \(resource.offset)..<\(resource.offset + resource.length) of \(resource.path))" : " (\(resource.path))"
-        return "\(resource.type.name) (\(resource.type.rawValue))  \(resource.uniformTypeIdentifier)  \(resource.originalFilename)  \(resource.length) bytes\(range)"
+        let range =
+            resource.isByteRange
+            ? " (bytes \(resource.offset)..<\(resource.offset + resource.length) of \(resource.path))"
+            : " (\(resource.path))"
+        return
+            [
+                "\(resource.type.name) (\(resource.type.rawValue))", resource.uniformTypeIdentifier,
+                resource.originalFilename,
+                "\(resource.length) bytes\(range)",
+            ].joined(separator: "  ")
     }
 
     func run() async throws {
         global.bootstrapLogging()
         let library = try library.open()
-        let resources = try await LibraryCLI.mapping { try await library.resources(for: try await library.asset(identifier)) }
+        let resources = try await LibraryCLI.mapping {
+            try await library.resources(for: try await library.asset(identifier))
+        }
         for resource in resources {
             CLI.printLine(json ? CLI.jsonLine(LibraryCLI.ResourceJSON(resource)) : Self.line(resource))
         }
@@ -324,12 +342,15 @@ struct LibraryResourcesCommand: AsyncParsableCommand {
 struct LibraryWriteResourceCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "write-resource",
-        abstract: "Write a resource's bytes to a file, unchanged (PHAssetResourceManager.writeData): atomic, hash-checked.")
+        abstract:
+            "Write a resource's bytes to a file, unchanged (PHAssetResourceManager.writeData): atomic, hash-checked.")
 
     @OptionGroup var global: GlobalOptions
     @OptionGroup var library: LibraryOptions
     @Argument(help: "The asset's local identifier.") var identifier: String
-    @Option(name: .long, help: ArgumentHelp("Resource type: pairedVideo, photo, video, or its raw value.", valueName: "type"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp("Resource type: pairedVideo, photo, video, or its raw value.", valueName: "type"))
     var type: String?
     @Option(name: [.short, .customLong("output")], help: ArgumentHelp("The file to write.", valueName: "file"))
     var output: String
@@ -343,7 +364,8 @@ struct LibraryWriteResourceCommand: AsyncParsableCommand {
         if let type {
             guard let parsed = AssetResourceType(name: type) else {
                 throw CLIFailure(
-                    message: "'\(type)' is not a resource type (\(AssetResourceType.allCases.map(\.name).joined(separator: ", ")))",
+                    message:
+                        "'\(type)' is not a resource type (\(AssetResourceType.allCases.map(\.name).joined(separator: ", ")))",
                     exitCode: 64)
             }
             wanted = parsed
@@ -354,11 +376,13 @@ struct LibraryWriteResourceCommand: AsyncParsableCommand {
         let (resource, hash) = try await LibraryCLI.mapping {
             let asset = try await library.asset(identifier)
             let resources = try await library.resources(for: asset)
-            let chosen = wanted ?? (resources.contains { $0.type == .pairedVideo } ? .pairedVideo : resources.first?.type)
+            let chosen =
+                wanted ?? (resources.contains { $0.type == .pairedVideo } ? .pairedVideo : resources.first?.type)
             guard let resource = resources.first(where: { $0.type == chosen }) else {
                 throw LibraryError(.notFound, "asset \(identifier) has no \(chosen?.name ?? "") resource")
             }
-            let hash = try await library.writeData(for: resource, toFile: output, overwrite: overwrite) { written, total in
+            let hash = try await library.writeData(for: resource, toFile: output, overwrite: overwrite) {
+                written, total in
                 guard showProgress else { return }
                 let text = "\rwriting: \(written * 100 / max(1, total))% of \(CLI.formatBytes(total))\u{1B}[K"
                 try? FileHandle.standardError.write(contentsOf: Data(text.utf8))
@@ -376,7 +400,9 @@ struct LibraryWriteResourceCommand: AsyncParsableCommand {
         if json {
             CLI.printLine(CLI.jsonLine(result))
         } else {
-            CLI.printLine("wrote \(output): \(resource.type.name), \(resource.length) bytes, BLAKE2b-256 \(hash) (matches the source)")
+            CLI.printLine(
+                "wrote \(output): \(resource.type.name), \(resource.length) bytes, BLAKE2b-256 \(hash) (matches the source)"
+            )
         }
     }
 }
@@ -394,7 +420,8 @@ struct LibrarySetCommand: AsyncParsableCommand {
     func run() async throws {
         global.bootstrapLogging()
         guard favorite != nil || hidden != nil else {
-            throw CLIFailure(message: "say what to set: --favorite, --no-favorite, --hidden or --no-hidden", exitCode: 64)
+            throw CLIFailure(
+                message: "say what to set: --favorite, --no-favorite, --hidden or --no-hidden", exitCode: 64)
         }
         let library = try library.open()
         try await LibraryCLI.mapping {
@@ -421,7 +448,11 @@ struct LibraryAlbumsCommand: AsyncParsableCommand {
             } else {
                 let subtype = collection.assetCollectionSubtype.map { " \($0.name)" } ?? ""
                 CLI.printLine(
-                    "\(collection.localIdentifier)  \(collection.assetCollectionType.name)\(subtype)  \(collection.estimatedAssetCount)  \(collection.localizedTitle)")
+                    [
+                        collection.localIdentifier, collection.assetCollectionType.name + subtype,
+                        "\(collection.estimatedAssetCount)", collection.localizedTitle,
+                    ].joined(separator: "  ")
+                )
             }
         }
     }
@@ -447,7 +478,9 @@ struct LibraryAlbumCommand: AsyncParsableCommand {
         global.bootstrapLogging()
         let library = try library.open()
         func need(_ count: Int, _ usage: String) throws {
-            guard arguments.count >= count else { throw CLIFailure(message: "usage: reel library album \(usage)", exitCode: 64) }
+            guard arguments.count >= count else {
+                throw CLIFailure(message: "usage: reel library album \(usage)", exitCode: 64)
+            }
         }
         try await LibraryCLI.mapping {
             switch action {
@@ -481,7 +514,9 @@ struct LibraryChangesCommand: AsyncParsableCommand {
 
     @OptionGroup var global: GlobalOptions
     @OptionGroup var library: LibraryOptions
-    @Option(name: .long, help: ArgumentHelp("A token from an earlier scan or 'changes' (none: the token for now).", valueName: "token"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp("A token from an earlier scan or 'changes' (none: the token for now).", valueName: "token"))
     var since: String?
     @Flag(name: .long, help: "Print JSON.") var json = false
 

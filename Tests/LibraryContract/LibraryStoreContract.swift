@@ -15,7 +15,9 @@ public enum LibraryStoreContract {
         public let description: String
         let body: @Sendable (any LibraryStore) async throws -> Void
         /// Runs the case against a fresh store from `harness`.
-        public func run(_ harness: any LibraryStoreHarness) async throws { try await body(try await harness.makeStore()) }
+        public func run(_ harness: any LibraryStoreHarness) async throws {
+            try await body(try await harness.makeStore())
+        }
     }
 
     public static let cases: [Case] = [
@@ -28,7 +30,9 @@ public enum LibraryStoreContract {
         Case(description: "albums keep their members in order and refuse unknown assets", body: albums),
         Case(description: "files: stamps by folder, folders under a root, lookups, unowned files", body: files),
         Case(description: "skips are recorded and cleared", body: skips),
-        Case(description: "pairing lookups: by content identifier, unpaired only, by folder and stem", body: pairingLookups),
+        Case(
+            description: "pairing lookups: by content identifier, unpaired only, by folder and stem",
+            body: pairingLookups),
     ]
 
     // MARK: - Builders
@@ -39,7 +43,8 @@ public enum LibraryStoreContract {
 
     public static func asset(
         _ seed: Int, path: String? = nil, type: MediaType = .image, subtypes: MediaSubtypes = [], duration: Double = 0,
-        created: Date? = Date(timeIntervalSince1970: 1_600_000_000), burst: String? = nil, contentIdentifier: String? = nil,
+        created: Date? = Date(timeIntervalSince1970: 1_600_000_000), burst: String? = nil,
+        contentIdentifier: String? = nil,
         hash: String? = nil
     ) -> StoredAsset {
         let path = path ?? "/photos/a/IMG_\(seed).\(type == .video ? "MOV" : "HEIC")"
@@ -49,7 +54,8 @@ public enum LibraryStoreContract {
                 duration: duration, creationDate: created, modificationDate: Date(timeIntervalSince1970: 1_700_000_000),
                 burstIdentifier: burst, playbackStyle: type == .video ? .video : .image,
                 originalFilename: (path as NSString).lastPathComponent, contentIdentifier: contentIdentifier,
-                contentHash: hash ?? LibraryStoreContract.hash(seed), path: path, addedDate: Date(timeIntervalSince1970: 1_700_000_000)))
+                contentHash: hash ?? LibraryStoreContract.hash(seed), path: path,
+                addedDate: Date(timeIntervalSince1970: 1_700_000_000)))
     }
 
     static func insert(_ store: any LibraryStore, _ assets: [StoredAsset]) async throws -> [String] {
@@ -59,8 +65,10 @@ public enum LibraryStoreContract {
     static func ids(_ store: any LibraryStore, _ predicate: String, sort: [FetchSort] = [], limit: Int = 0) async throws
         -> [String]
     {
-        try await store.fetchAssets(AssetQuery(predicate: try PredicateParser.parse(predicate), sort: sort, limit: limit))
-            .map(\.asset.localIdentifier)
+        try await store.fetchAssets(
+            AssetQuery(predicate: try PredicateParser.parse(predicate), sort: sort, limit: limit)
+        )
+        .map(\.asset.localIdentifier)
     }
 
     // MARK: - Cases
@@ -75,7 +83,9 @@ public enum LibraryStoreContract {
         try await store.apply([.deleteAsset(localIdentifier: first)])
         let third = try await insert(store, [asset(3, path: "/p/again.HEIC", hash: shared)])[0]
         #expect(third == first, "the smallest free copy number is reused")
-        await #expect(throws: LibraryError.self) { try await store.apply([.deleteAsset(localIdentifier: "nope/L0/001")]) }
+        await #expect(throws: LibraryError.self) {
+            try await store.apply([.deleteAsset(localIdentifier: "nope/L0/001")])
+        }
     }
 
     static func updatesKeepLibraryState(_ store: any LibraryStore) async throws {
@@ -103,10 +113,17 @@ public enum LibraryStoreContract {
 
     static func fetching(_ store: any LibraryStore) async throws {
         let day = 86_400.0
-        let live = try await insert(store, [asset(1, subtypes: .photoLive, created: Date(timeIntervalSince1970: 10 * day))])[0]
-        let hdr = try await insert(store, [asset(2, subtypes: .photoHDR, created: Date(timeIntervalSince1970: 20 * day))])[0]
+        let live = try await insert(
+            store, [asset(1, subtypes: .photoLive, created: Date(timeIntervalSince1970: 10 * day))])[0]
+        let hdr = try await insert(
+            store, [asset(2, subtypes: .photoHDR, created: Date(timeIntervalSince1970: 20 * day))])[0]
         let video = try await insert(
-            store, [asset(3, type: .video, subtypes: .videoHighFrameRate, duration: 12.5, created: Date(timeIntervalSince1970: 30 * day))])[0]
+            store,
+            [
+                asset(
+                    3, type: .video, subtypes: .videoHighFrameRate, duration: 12.5,
+                    created: Date(timeIntervalSince1970: 30 * day))
+            ])[0]
         let undated = try await insert(store, [asset(4, created: nil)])[0]
         #expect(Set(try await ids(store, "(mediaSubtypes & 8) != 0")) == [live])
         #expect(Set(try await ids(store, "(mediaSubtypes & 8) == 0")) == [hdr, video, undated])
@@ -120,7 +137,8 @@ public enum LibraryStoreContract {
         #expect(Set(try await ids(store, "pixelWidth > 102 OR pixelHeight < 0")) == [video, undated])
         // An injection attempt is a value, bound, never SQL.
         #expect(try await ids(store, "localIdentifier == \"x' OR 1=1 --\"").isEmpty)
-        let byWidth = try await ids(store, "TRUEPREDICATE", sort: [FetchSort(key: .pixelWidth, ascending: false)], limit: 2)
+        let byWidth = try await ids(
+            store, "TRUEPREDICATE", sort: [FetchSort(key: .pixelWidth, ascending: false)], limit: 2)
         #expect(byWidth == [undated, video])
         let byDate = try await ids(store, "creationDate != nil", sort: [FetchSort(key: .creationDate, ascending: true)])
         #expect(byDate == [live, hdr, video])
@@ -140,9 +158,13 @@ public enum LibraryStoreContract {
             ])
         let defaults = Set(try await store.fetchAssets(AssetQuery()).map(\.asset.localIdentifier))
         #expect(defaults == [shown, burst[0]])
-        let all = Set(try await store.fetchAssets(AssetQuery(includeHiddenAssets: true, includeAllBurstAssets: true)).map(\.asset.localIdentifier))
+        let all = Set(
+            try await store.fetchAssets(AssetQuery(includeHiddenAssets: true, includeAllBurstAssets: true)).map(
+                \.asset.localIdentifier))
         #expect(all == Set([shown, hidden] + burst))
-        let members = try await store.fetchAssets(AssetQuery(includeAllBurstAssets: true)).filter { $0.asset.burstIdentifier == "B1" }
+        let members = try await store.fetchAssets(AssetQuery(includeAllBurstAssets: true)).filter {
+            $0.asset.burstIdentifier == "B1"
+        }
         #expect(members.filter(\.asset.representsBurst).map(\.asset.localIdentifier) == [burst[0]])
     }
 
@@ -161,7 +183,9 @@ public enum LibraryStoreContract {
         #expect(changes.deletedLocalIdentifiers == [doomed], "an asset born and gone after the token is not reported")
         #expect(changes.token == (try await store.currentChangeToken()))
         let none = try await store.changes(since: changes.token)
-        #expect(none.insertedLocalIdentifiers.isEmpty && none.updatedLocalIdentifiers.isEmpty && none.deletedLocalIdentifiers.isEmpty)
+        #expect(
+            none.insertedLocalIdentifiers.isEmpty && none.updatedLocalIdentifiers.isEmpty
+                && none.deletedLocalIdentifiers.isEmpty)
         await #expect(throws: LibraryError.self) {
             try await store.changes(since: LibraryChangeToken(library: "another", sequence: 0))
         }
@@ -177,7 +201,10 @@ public enum LibraryStoreContract {
         try await store.apply([.addToAlbum(identifier: "album:X", localIdentifiers: [ids[2], ids[0]])])
         try await store.apply([.addToAlbum(identifier: "album:X", localIdentifiers: [ids[1], ids[2]])])
         #expect(try await store.albumMembers("album:X") == [ids[2], ids[0], ids[1]])
-        #expect(try await store.fetchAssets(AssetQuery(scope: .userAlbum("album:X"))).map(\.asset.localIdentifier) == [ids[2], ids[0], ids[1]])
+        #expect(
+            try await store.fetchAssets(AssetQuery(scope: .userAlbum("album:X"))).map(\.asset.localIdentifier) == [
+                ids[2], ids[0], ids[1],
+            ])
         await #expect(throws: LibraryError.self) {
             try await store.apply([.addToAlbum(identifier: "album:X", localIdentifiers: ["missing/L0/001"])])
         }
@@ -191,10 +218,12 @@ public enum LibraryStoreContract {
         await #expect(throws: LibraryError.self) { try await store.albumMembers("album:X") }
     }
 
-    static func record(_ path: String, hash: String, identifier: String? = nil, type: MediaType = .image) -> FileRecord {
+    static func record(_ path: String, hash: String, identifier: String? = nil, type: MediaType = .image) -> FileRecord
+    {
         var facts = FileFacts(mediaType: type, format: "heic", uniformTypeIdentifier: "public.heic")
         facts.contentIdentifier = identifier
-        return FileRecord(path: path, stamp: FileStamp(size: 10, modifiedNanoseconds: 5), contentHash: hash, facts: facts)
+        return FileRecord(
+            path: path, stamp: FileStamp(size: 10, modifiedNanoseconds: 5), contentHash: hash, facts: facts)
     }
 
     static func files(_ store: any LibraryStore) async throws {
@@ -204,10 +233,18 @@ public enum LibraryStoreContract {
             .putFile(record("/r/a/b/3.HEIC", hash: hash(1))),
             .putFile(record("/rx/4.HEIC", hash: hash(4))),
         ])
-        #expect(try await store.fileStamps(inFolder: "/r/a") == ["1.HEIC": FileStamp(size: 10, modifiedNanoseconds: 5), "2.MOV": FileStamp(size: 10, modifiedNanoseconds: 5)])
+        #expect(
+            try await store.fileStamps(inFolder: "/r/a") == [
+                "1.HEIC": FileStamp(size: 10, modifiedNanoseconds: 5),
+                "2.MOV": FileStamp(size: 10, modifiedNanoseconds: 5),
+            ])
         #expect(Set(try await store.folders(under: "/r")) == ["/r/a", "/r/a/b"], "/rx is not under /r")
-        #expect(Set(try await store.files(contentHash: hash(1), limit: 10).map(\.path)) == ["/r/a/1.HEIC", "/r/a/b/3.HEIC"])
-        #expect(Set(try await store.files(contentIdentifier: "aBc", limit: 10).map(\.path)) == ["/r/a/1.HEIC", "/r/a/2.MOV"])
+        #expect(
+            Set(try await store.files(contentHash: hash(1), limit: 10).map(\.path)) == ["/r/a/1.HEIC", "/r/a/b/3.HEIC"])
+        #expect(
+            Set(try await store.files(contentIdentifier: "aBc", limit: 10).map(\.path)) == [
+                "/r/a/1.HEIC", "/r/a/2.MOV",
+            ])
         #expect(try await store.files(atPaths: ["/r/a/2.MOV", "/none"]).map(\.facts.mediaType) == [.video])
         var owned = asset(1, path: "/r/a/1.HEIC", hash: hash(1))
         owned.pairedVideoPath = "/r/a/2.MOV"
@@ -223,13 +260,16 @@ public enum LibraryStoreContract {
         try await store.apply([
             .recordSkip(SkippedFile(path: "/r/a/fifo", reason: "a FIFO")),
             .recordSkip(SkippedFile(path: "/r/b/link", reason: "a symbolic link")),
-            .recordSkip(SkippedFile(path: "/r/b/notes.txt", reason: "not media", stamp: FileStamp(size: 3, modifiedNanoseconds: 9))),
+            .recordSkip(
+                SkippedFile(
+                    path: "/r/b/notes.txt", reason: "not media", stamp: FileStamp(size: 3, modifiedNanoseconds: 9))),
         ])
         #expect(try await store.skippedFiles(under: "/r").map(\.path) == ["/r/a/fifo", "/r/b/link", "/r/b/notes.txt"])
         #expect(try await store.skippedFiles(under: "/r").last?.stamp == FileStamp(size: 3, modifiedNanoseconds: 9))
         try await store.apply([.clearSkip(path: "/r/b/notes.txt")])
         try await store.apply([.clearSkip(path: "/r/a/fifo")])
-        #expect(try await store.skippedFiles(under: "/r") == [SkippedFile(path: "/r/b/link", reason: "a symbolic link")])
+        #expect(
+            try await store.skippedFiles(under: "/r") == [SkippedFile(path: "/r/b/link", reason: "a symbolic link")])
         #expect(try await store.folders(under: "/r").contains("/r/b"))
     }
 
@@ -242,12 +282,19 @@ public enum LibraryStoreContract {
                 paired, asset(2, path: "/f/IMG_1 copy.HEIC", contentIdentifier: "uuid-1"),
                 asset(3, path: "/f/img_2.jpg"), asset(4, path: "/f/IMG_2_HEVC.MOV", type: .video),
             ])
-        #expect(try await store.assets(contentIdentifier: "UUID-1", mediaType: .image, unpaired: false, limit: 10).count == 2)
         #expect(
-            try await store.assets(contentIdentifier: "UUID-1", mediaType: .image, unpaired: true, limit: 10).map(\.asset.localIdentifier)
+            try await store.assets(contentIdentifier: "UUID-1", mediaType: .image, unpaired: false, limit: 10).count
+                == 2)
+        #expect(
+            try await store.assets(contentIdentifier: "UUID-1", mediaType: .image, unpaired: true, limit: 10).map(
+                \.asset.localIdentifier)
                 == [ids[1]])
-        #expect(try await store.assets(contentIdentifier: "UUID-1", mediaType: .video, unpaired: false, limit: 10).isEmpty)
-        #expect(Set(try await store.assets(inFolder: "/f", stem: "img_2", limit: 10).map(\.asset.localIdentifier)) == [ids[2], ids[3]])
+        #expect(
+            try await store.assets(contentIdentifier: "UUID-1", mediaType: .video, unpaired: false, limit: 10).isEmpty)
+        #expect(
+            Set(try await store.assets(inFolder: "/f", stem: "img_2", limit: 10).map(\.asset.localIdentifier)) == [
+                ids[2], ids[3],
+            ])
         #expect(try await store.assets(inFolder: "/g", stem: "img_2", limit: 10).isEmpty)
     }
 }

@@ -90,7 +90,8 @@ struct BoxReaderTests {
         brands += Array("mif1heic".utf8)
         var handler: [UInt8] = [0, 0, 0, 0]
         handler += Array("pict".utf8) + [UInt8](repeating: 0, count: 13)
-        let meta = BoxWriter.fullBox("meta", BoxWriter.fullBox("hdlr", handler) + BoxWriter.fullBox("iinf", BoxWriter.be16(0)))
+        let meta = BoxWriter.fullBox(
+            "meta", BoxWriter.fullBox("hdlr", handler) + BoxWriter.fullBox("iinf", BoxWriter.be16(0)))
         let base = BoxWriter.box("ftyp", brands) + meta + BoxWriter.box("mdat", [UInt8](repeating: 7, count: 64))
         for _ in 0..<5_000 {
             var bytes = base
@@ -98,7 +99,9 @@ struct BoxReaderTests {
                 let index = Int.random(in: 0..<bytes.count, using: &generator)
                 bytes[index] = UInt8.random(in: 0...255, using: &generator)
             }
-            if Bool.random(using: &generator) { bytes = Array(bytes.prefix(Int.random(in: 0..<bytes.count, using: &generator))) }
+            if Bool.random(using: &generator) {
+                bytes = Array(bytes.prefix(Int.random(in: 0..<bytes.count, using: &generator)))
+            }
             let reader = BoxReader(BufferSource(bytes))
             let walked = reader.boxesLeniently(in: reader.fileRange)
             for box in walked.boxes {

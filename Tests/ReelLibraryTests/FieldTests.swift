@@ -84,7 +84,9 @@ struct FieldTests {
         #expect(video.source == .containerDirectory)
         #expect(video.length == Int64(try #require(tool["DirectoryItemLength"] as? Int)))
         #expect(video.offset == Int64(size) - video.length && video.offset == 30_821)
-        #expect(video.presentationTimestampMicroseconds == Int64(try #require(tool["MotionPhotoPresentationTimestampUs"] as? Int)))
+        #expect(
+            video.presentationTimestampMicroseconds
+                == Int64(try #require(tool["MotionPhotoPresentationTimestampUs"] as? Int)))
         let probe = try await LibraryFixtures.ffprobe(
             "subfile,,start,\(video.offset),end,\(video.offset + video.length),,:\(path)", whitelist: true)
         let duration = Double((probe["format"] as! [String: Any])["duration"] as! String)!
@@ -119,8 +121,11 @@ struct FieldTests {
         let folder = LibraryFixtures.folder("images")
         let png = folder.appendingPathComponent("still.png").path
         let gif = folder.appendingPathComponent("anim.gif").path
-        _ = try await Tools.run("ffmpeg", ["-y", "-v", "error", "-f", "lavfi", "-i", "testsrc2=size=64x48:duration=1", "-frames:v", "1", png])
-        _ = try await Tools.run("ffmpeg", ["-y", "-v", "error", "-f", "lavfi", "-i", "testsrc2=size=64x48:rate=5:duration=1", gif])
+        _ = try await Tools.run(
+            "ffmpeg",
+            ["-y", "-v", "error", "-f", "lavfi", "-i", "testsrc2=size=64x48:duration=1", "-frames:v", "1", png])
+        _ = try await Tools.run(
+            "ffmpeg", ["-y", "-v", "error", "-f", "lavfi", "-i", "testsrc2=size=64x48:rate=5:duration=1", gif])
         let stillFacts = try facts(png)
         #expect(stillFacts.pixelWidth == 64 && stillFacts.pixelHeight == 48 && !stillFacts.isAnimated)
         let gifFacts = try facts(gif)
@@ -130,14 +135,20 @@ struct FieldTests {
         // Samsung: the real HEIC with a top-level mpvd box holding an MP4 (64-bit size form).
         let clip = folder.appendingPathComponent("clip.mp4")
         _ = try await Tools.run(
-            "ffmpeg", ["-y", "-v", "error", "-f", "lavfi", "-i", "testsrc2=size=160x120:rate=30:duration=1.5", "-c:v", "libx264", "-preset", "ultrafast", clip.path])
+            "ffmpeg",
+            [
+                "-y", "-v", "error", "-f", "lavfi", "-i", "testsrc2=size=160x120:rate=30:duration=1.5", "-c:v",
+                "libx264", "-preset", "ultrafast", clip.path,
+            ])
         let heic = folder.appendingPathComponent("samsung.heic")
         let original = [UInt8](try Data(contentsOf: URL(fileURLWithPath: try Media.heic)))
         let mp4 = [UInt8](try Data(contentsOf: clip))
         try Data(original + BoxWriter.box("mpvd", mp4, largeSize: true)).write(to: heic)
         let samsung = try facts(heic.path)
         let video = try #require(samsung.motionPhoto, "rejected: \(samsung.motionPhotoRejection ?? "")")
-        #expect(video.source == .samsungMPVD && video.offset == Int64(original.count + 16) && video.length == Int64(mp4.count))
+        #expect(
+            video.source == .samsungMPVD && video.offset == Int64(original.count + 16)
+                && video.length == Int64(mp4.count))
         #expect(abs(try #require(video.duration) - 1.5) < 0.05)
         // An mpvd box whose payload is not an MP4 is refused, with the reason.
         try Data(original + BoxWriter.box("mpvd", [UInt8](repeating: 0, count: 1024))).write(to: heic)
@@ -150,12 +161,21 @@ struct FieldTests {
         let folder = LibraryFixtures.folder("micro")
         let clip = folder.appendingPathComponent("clip.mp4")
         _ = try await Tools.run(
-            "ffmpeg", ["-y", "-v", "error", "-f", "lavfi", "-i", "testsrc2=size=160x120:rate=30:duration=1", "-c:v", "libx264", "-preset", "ultrafast", clip.path])
+            "ffmpeg",
+            [
+                "-y", "-v", "error", "-f", "lavfi", "-i", "testsrc2=size=160x120:rate=30:duration=1", "-c:v", "libx264",
+                "-preset", "ultrafast", clip.path,
+            ])
         let jpeg = folder.appendingPathComponent("MVIMG_0001.jpg")
-        _ = try await Tools.run("ffmpeg", ["-y", "-v", "error", "-f", "lavfi", "-i", "testsrc2=size=320x240", "-frames:v", "1", jpeg.path])
+        _ = try await Tools.run(
+            "ffmpeg", ["-y", "-v", "error", "-f", "lavfi", "-i", "testsrc2=size=320x240", "-frames:v", "1", jpeg.path])
         let mp4 = try Data(contentsOf: clip)
         let tagged = try await Tools.run(
-            "exiftool", ["-q", "-overwrite_original", "-XMP-GCamera:MicroVideo=1", "-XMP-GCamera:MicroVideoOffset=\(mp4.count)", jpeg.path])
+            "exiftool",
+            [
+                "-q", "-overwrite_original", "-XMP-GCamera:MicroVideo=1", "-XMP-GCamera:MicroVideoOffset=\(mp4.count)",
+                jpeg.path,
+            ])
         try #require(tagged.status == 0, "exiftool: \(tagged.stderr)")
         let handle = try FileHandle(forWritingTo: jpeg)
         try handle.seekToEnd()
@@ -201,8 +221,11 @@ struct FieldTests {
         for rate in [30, 120] {
             let made = try await Tools.run(
                 "ffmpeg",
-                ["-y", "-v", "error", "-f", "lavfi", "-i", "testsrc2=size=160x120:rate=\(rate):duration=1", "-c:v", "libx264",
-                 "-preset", "ultrafast", folder.appendingPathComponent("clip\(rate).mov").path])
+                [
+                    "-y", "-v", "error", "-f", "lavfi", "-i", "testsrc2=size=160x120:rate=\(rate):duration=1", "-c:v",
+                    "libx264",
+                    "-preset", "ultrafast", folder.appendingPathComponent("clip\(rate).mov").path,
+                ])
             try #require(made.status == 0)
         }
         let library = try LibraryFixtures.library("slomo")

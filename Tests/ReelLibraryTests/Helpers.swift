@@ -34,7 +34,8 @@ enum LibraryFixtures {
     /// Copies a file, writable (the shared samples are read-only).
     static func copy(_ source: String, to destination: URL) throws {
         try? FileManager.default.removeItem(at: destination)
-        try FileManager.default.createDirectory(at: destination.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            at: destination.deletingLastPathComponent(), withIntermediateDirectories: true)
         try FileManager.default.copyItem(atPath: source, toPath: destination.path)
         chmod(destination.path, 0o644)
     }
@@ -44,7 +45,11 @@ enum LibraryFixtures {
     static func still(_ identifier: String?, at destination: URL, captured: String? = nil) async throws {
         try copy(try Media.heic, to: destination)
         var arguments = ["-q", "-overwrite_original"]
-        if let identifier { arguments.append("-MakerNotes:MediaGroupUUID=\(identifier)") } else { arguments.append("-MakerNotes:MediaGroupUUID=") }
+        if let identifier {
+            arguments.append("-MakerNotes:MediaGroupUUID=\(identifier)")
+        } else {
+            arguments.append("-MakerNotes:MediaGroupUUID=")
+        }
         if let captured { arguments += ["-DateTimeOriginal=\(captured)", "-OffsetTimeOriginal=-04:00"] }
         let result = try await Tools.run("exiftool", arguments + [destination.path])
         try #require(result.status == 0, "exiftool failed: \(result.stderr)")
@@ -57,7 +62,8 @@ enum LibraryFixtures {
         _ identifier: String?, at destination: URL, seconds: Double = 2, created: String = "2020-05-04T18:39:11-0400",
         stillSeconds: Double? = nil
     ) async throws {
-        try FileManager.default.createDirectory(at: destination.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            at: destination.deletingLastPathComponent(), withIntermediateDirectories: true)
         var arguments = [
             "-y", "-v", "error", "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=30:duration=\(seconds)",
             "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", "-movflags", "use_metadata_tags",
@@ -146,7 +152,8 @@ enum LibraryFixtures {
     /// ffprobe's format and streams of `path` (a `subfile,,start,…` URL works too).
     static func ffprobe(_ path: String, whitelist: Bool = false) async throws -> [String: Any] {
         let extra = whitelist ? ["-protocol_whitelist", "subfile,file"] : []
-        let result = try await Tools.run("ffprobe", ["-v", "error"] + extra + ["-show_format", "-show_streams", "-of", "json", path])
+        let result = try await Tools.run(
+            "ffprobe", ["-v", "error"] + extra + ["-show_format", "-show_streams", "-of", "json", path])
         try #require(result.status == 0, "ffprobe failed: \(result.stderr)")
         return try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
     }

@@ -13,14 +13,17 @@ struct HostileFileTests {
 
     /// A JPEG header with an Exif block whose Apple MakerNote says `identifier` (tag 0x0011),
     /// declaring `count` bytes for it (its real length unless told), then a frame header and a scan.
-    static func jpeg(identifier: String, count: Int? = nil, width: Int = 64, height: Int = 48, salt: Int = 0) -> [UInt8] {
+    static func jpeg(identifier: String, count: Int? = nil, width: Int = 64, height: Int = 48, salt: Int = 0) -> [UInt8]
+    {
         let value: [UInt8] = Array(identifier.utf8) + [0]
         return appleJPEG([(0x0011, 2, UInt32(count ?? value.count), value)], width: width, height: height, salt: salt)
     }
 
     /// A JPEG header whose Exif block holds an Apple MakerNote with `entries` (tag, TIFF type, count,
     /// value bytes; values of four bytes or fewer sit in the entry, longer ones after the IFD).
-    static func appleJPEG(_ entries: [(UInt16, UInt16, UInt32, [UInt8])], width: Int = 64, height: Int = 48, salt: Int = 0)
+    static func appleJPEG(
+        _ entries: [(UInt16, UInt16, UInt32, [UInt8])], width: Int = 64, height: Int = 48, salt: Int = 0
+    )
         -> [UInt8]
     {
         // MakerNote: signature, version, byte order, the IFD at 14, then the values that do not fit.
@@ -75,7 +78,9 @@ struct HostileFileTests {
         let root = LibraryFixtures.folder("hostile")
         let heic = [UInt8](try Data(contentsOf: URL(fileURLWithPath: try Media.heic)))
         let motion = [UInt8](try Data(contentsOf: URL(fileURLWithPath: try Media.motionPhoto)))
-        func write(_ name: String, _ bytes: [UInt8]) throws { try Data(bytes).write(to: root.appendingPathComponent(name)) }
+        func write(_ name: String, _ bytes: [UInt8]) throws {
+            try Data(bytes).write(to: root.appendingPathComponent(name))
+        }
         try LibraryFixtures.copy(try Media.heic, to: root.appendingPathComponent("good.HEIC"))
         try write("truncated.HEIC", Array(heic.prefix(3000)))
         try write("truncated-motion.jpg", Array(motion.prefix(40_000)))
@@ -97,18 +102,25 @@ struct HostileFileTests {
         // A movie whose content identifier is 10 MB (libavformat reads it; Reel keeps none over 256 bytes).
         let movie = root.appendingPathComponent("huge-id.mov")
         let made = try await Tools.run(
-            "ffmpeg", ["-y", "-v", "error", "-f", "lavfi", "-i", "testsrc2=size=160x120:rate=30:duration=1", "-c:v", "libx264", "-preset", "ultrafast", "-f", "mov", movie.path])
+            "ffmpeg",
+            [
+                "-y", "-v", "error", "-f", "lavfi", "-i", "testsrc2=size=160x120:rate=30:duration=1", "-c:v", "libx264",
+                "-preset", "ultrafast", "-f", "mov", movie.path,
+            ])
         try #require(made.status == 0)
         try Self.addContentIdentifier(movie, String(repeating: "B", count: 10 << 20))
         let library = try LibraryFixtures.library("hostile")
         let report = try await library.scan([root.path])
-        let reasons = Dictionary(uniqueKeysWithValues: report.skipped.map { (($0.path as NSString).lastPathComponent, $0.reason) })
+        let reasons = Dictionary(
+            uniqueKeysWithValues: report.skipped.map { (($0.path as NSString).lastPathComponent, $0.reason) })
         #expect(reasons["truncated.HEIC"] != nil)
         #expect(reasons["truncated-header.jpg"] != nil)
         #expect(reasons["xmp-lie.jpg"] != nil)
         let assets = try await library.fetchAssets()
         let names = Set(assets.map(\.originalFilename))
-        #expect(names.isSuperset(of: ["good.HEIC", "liar.jpg", "long-id.jpg", "mpvd-overflow.HEIC", "huge-id.mov"]), "\(names) \(reasons)")
+        #expect(
+            names.isSuperset(of: ["good.HEIC", "liar.jpg", "long-id.jpg", "mpvd-overflow.HEIC", "huge-id.mov"]),
+            "\(names) \(reasons)")
         for asset in assets { #expect((asset.contentIdentifier?.utf8.count ?? 0) <= 256) }
         #expect(assets.first { $0.originalFilename == "mpvd-overflow.HEIC" }?.pairing == nil)
         #expect(assets.first { $0.originalFilename == "long-id.jpg" }?.contentIdentifier == nil)
@@ -139,14 +151,19 @@ struct HostileFileTests {
         try Data(bytes).write(to: url)
     }
 
-    @Test("ten thousand files claiming one identifier: one pair, every file indexed, bounded work", .timeLimit(.minutes(8)))
+    @Test(
+        "ten thousand files claiming one identifier: one pair, every file indexed, bounded work",
+        .timeLimit(.minutes(8)))
     func oneIdentifierClaimedByMany() async throws {
         let root = LibraryFixtures.folder("claims")
         let identifier = "D0C5A1E2-0000-4000-8000-0000000000FF"
         for index in 0..<10_000 {
             let folder = root.appendingPathComponent("f\(index / 1000)")
-            if index % 1000 == 0 { try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true) }
-            try Data(Self.jpeg(identifier: identifier, salt: index)).write(to: folder.appendingPathComponent("IMG_\(index).jpg"))
+            if index % 1000 == 0 {
+                try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            }
+            try Data(Self.jpeg(identifier: identifier, salt: index)).write(
+                to: folder.appendingPathComponent("IMG_\(index).jpg"))
         }
         try await LibraryFixtures.movie(identifier, at: root.appendingPathComponent("f3/IMG_3333.MOV"))
         let library = try LibraryFixtures.library("claims")

@@ -32,7 +32,9 @@ struct LibraryCLITests {
 
         let videos = try await reel(["list", "--json", "--predicate", "mediaType == 2"])
         let videoLines = try lines(videos.stdout)
-        #expect(videoLines.count == 1 && videoLines[0]["mediaType"] as? Int == 2 && videoLines[0]["playbackStyle"] as? Int == 4)
+        #expect(
+            videoLines.count == 1 && videoLines[0]["mediaType"] as? Int == 2
+                && videoLines[0]["playbackStyle"] as? Int == 4)
         let live = try await reel(["list", "--json", "--predicate", "(mediaSubtypes & 8) != 0"])
         let liveLines = try lines(live.stdout)
         #expect(liveLines.count == 1 && liveLines[0]["mediaSubtypeNames"] as? [String] == ["photoLive"])
@@ -59,7 +61,8 @@ struct LibraryCLITests {
 
         let movieID = try #require(videoLines[0]["localIdentifier"] as? String)
         #expect(try await reel(["set", movieID, "--favorite", "--hidden"]).status == 0)
-        #expect(try lines(try await reel(["list", "--json"]).stdout).count == 2, "hidden assets are left out by default")
+        #expect(
+            try lines(try await reel(["list", "--json"]).stdout).count == 2, "hidden assets are left out by default")
         let favorites = try await reel(["list", "--json", "--include-hidden", "--predicate", "isFavorite == YES"])
         #expect(try lines(favorites.stdout).map { $0["localIdentifier"] as! String } == [movieID])
 
@@ -92,8 +95,10 @@ struct LibraryCLITests {
         try LibraryFixtures.copy(try Media.heic, to: target.appendingPathComponent("IMG_2927.HEIC"))
         let database = LibraryFixtures.folder("import-db").appendingPathComponent("lib.sqlite").path
         let result = try await ReelBinary.run(
-            ["library", "import", "--library", database, "--into", target.path, "--move", "--json",
-             source.appendingPathComponent("IMG_2927.HEIC").path])
+            [
+                "library", "import", "--library", database, "--into", target.path, "--move", "--json",
+                source.appendingPathComponent("IMG_2927.HEIC").path,
+            ])
         #expect(result.status == 0, "\(result.stderr)")
         let report = try #require(try lines(result.stdout).first)
         #expect((report["insertedLocalIdentifiers"] as? [String])?.count == 2)

@@ -36,7 +36,9 @@ struct ResourceTests {
         try await LibraryFixtures.movie(identifier, at: root.appendingPathComponent("IMG_0010.MOV"), stillSeconds: 0.5)
         try LibraryFixtures.copy(try Media.motionPhoto, to: root.appendingPathComponent("PXL_motion.jpg"))
         _ = try await library.scan([root.path])
-        let live = try await library.fetchAssets(FetchOptions(predicate: "(mediaSubtypes & 8) != 0", sortDescriptors: [FetchSort(key: .pixelWidth, ascending: true)]))
+        let live = try await library.fetchAssets(
+            FetchOptions(
+                predicate: "(mediaSubtypes & 8) != 0", sortDescriptors: [FetchSort(key: .pixelWidth, ascending: true)]))
         #expect(live.count == 2)
         let out = LibraryFixtures.folder("resources-out")
 
@@ -46,11 +48,15 @@ struct ResourceTests {
         #expect(motionVideo.offset == 30_821 && motionVideo.length == 122_562 && motionVideo.isByteRange)
         let seen = Mutex<[Int64]>([])
         let target = out.appendingPathComponent("motion.mp4").path
-        let written = try await library.writeData(for: motionVideo, toFile: target) { done, _ in seen.withLock { $0.append(done) } }
+        let written = try await library.writeData(for: motionVideo, toFile: target) { done, _ in
+            seen.withLock { $0.append(done) }
+        }
         #expect(seen.withLock { $0.last } == 122_562)
         let tail = try await Tools.run("sh", ["-c", "tail -c 122562 '\(try Media.motionPhoto)' | b2sum -l 256"])
         let copy = try await Tools.run("b2sum", ["-l", "256", target])
-        #expect(String(copy.stdout.prefix(64)) == String(tail.stdout.prefix(64)) && written == String(copy.stdout.prefix(64)))
+        #expect(
+            String(copy.stdout.prefix(64)) == String(tail.stdout.prefix(64))
+                && written == String(copy.stdout.prefix(64)))
         let probe = try await LibraryFixtures.ffprobe(target)
         #expect(abs(Double((probe["format"] as! [String: Any])["duration"] as! String)! - 4.133) < 0.01)
 
@@ -85,7 +91,8 @@ struct ResourceTests {
         await #expect(throws: LibraryError.self) { try await library.resolve(asset.localIdentifier) }
         let resource = try #require(try await library.resources(for: asset).first)
         await #expect(throws: LibraryError.self) {
-            try await library.writeData(for: resource, toFile: LibraryFixtures.folder("stale-out").appendingPathComponent("x.mov").path)
+            try await library.writeData(
+                for: resource, toFile: LibraryFixtures.folder("stale-out").appendingPathComponent("x.mov").path)
         }
     }
 }

@@ -6,7 +6,8 @@ import Testing
 
 struct SQLiteHarness: LibraryStoreHarness {
     func makeStore() async throws -> any LibraryStore {
-        try SQLiteLibraryStore(path: Fixtures.scratchFolder("library-store").appendingPathComponent("library.sqlite").path)
+        try SQLiteLibraryStore(
+            path: Fixtures.scratchFolder("library-store").appendingPathComponent("library.sqlite").path)
     }
 }
 

@@ -220,7 +220,9 @@ public enum PredicateParser {
             let key = operand.key
             if isKeyword(peek, "IN") {
                 index += 1
-                guard case .key = operand else { throw LibraryError(.invalidArgument, "IN takes a key, not a bit test") }
+                guard case .key = operand else {
+                    throw LibraryError(.invalidArgument, "IN takes a key, not a bit test")
+                }
                 try expect("{")
                 var values: [FetchValue] = []
                 if peek != Token(kind: .symbol, text: "}") {
@@ -259,7 +261,8 @@ public enum PredicateParser {
             default:
                 throw LibraryError(
                     .invalidArgument,
-                    "'\(symbol.text)' is not an operator Reel accepts in a predicate (==, !=, <, <=, >, >=, IN, BETWEEN)")
+                    "'\(symbol.text)' is not an operator Reel accepts in a predicate (==, !=, <, <=, >, >=, IN, BETWEEN)"
+                )
             }
             if case .bitAnd = operand {
                 let value = try next()
@@ -308,17 +311,20 @@ public enum PredicateParser {
                 throw LibraryError(.invalidArgument, "\(key.rawValue) compares with TRUE or FALSE, not '\(token.text)'")
             case .localIdentifier, .burstIdentifier:
                 guard token.kind == .string else {
-                    throw LibraryError(.invalidArgument, "\(key.rawValue) compares with a quoted string, not '\(token.text)'")
+                    throw LibraryError(
+                        .invalidArgument, "\(key.rawValue) compares with a quoted string, not '\(token.text)'")
                 }
                 return .string(token.text)
             case .duration:
                 guard token.kind == .number, let number = Double(token.text), number.isFinite else {
-                    throw LibraryError(.invalidArgument, "duration compares with a number of seconds, not '\(token.text)'")
+                    throw LibraryError(
+                        .invalidArgument, "duration compares with a number of seconds, not '\(token.text)'")
                 }
                 return .real(number)
             case .mediaType, .mediaSubtypes, .pixelWidth, .pixelHeight:
                 guard token.kind == .number, let number = PredicateParser.integer(token.text) else {
-                    throw LibraryError(.invalidArgument, "\(key.rawValue) compares with a whole number, not '\(token.text)'")
+                    throw LibraryError(
+                        .invalidArgument, "\(key.rawValue) compares with a whole number, not '\(token.text)'")
                 }
                 return .integer(number)
             }

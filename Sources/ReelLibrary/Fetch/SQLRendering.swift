@@ -23,7 +23,8 @@ public struct SQLRenderer: Sendable {
     public var firstParameter: Int
 
     public init(
-        column: @escaping @Sendable (FetchKey) -> String, placeholder: @escaping @Sendable (Int) -> String = { _ in "?" },
+        column: @escaping @Sendable (FetchKey) -> String,
+        placeholder: @escaping @Sendable (Int) -> String = { _ in "?" },
         firstParameter: Int = 1
     ) {
         self.column = column
@@ -65,7 +66,8 @@ public struct SQLRenderer: Sendable {
             let left: String
             switch operand {
             case .key(let key): left = column(key)
-            case .bitAnd(let key, let mask): left = "(\(column(key)) & \(bind(.integer(Int64(bitPattern: mask)), &arguments)))"
+            case .bitAnd(let key, let mask):
+                left = "(\(column(key)) & \(bind(.integer(Int64(bitPattern: mask)), &arguments)))"
             }
             if value == .null {
                 switch op {

@@ -53,7 +53,8 @@ public struct FetchOptions: Sendable, Equatable {
     /// Options with a predicate in NSPredicate's format (`PredicateParser`). Throws `LibraryError`
     /// for a key PhotoKit does not allow, naming it.
     public init(predicate format: String, sortDescriptors: [FetchSort] = [], fetchLimit: Int = 0) throws(LibraryError) {
-        self.init(predicate: try PredicateParser.parse(format), sortDescriptors: sortDescriptors, fetchLimit: fetchLimit)
+        self.init(
+            predicate: try PredicateParser.parse(format), sortDescriptors: sortDescriptors, fetchLimit: fetchLimit)
     }
 
     func query(_ scope: AssetScope) -> AssetQuery {

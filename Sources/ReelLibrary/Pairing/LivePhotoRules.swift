@@ -51,18 +51,23 @@ public enum LivePhotoRules {
     }
 
     static func side(_ file: FileRecord) -> Side {
-        Side(path: file.path, date: file.facts.creationDate, contentIdentifier: file.facts.contentIdentifier, duration: file.facts.duration)
+        Side(
+            path: file.path, date: file.facts.creationDate, contentIdentifier: file.facts.contentIdentifier,
+            duration: file.facts.duration)
     }
 
     static func side(_ asset: LibraryAsset) -> Side {
-        Side(path: asset.path, date: asset.creationDate, contentIdentifier: asset.contentIdentifier, duration: asset.duration)
+        Side(
+            path: asset.path, date: asset.creationDate, contentIdentifier: asset.contentIdentifier,
+            duration: asset.duration)
     }
 
     /// The best of several candidates for `path`: same folder, then same stem, then nearest capture
     /// time, then path order.
-    static func best<T>(_ candidates: [T], for path: String, date: Date?, path candidatePath: (T) -> String,
-        date candidateDate: (T) -> Date?) -> T?
-    {
+    static func best<T>(
+        _ candidates: [T], for path: String, date: Date?, path candidatePath: (T) -> String,
+        date candidateDate: (T) -> Date?
+    ) -> T? {
         candidates.min { a, b in
             let keyA = key(candidatePath(a), candidateDate(a), path, date)
             let keyB = key(candidatePath(b), candidateDate(b), path, date)
@@ -73,7 +78,9 @@ public enum LivePhotoRules {
         }
     }
 
-    private static func key(_ candidate: String, _ candidateDate: Date?, _ path: String, _ date: Date?) -> (Int, Int, Double) {
+    private static func key(_ candidate: String, _ candidateDate: Date?, _ path: String, _ date: Date?) -> (
+        Int, Int, Double
+    ) {
         let gap = (candidateDate != nil && date != nil) ? abs(candidateDate!.timeIntervalSince(date!)) : .infinity
         return (folder(of: candidate) == folder(of: path) ? 0 : 1, stem(of: candidate) == stem(of: path) ? 0 : 1, gap)
     }

@@ -58,7 +58,9 @@ enum MotionPhotoDetector {
             }
         }
         if let mpvd {
-            candidates.insert((MotionPhotoVideo(source: .samsungMPVD, offset: mpvd.lowerBound, length: Int64(mpvd.count)), "mpvd"), at: 0)
+            candidates.insert(
+                (MotionPhotoVideo(source: .samsungMPVD, offset: mpvd.lowerBound, length: Int64(mpvd.count)), "mpvd"),
+                at: 0)
         }
         for (candidate, name) in candidates {
             switch validate(candidate, path: path, source: source, limits: limits) {
@@ -80,7 +82,8 @@ enum MotionPhotoDetector {
         -> Result<Double, FileInspector.Refusal>
     {
         guard video.offset >= 0, video.length >= 16, video.offset <= source.count - video.length else {
-            return .failure(.init(reason: "the video's \(video.length) bytes at \(video.offset) are not inside the file"))
+            return .failure(
+                .init(reason: "the video's \(video.length) bytes at \(video.offset) are not inside the file"))
         }
         guard let head = try? source.read(at: video.offset, length: 8), Array(head[4..<8]) == Array("ftyp".utf8) else {
             return .failure(.init(reason: "no ISO-BMFF ftyp box at byte \(video.offset)"))

@@ -129,8 +129,10 @@ enum ExifParser {
     }
 
     static func parseGPS(_ reader: TIFFReader, at offset: Int, into facts: inout ExifFacts) throws(BoxError) {
-        var latitudeRef = "N", longitudeRef = "E"
-        var latitude: [Double?] = [], longitude: [Double?] = []
+        var latitudeRef = "N"
+        var longitudeRef = "E"
+        var latitude: [Double?] = []
+        var longitude: [Double?] = []
         var altitudeRef: Int64 = 0
         var altitude: Double?
         for entry in try reader.directory(at: offset).entries {

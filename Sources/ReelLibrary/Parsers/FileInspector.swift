@@ -110,7 +110,8 @@ public enum FileInspector {
         apply(header.exif.map(ExifParser.parse), width: width, height: height, to: &facts, useOrientation: false)
         let xmp = header.xmp.map(XMPParser.parse)
         apply(xmp: xmp, to: &facts)
-        MotionPhotoDetector.detect(path: path, source: source, xmp: xmp, mpvd: header.mpvd, limits: limits, into: &facts)
+        MotionPhotoDetector.detect(
+            path: path, source: source, xmp: xmp, mpvd: header.mpvd, limits: limits, into: &facts)
         return facts
     }
 
@@ -187,8 +188,13 @@ public enum FileInspector {
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
         formatter.timeZone = TimeZone(identifier: "UTC")
-        let zoned = text.count > 19 && (text.hasSuffix("Z") || text.dropFirst(19).contains("+") || text.dropFirst(19).contains("-"))
-        for format in ["yyyy-MM-dd'T'HH:mm:ss.SSSXXXXX", "yyyy-MM-dd'T'HH:mm:ssXXXXX", "yyyy-MM-dd'T'HH:mm:ss.SSS", "yyyy-MM-dd'T'HH:mm:ss"] {
+        let zoned =
+            text.count > 19
+            && (text.hasSuffix("Z") || text.dropFirst(19).contains("+") || text.dropFirst(19).contains("-"))
+        for format in [
+            "yyyy-MM-dd'T'HH:mm:ss.SSSXXXXX", "yyyy-MM-dd'T'HH:mm:ssXXXXX", "yyyy-MM-dd'T'HH:mm:ss.SSS",
+            "yyyy-MM-dd'T'HH:mm:ss",
+        ] {
             formatter.dateFormat = format
             if let date = formatter.date(from: text) {
                 var offset: Int?
@@ -209,12 +215,16 @@ public enum FileInspector {
         } catch {
             throw Refusal(reason: error.message)
         }
-        guard asset.videoTrack != nil else { throw Refusal(reason: "no video track (audio-only files are not indexed)") }
+        guard asset.videoTrack != nil else {
+            throw Refusal(reason: "no video track (audio-only files are not indexed)")
+        }
         let uti: String
         let container = asset.container
         let ext = (path as NSString).pathExtension.lowercased()
         if container.hasPrefix("mov") {
-            uti = asset.metadata["major_brand"]?.hasPrefix("qt") == true || ext == "mov" ? "com.apple.quicktime-movie" : "public.mpeg-4"
+            uti =
+                asset.metadata["major_brand"]?.hasPrefix("qt") == true || ext == "mov"
+                ? "com.apple.quicktime-movie" : "public.mpeg-4"
         } else if container.contains("matroska") {
             uti = ext == "webm" ? "org.webmproject.webm" : "org.matroska.mkv"
         } else if container == "avi" {
@@ -222,7 +232,9 @@ public enum FileInspector {
         } else {
             uti = "public.movie"
         }
-        var facts = FileFacts(mediaType: .video, format: container.split(separator: ",").first.map(String.init) ?? container, uniformTypeIdentifier: uti)
+        var facts = FileFacts(
+            mediaType: .video, format: container.split(separator: ",").first.map(String.init) ?? container,
+            uniformTypeIdentifier: uti)
         apply(video: asset.metadata, duration: asset.duration, track: asset.videoTrack, to: &facts)
         if container.hasPrefix("mov") {
             do {
@@ -235,7 +247,8 @@ public enum FileInspector {
     }
 
     /// Fields of a video from libavformat's reading (container metadata and the video track).
-    static func apply(video metadata: [String: String], duration: Double, track: AssetTrack?, to facts: inout FileFacts) {
+    static func apply(video metadata: [String: String], duration: Double, track: AssetTrack?, to facts: inout FileFacts)
+    {
         facts.duration = duration
         if let size = track?.displaySize {
             facts.pixelWidth = size.width
@@ -305,6 +318,7 @@ public enum FileInspector {
         }
         if !current.isEmpty, let value = Double(current) { numbers.append(value) }
         guard numbers.count >= 2, abs(numbers[0]) <= 90, abs(numbers[1]) <= 180 else { return nil }
-        return LibraryLocation(latitude: numbers[0], longitude: numbers[1], altitude: numbers.count > 2 ? numbers[2] : nil)
+        return LibraryLocation(
+            latitude: numbers[0], longitude: numbers[1], altitude: numbers.count > 2 ? numbers[2] : nil)
     }
 }

@@ -24,7 +24,9 @@ enum HEIFParser {
     static let maxItems = 10_000
     static let maxExtents = 1_000
     static let maxItemBytes = 4 << 20
-    static let imageBrands: Set<FourCC> = ["heic", "heix", "heim", "heis", "hevc", "hevx", "mif1", "msf1", "avif", "avis", "mif2"]
+    static let imageBrands: Set<FourCC> = [
+        "heic", "heix", "heim", "heis", "hevc", "hevx", "mif1", "msf1", "avif", "avis", "mif2",
+    ]
 
     struct Location {
         var constructionMethod: Int
@@ -127,7 +129,8 @@ enum HEIFParser {
 
     static func itemInfo(_ reader: BoxReader, _ box: Box) throws(BoxError) -> [UInt32: (FourCC, String?)] {
         let full = try reader.fullBoxHeader(of: box)
-        var cursor = ByteCursor(try reader.source.read(at: box.payload.lowerBound, length: Int(min(box.payloadSize, 8))))
+        var cursor = ByteCursor(
+            try reader.source.read(at: box.payload.lowerBound, length: Int(min(box.payloadSize, 8))))
         try cursor.skip(4)
         let count = full.version == 0 ? Int(try cursor.u16()) : Int(try cursor.u32())
         guard count <= maxItems else { throw BoxError(.limitExceeded, at: box.offset, "iinf declares \(count) items") }
@@ -155,7 +158,8 @@ enum HEIFParser {
         try cursor.skip(3)
         guard version <= 2 else { throw BoxError(.malformed, at: box.offset, "iloc version \(version)") }
         let sizes = try cursor.u16()
-        let offsetSize = Int(sizes >> 12), lengthSize = Int(sizes >> 8 & 0xf)
+        let offsetSize = Int(sizes >> 12)
+        let lengthSize = Int(sizes >> 8 & 0xf)
         let baseOffsetSize = Int(sizes >> 4 & 0xf)
         let indexSize = version >= 1 ? Int(sizes & 0xf) : 0
         let count = version < 2 ? Int(try cursor.u16()) : Int(try cursor.u32())
@@ -222,7 +226,8 @@ enum HEIFParser {
         for extent in location.extents {
             let (start, overflow) = location.baseOffset.addingReportingOverflow(extent.offset)
             guard !overflow, start <= UInt64(Int64.max), extent.length <= UInt64(maxItemBytes) else {
-                throw BoxError(.outOfBounds, at: 0, "an item extent at \(extent.offset) + \(extent.length) is out of range")
+                throw BoxError(
+                    .outOfBounds, at: 0, "an item extent at \(extent.offset) + \(extent.length) is out of range")
             }
             var length = Int64(extent.length)
             let (absolute, beyond) = range.lowerBound.addingReportingOverflow(Int64(start))

@@ -67,7 +67,8 @@ enum JPEGParser {
             }
             switch marker {
             case 0xC0...0xCF where marker != 0xC4 && marker != 0xC8 && marker != 0xCC:
-                var frame = ByteCursor(try source.read(at: payloadStart, length: min(payloadLength, 8)), base: payloadStart)
+                var frame = ByteCursor(
+                    try source.read(at: payloadStart, length: min(payloadLength, 8)), base: payloadStart)
                 _ = try frame.u8()
                 header.height = Int(try frame.u16())
                 header.width = Int(try frame.u16())

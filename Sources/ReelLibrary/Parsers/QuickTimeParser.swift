@@ -74,7 +74,8 @@ enum QuickTimeParser {
             let count = min(Int(try cursor.u32()), 1_000)
             for _ in 0..<count {
                 let duration = elstVersion == 1 ? try cursor.u64() : UInt64(try cursor.u32())
-                let mediaTime = elstVersion == 1 ? Int64(bitPattern: try cursor.u64()) : Int64(Int32(bitPattern: try cursor.u32()))
+                let mediaTime =
+                    elstVersion == 1 ? Int64(bitPattern: try cursor.u64()) : Int64(Int32(bitPattern: try cursor.u32()))
                 try cursor.skip(4)
                 if mediaTime == -1 {
                     emptySeconds += Double(duration) / Double(movieTimescale)

@@ -145,7 +145,8 @@ struct TIFFReader {
         for _ in 0..<Int(entry.count) {
             guard let numerator = try? cursor.u32(), let denominator = try? cursor.u32() else { break }
             if entry.type == 10 {
-                let n = Double(Int32(bitPattern: numerator)), d = Double(Int32(bitPattern: denominator))
+                let n = Double(Int32(bitPattern: numerator))
+                let d = Double(Int32(bitPattern: denominator))
                 values.append(d == 0 ? nil : n / d)
             } else {
                 values.append(denominator == 0 ? nil : Double(numerator) / Double(denominator))

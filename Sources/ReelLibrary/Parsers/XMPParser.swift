@@ -35,7 +35,8 @@ enum XMPParser {
         var namespaces: [String: String] = [:]
         // First pass: namespace declarations, wherever they are (prefixes are declared before use in
         // real files, but a tolerant reader does not depend on it).
-        var tags: [(name: String, attributes: [(String, String)], closing: Bool, selfClosing: Bool, textAfter: String)] = []
+        var tags:
+            [(name: String, attributes: [(String, String)], closing: Bool, selfClosing: Bool, textAfter: String)] = []
         var index = 0
         let count = bytes.count
         while index < count {
@@ -201,7 +202,8 @@ enum XMPParser {
                     let scalar = UnicodeScalar(code)
                 {
                     result.unicodeScalars.append(scalar)
-                } else if entity.hasPrefix("#"), let code = UInt32(entity.dropFirst()), let scalar = UnicodeScalar(code) {
+                } else if entity.hasPrefix("#"), let code = UInt32(entity.dropFirst()), let scalar = UnicodeScalar(code)
+                {
                     result.unicodeScalars.append(scalar)
                 } else {
                     result += rest[...semicolon]
@@ -212,4 +214,3 @@ enum XMPParser {
         return result + rest
     }
 }
-

@@ -27,7 +27,9 @@ public enum ResourceWriter {
         guard fstat(input, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG,
             resource.offset >= 0, resource.length > 0, resource.offset <= Int64(status.st_size) - resource.length
         else {
-            throw LibraryError(.stale, "\(resource.path) no longer holds bytes \(resource.offset)..<\(resource.offset + resource.length)")
+            throw LibraryError(
+                .stale,
+                "\(resource.path) no longer holds bytes \(resource.offset)..<\(resource.offset + resource.length)")
         }
         let folder = (destination as NSString).deletingLastPathComponent
         let name = (destination as NSString).lastPathComponent
@@ -84,7 +86,8 @@ public enum ResourceWriter {
             throw LibraryError(.stale, "\(resource.path) changed since it was indexed (its hash differs); not written")
         }
         guard rename(temporary, destination) == 0 else {
-            throw LibraryError(.writeFailed, "cannot move the copy to \(destination): \(String(cString: strerror(errno)))")
+            throw LibraryError(
+                .writeFailed, "cannot move the copy to \(destination): \(String(cString: strerror(errno)))")
         }
         finished = true
         let directory = open(folder.isEmpty ? "." : folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)

@@ -45,7 +45,8 @@ public struct ContentHasher: Sendable {
             }
             let take = min(128 - filled, count - index)
             buffer.withUnsafeMutableBytes { target in
-                target.baseAddress!.advanced(by: filled).copyMemory(from: bytes.baseAddress!.advanced(by: index), byteCount: take)
+                target.baseAddress!.advanced(by: filled).copyMemory(
+                    from: bytes.baseAddress!.advanced(by: index), byteCount: take)
             }
             filled += take
             index += take
@@ -61,7 +62,11 @@ public struct ContentHasher: Sendable {
         compress(last: true)
         let words = [h.0, h.1, h.2, h.3, h.4, h.5, h.6, h.7]
         var bytes: [UInt8] = []
-        for word in words { for shift in stride(from: 0, to: 64, by: 8) { bytes.append(UInt8(truncatingIfNeeded: word >> UInt64(shift))) } }
+        for word in words {
+            for shift in stride(from: 0, to: 64, by: 8) {
+                bytes.append(UInt8(truncatingIfNeeded: word >> UInt64(shift)))
+            }
+        }
         let digits = Array("0123456789abcdef".utf8)
         var text = [UInt8]()
         for byte in bytes.prefix(digestLength) {

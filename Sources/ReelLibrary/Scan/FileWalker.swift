@@ -33,7 +33,8 @@ enum FileWalker {
             if ignored.contains(path) { continue }
             var status = stat()
             guard lstat(path, &status) == 0 else {
-                listing.skipped.append(SkippedFile(path: path, reason: "cannot stat: \(String(cString: strerror(errno)))"))
+                listing.skipped.append(
+                    SkippedFile(path: path, reason: "cannot stat: \(String(cString: strerror(errno)))"))
                 continue
             }
             switch status.st_mode & S_IFMT {
@@ -42,7 +43,9 @@ enum FileWalker {
             case S_IFREG:
                 let nanoseconds = Int64(status.st_mtim.tv_sec) * 1_000_000_000 + Int64(status.st_mtim.tv_nsec)
                 listing.files.append(
-                    WalkedFile(path: path, name: name, stamp: FileStamp(size: Int64(status.st_size), modifiedNanoseconds: nanoseconds)))
+                    WalkedFile(
+                        path: path, name: name,
+                        stamp: FileStamp(size: Int64(status.st_size), modifiedNanoseconds: nanoseconds)))
             case S_IFLNK:
                 listing.skipped.append(SkippedFile(path: path, reason: "a symbolic link: never followed"))
             case S_IFIFO:

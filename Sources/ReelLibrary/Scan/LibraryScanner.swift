@@ -35,7 +35,8 @@ public struct LibraryScanner: Sendable {
 
     /// Scans `roots` (folders). Throws `LibraryError` when a root is not a folder or lies outside
     /// the allowed roots, or when the store fails; a file's own problems never throw.
-    public func scan(_ roots: [String], progress: (@Sendable (ScanProgress) -> Void)? = nil) async throws -> ScanReport {
+    public func scan(_ roots: [String], progress: (@Sendable (ScanProgress) -> Void)? = nil) async throws -> ScanReport
+    {
         let started = Date()
         let state = ScanState(store: store, addedDate: started)
         var resolvedRoots: [String] = []
@@ -77,7 +78,8 @@ public struct LibraryScanner: Sendable {
                     if file.stamp.size > limits.maxFileBytes {
                         skipped.append(
                             SkippedFile(
-                                path: file.path, reason: "\(file.stamp.size) bytes, over the limit of \(limits.maxFileBytes)"))
+                                path: file.path,
+                                reason: "\(file.stamp.size) bytes, over the limit of \(limits.maxFileBytes)"))
                         continue
                     }
                     present.insert(file.name)

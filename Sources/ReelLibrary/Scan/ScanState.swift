@@ -15,7 +15,10 @@ final class ScanState {
 
     /// Operations with what each means for the change report.
     struct Batch {
-        enum Effect { case none, inserted, changed, removed(String) }
+        enum Effect {
+            case none, inserted, changed
+            case removed(String)
+        }
         var operations: [LibraryOperation] = []
         var effects: [Effect] = []
         mutating func add(_ operation: LibraryOperation, _ effect: Effect = .none) {
@@ -55,7 +58,8 @@ final class ScanState {
             if stored.asset.path == old.path {
                 stored.asset.path = record.path
                 stored.asset.originalFilename = record.name
-                stored.asset.modificationDate = Date(timeIntervalSince1970: Double(record.stamp.modifiedNanoseconds) / 1e9)
+                stored.asset.modificationDate = Date(
+                    timeIntervalSince1970: Double(record.stamp.modifiedNanoseconds) / 1e9)
             } else {
                 stored.pairedVideoPath = record.path
             }
@@ -84,17 +88,23 @@ final class ScanState {
                         rebuilt = AssetBuilder.paired(rebuilt, video: video, kind: kind)
                         keptVideo = videoPath
                     } else {
-                        batch.add(.insertAsset(StoredAsset(asset: AssetBuilder.asset(from: video, addedDate: addedDate))), .inserted)
+                        batch.add(
+                            .insertAsset(StoredAsset(asset: AssetBuilder.asset(from: video, addedDate: addedDate))),
+                            .inserted)
                     }
                 }
                 stored = StoredAsset(asset: rebuilt, pairedVideoPath: keptVideo)
             } else if let kind = stored.asset.pairing {
-                if LivePhotoRules.same(stored.asset.contentIdentifier, record.facts.contentIdentifier) || kind == .inferred {
+                if LivePhotoRules.same(stored.asset.contentIdentifier, record.facts.contentIdentifier)
+                    || kind == .inferred
+                {
                     stored.asset = AssetBuilder.paired(stored.asset, video: record, kind: kind)
                 } else {
                     stored.asset = AssetBuilder.unpaired(stored.asset)
                     stored.pairedVideoPath = nil
-                    batch.add(.insertAsset(StoredAsset(asset: AssetBuilder.asset(from: record, addedDate: addedDate))), .inserted)
+                    batch.add(
+                        .insertAsset(StoredAsset(asset: AssetBuilder.asset(from: record, addedDate: addedDate))),
+                        .inserted)
                 }
             }
             touched[stored.asset.localIdentifier] = stored
@@ -122,13 +132,16 @@ final class ScanState {
         // several photos goes to the best of them from its side (folder, stem, capture time).
         var videosByIdentifier: [String: [FileRecord]] = [:]
         for video in videos {
-            if let id = video.facts.contentIdentifier?.lowercased() { videosByIdentifier[id, default: []].append(video) }
+            if let id = video.facts.contentIdentifier?.lowercased() {
+                videosByIdentifier[id, default: []].append(video)
+            }
         }
         var proposals: [String: [FileRecord]] = [:]  // movie path → photos wanting it
         for photo in photos {
             guard let id = photo.facts.contentIdentifier?.lowercased(), let candidates = videosByIdentifier[id],
                 let video = LivePhotoRules.best(
-                    candidates, for: photo.path, date: photo.facts.creationDate, path: \.path, date: \.facts.creationDate)
+                    candidates, for: photo.path, date: photo.facts.creationDate, path: \.path,
+                    date: \.facts.creationDate)
             else { continue }
             proposals[video.path, default: []].append(photo)
         }
@@ -148,7 +161,8 @@ final class ScanState {
                 contentIdentifier: id, mediaType: .video, unpaired: true, limit: LivePhotoRules.maxCandidates
             ).filter { touched[$0.asset.localIdentifier] == nil }
             if let video = LivePhotoRules.best(
-                candidates, for: photo.path, date: photo.facts.creationDate, path: \.asset.path, date: \.asset.creationDate)
+                candidates, for: photo.path, date: photo.facts.creationDate, path: \.asset.path,
+                date: \.asset.creationDate)
             {
                 libraryProposals[video.asset.localIdentifier, default: (video, [])].photos.append(photo)
             }
@@ -156,7 +170,8 @@ final class ScanState {
         for (identifier, proposal) in libraryProposals.sorted(by: { $0.key < $1.key }) {
             guard
                 let photo = LivePhotoRules.best(
-                    proposal.photos, for: proposal.video.asset.path, date: proposal.video.asset.creationDate, path: \.path,
+                    proposal.photos, for: proposal.video.asset.path, date: proposal.video.asset.creationDate,
+                    path: \.path,
                     date: \.facts.creationDate)
             else { continue }
             videoOfPhoto[photo.path] = (proposal.video, .contentIdentifier)
@@ -168,7 +183,8 @@ final class ScanState {
                 contentIdentifier: id, mediaType: .image, unpaired: true, limit: LivePhotoRules.maxCandidates
             ).filter { photoUpdates[$0.asset.localIdentifier] == nil && touched[$0.asset.localIdentifier] == nil }
             if let photo = LivePhotoRules.best(
-                candidates, for: video.path, date: video.facts.creationDate, path: \.asset.path, date: \.asset.creationDate)
+                candidates, for: video.path, date: video.facts.creationDate, path: \.asset.path,
+                date: \.asset.creationDate)
             {
                 let asset = AssetBuilder.paired(photo.asset, video: video, kind: .contentIdentifier)
                 photoUpdates[photo.asset.localIdentifier] = StoredAsset(asset: asset, pairedVideoPath: video.path)
@@ -176,7 +192,10 @@ final class ScanState {
             }
         }
         // Without identifiers: same folder and stem, a short movie, close capture times.
-        for video in videos where !usedVideos.contains(video.path) && (video.facts.duration ?? .infinity) <= LivePhotoRules.inferredMaxDuration {
+        for video in videos
+        where !usedVideos.contains(video.path)
+            && (video.facts.duration ?? .infinity) <= LivePhotoRules.inferredMaxDuration
+        {
             let side = LivePhotoRules.side(video)
             if let photo = photos.first(where: {
                 videoFor[$0.path] == nil && videoOfPhoto[$0.path] == nil
@@ -221,10 +240,13 @@ final class ScanState {
             if let (video, kind) = videoFor[photo.path] {
                 asset = AssetBuilder.paired(asset, video: video, kind: kind)
                 videoPath = video.path
-            } else if let (video, kind) = videoOfPhoto[photo.path], let file = try await store.files(atPaths: [video.asset.path]).first {
+            } else if let (video, kind) = videoOfPhoto[photo.path],
+                let file = try await store.files(atPaths: [video.asset.path]).first
+            {
                 asset = AssetBuilder.paired(asset, video: file, kind: kind)
                 videoPath = video.asset.path
-                batch.add(.deleteAsset(localIdentifier: video.asset.localIdentifier), .removed(video.asset.localIdentifier))
+                batch.add(
+                    .deleteAsset(localIdentifier: video.asset.localIdentifier), .removed(video.asset.localIdentifier))
             }
             batch.add(.insertAsset(StoredAsset(asset: asset, pairedVideoPath: videoPath)), .inserted)
         }
@@ -235,7 +257,8 @@ final class ScanState {
             batch.add(.updateAsset(update), .changed)
         }
         for video in videos where !usedVideos.contains(video.path) {
-            batch.add(.insertAsset(StoredAsset(asset: AssetBuilder.asset(from: video, addedDate: addedDate))), .inserted)
+            batch.add(
+                .insertAsset(StoredAsset(asset: AssetBuilder.asset(from: video, addedDate: addedDate))), .inserted)
         }
     }
 
@@ -247,16 +270,24 @@ final class ScanState {
         for start in stride(from: 0, to: paths.count, by: 256) {
             var batch = Batch()
             for path in paths[start..<min(paths.count, start + 256)] {
-                if let stored = try await store.asset(containingPath: path), !deleted.contains(stored.asset.localIdentifier) {
+                if let stored = try await store.asset(containingPath: path),
+                    !deleted.contains(stored.asset.localIdentifier)
+                {
                     if stored.asset.path == path {
-                        batch.add(.deleteAsset(localIdentifier: stored.asset.localIdentifier), .removed(stored.asset.localIdentifier))
+                        batch.add(
+                            .deleteAsset(localIdentifier: stored.asset.localIdentifier),
+                            .removed(stored.asset.localIdentifier))
                         deleted.insert(stored.asset.localIdentifier)
                         if let video = stored.pairedVideoPath, !gone.contains(video),
                             let file = try await store.files(atPaths: [video]).first
                         {
-                            batch.add(.insertAsset(StoredAsset(asset: AssetBuilder.asset(from: file, addedDate: addedDate))), .inserted)
+                            batch.add(
+                                .insertAsset(StoredAsset(asset: AssetBuilder.asset(from: file, addedDate: addedDate))),
+                                .inserted)
                         }
-                    } else if let videoPath = stored.pairedVideoPath, videoPath == path, !gone.contains(stored.asset.path) {
+                    } else if let videoPath = stored.pairedVideoPath, videoPath == path,
+                        !gone.contains(stored.asset.path)
+                    {
                         batch.add(.updateAsset(StoredAsset(asset: AssetBuilder.unpaired(stored.asset))), .changed)
                         deleted.insert(stored.asset.localIdentifier)
                     }

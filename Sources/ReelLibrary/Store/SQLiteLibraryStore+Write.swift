@@ -9,7 +9,8 @@ extension SQLiteLibraryStore {
         do {
             return try await pool.write { db in
                 let sequence = try SQLiteLibraryStore.token(db).sequence + 1
-                try db.execute(sql: "UPDATE library_info SET value = ? WHERE key = 'sequence'", arguments: [String(sequence)])
+                try db.execute(
+                    sql: "UPDATE library_info SET value = ? WHERE key = 'sequence'", arguments: [String(sequence)])
                 var results: [String?] = []
                 for operation in operations {
                     results.append(try SQLiteLibraryStore.apply(operation, db, sequence: sequence, encoder: encoder))
@@ -23,7 +24,9 @@ extension SQLiteLibraryStore {
         }
     }
 
-    static func apply(_ operation: LibraryOperation, _ db: Database, sequence: Int64, encoder: JSONEncoder) throws -> String? {
+    static func apply(_ operation: LibraryOperation, _ db: Database, sequence: Int64, encoder: JSONEncoder) throws
+        -> String?
+    {
         switch operation {
         case .putFile(let file):
             let facts = String(decoding: try encoder.encode(file.facts), as: UTF8.self)
@@ -33,7 +36,8 @@ extension SQLiteLibraryStore {
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
-                    file.path, file.folder, file.name, file.stamp.size, file.stamp.modifiedNanoseconds, file.contentHash,
+                    file.path, file.folder, file.name, file.stamp.size, file.stamp.modifiedNanoseconds,
+                    file.contentHash,
                     file.facts.contentIdentifier, file.facts.mediaType.rawValue, facts,
                 ])
             return nil
@@ -63,7 +67,8 @@ extension SQLiteLibraryStore {
                     """,
                 arguments: StatementArguments(
                     [
-                        a.contentHash, a.path, folder(of: a.path), LivePhotoRules.stem(of: a.path), stored.pairedVideoPath,
+                        a.contentHash, a.path, folder(of: a.path), LivePhotoRules.stem(of: a.path),
+                        stored.pairedVideoPath,
                         a.mediaType.rawValue, Int64(a.mediaSubtypes.rawValue), a.pixelWidth, a.pixelHeight, a.duration,
                         a.creationDate?.timeIntervalSince1970, a.creationTimeZoneOffset,
                         a.modificationDate.timeIntervalSince1970, a.location?.latitude, a.location?.longitude,
@@ -74,12 +79,14 @@ extension SQLiteLibraryStore {
             try requireChange(db, "asset", a.localIdentifier)
             return a.localIdentifier
         case .deleteAsset(let identifier):
-            guard let created = try Int64.fetchOne(
-                db, sql: "SELECT created_seq FROM asset WHERE local_identifier = ?", arguments: [identifier])
+            guard
+                let created = try Int64.fetchOne(
+                    db, sql: "SELECT created_seq FROM asset WHERE local_identifier = ?", arguments: [identifier])
             else { throw LibraryError(.notFound, "no asset \(identifier)") }
             try db.execute(sql: "DELETE FROM asset WHERE local_identifier = ?", arguments: [identifier])
             try db.execute(
-                sql: "INSERT OR REPLACE INTO deleted_asset (local_identifier, created_seq, deleted_seq) VALUES (?, ?, ?)",
+                sql:
+                    "INSERT OR REPLACE INTO deleted_asset (local_identifier, created_seq, deleted_seq) VALUES (?, ?, ?)",
                 arguments: [identifier, created, sequence])
             return identifier
         case .setFavorite(let identifier, let value):
@@ -96,8 +103,11 @@ extension SQLiteLibraryStore {
             return identifier
         case .recordSkip(let skip):
             try db.execute(
-                sql: "INSERT OR REPLACE INTO skipped_file (path, folder, reason, size, modified_ns) VALUES (?, ?, ?, ?, ?)",
-                arguments: [skip.path, folder(of: skip.path), skip.reason, skip.stamp?.size, skip.stamp?.modifiedNanoseconds])
+                sql:
+                    "INSERT OR REPLACE INTO skipped_file (path, folder, reason, size, modified_ns) VALUES (?, ?, ?, ?, ?)",
+                arguments: [
+                    skip.path, folder(of: skip.path), skip.reason, skip.stamp?.size, skip.stamp?.modifiedNanoseconds,
+                ])
             return nil
         case .clearSkip(let path):
             try db.execute(sql: "DELETE FROM skipped_file WHERE path = ?", arguments: [path])
@@ -114,13 +124,18 @@ extension SQLiteLibraryStore {
             try requireChange(db, "album", identifier)
             return identifier
         case .addToAlbum(let identifier, let members):
-            guard try Bool.fetchOne(db, sql: "SELECT 1 FROM album WHERE identifier = ?", arguments: [identifier]) != nil else {
+            guard try Bool.fetchOne(db, sql: "SELECT 1 FROM album WHERE identifier = ?", arguments: [identifier]) != nil
+            else {
                 throw LibraryError(.notFound, "no album \(identifier)")
             }
-            var position = try Int.fetchOne(
-                db, sql: "SELECT coalesce(max(position), 0) FROM album_asset WHERE album = ?", arguments: [identifier]) ?? 0
+            var position =
+                try Int.fetchOne(
+                    db, sql: "SELECT coalesce(max(position), 0) FROM album_asset WHERE album = ?",
+                    arguments: [identifier]) ?? 0
             for member in members {
-                guard try Bool.fetchOne(db, sql: "SELECT 1 FROM asset WHERE local_identifier = ?", arguments: [member]) != nil
+                guard
+                    try Bool.fetchOne(db, sql: "SELECT 1 FROM asset WHERE local_identifier = ?", arguments: [member])
+                        != nil
                 else { throw LibraryError(.notFound, "no asset \(member)") }
                 position += 1
                 try db.execute(
@@ -131,7 +146,8 @@ extension SQLiteLibraryStore {
         case .removeFromAlbum(let identifier, let members):
             for member in members {
                 try db.execute(
-                    sql: "DELETE FROM album_asset WHERE album = ? AND local_identifier = ?", arguments: [identifier, member])
+                    sql: "DELETE FROM album_asset WHERE album = ? AND local_identifier = ?",
+                    arguments: [identifier, member])
             }
             return identifier
         }

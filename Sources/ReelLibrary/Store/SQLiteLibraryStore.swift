@@ -14,7 +14,9 @@ public final class SQLiteLibraryStore: LibraryStore {
         self.path = path
         do {
             let folder = (path as NSString).deletingLastPathComponent
-            if !folder.isEmpty { try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true) }
+            if !folder.isEmpty {
+                try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            }
             var configuration = Configuration()
             configuration.busyMode = .timeout(30)
             configuration.label = "reel-library"
@@ -42,7 +44,9 @@ public final class SQLiteLibraryStore: LibraryStore {
     }
 
     public func libraryIdentifier() async throws -> String {
-        try await read { db in try String.fetchOne(db, sql: "SELECT value FROM library_info WHERE key = 'identifier'") ?? "" }
+        try await read { db in
+            try String.fetchOne(db, sql: "SELECT value FROM library_info WHERE key = 'identifier'") ?? ""
+        }
     }
 
     // MARK: Files
@@ -50,7 +54,8 @@ public final class SQLiteLibraryStore: LibraryStore {
     public func fileStamps(inFolder folder: String) async throws -> [String: FileStamp] {
         try await read { db in
             var stamps: [String: FileStamp] = [:]
-            let rows = try Row.fetchCursor(db, sql: "SELECT name, size, modified_ns FROM file WHERE folder = ?", arguments: [folder])
+            let rows = try Row.fetchCursor(
+                db, sql: "SELECT name, size, modified_ns FROM file WHERE folder = ?", arguments: [folder])
             while let row = try rows.next() {
                 stamps[row["name"]] = FileStamp(size: row["size"], modifiedNanoseconds: row["modified_ns"])
             }
@@ -82,15 +87,19 @@ public final class SQLiteLibraryStore: LibraryStore {
         guard !paths.isEmpty else { return [] }
         let json = String(decoding: try JSONEncoder().encode(paths), as: UTF8.self)
         return try await read { db in
-            try Row.fetchAll(db, sql: "SELECT * FROM file WHERE path IN (SELECT value FROM json_each(?))", arguments: [json])
-                .map(SQLiteLibraryStore.fileRecord)
+            try Row.fetchAll(
+                db, sql: "SELECT * FROM file WHERE path IN (SELECT value FROM json_each(?))", arguments: [json]
+            )
+            .map(SQLiteLibraryStore.fileRecord)
         }
     }
 
     public func files(contentHash hash: String, limit: Int) async throws -> [FileRecord] {
         try await read { db in
-            try Row.fetchAll(db, sql: "SELECT * FROM file WHERE content_hash = ? ORDER BY path LIMIT ?", arguments: [hash, limit])
-                .map(SQLiteLibraryStore.fileRecord)
+            try Row.fetchAll(
+                db, sql: "SELECT * FROM file WHERE content_hash = ? ORDER BY path LIMIT ?", arguments: [hash, limit]
+            )
+            .map(SQLiteLibraryStore.fileRecord)
         }
     }
 
@@ -115,7 +124,8 @@ public final class SQLiteLibraryStore: LibraryStore {
         return try await read { db in
             try Row.fetchAll(
                 db,
-                sql: "SELECT path, reason, size, modified_ns FROM skipped_file WHERE folder = ? OR substr(folder, 1, ?) = ? ORDER BY path",
+                sql:
+                    "SELECT path, reason, size, modified_ns FROM skipped_file WHERE folder = ? OR substr(folder, 1, ?) = ? ORDER BY path",
                 arguments: [root, prefix.utf8.count, prefix]
             ).map { row in
                 let size: Int64? = row["size"]
@@ -137,20 +147,26 @@ public final class SQLiteLibraryStore: LibraryStore {
     public func asset(containingPath path: String) async throws -> StoredAsset? {
         try await read { db in
             try Row.fetchOne(
-                db, sql: "SELECT a.*, \(SQLiteLibraryStore.representsBurst) FROM asset a WHERE a.path = ? OR a.paired_video_path = ?",
+                db,
+                sql:
+                    "SELECT a.*, \(SQLiteLibraryStore.representsBurst) FROM asset a WHERE a.path = ? OR a.paired_video_path = ?",
                 arguments: [path, path]
             ).map(SQLiteLibraryStore.storedAsset)
         }
     }
 
-    public func assets(contentIdentifier identifier: String, mediaType: MediaType, unpaired: Bool, limit: Int) async throws
+    public func assets(contentIdentifier identifier: String, mediaType: MediaType, unpaired: Bool, limit: Int)
+        async throws
         -> [StoredAsset]
     {
         let filter = unpaired ? "AND a.paired_video_path IS NULL AND a.pairing IS NULL" : ""
         return try await read { db in
             try Row.fetchAll(
                 db,
-                sql: "SELECT a.*, \(SQLiteLibraryStore.representsBurst) FROM asset a WHERE a.content_identifier = ? AND a.media_type = ? \(filter) ORDER BY a.path LIMIT ?",
+                sql: """
+                    SELECT a.*, \(SQLiteLibraryStore.representsBurst) FROM asset a
+                    WHERE a.content_identifier = ? AND a.media_type = ? \(filter) ORDER BY a.path LIMIT ?
+                    """,
                 arguments: [identifier, mediaType.rawValue, limit]
             ).map(SQLiteLibraryStore.storedAsset)
         }
@@ -160,7 +176,8 @@ public final class SQLiteLibraryStore: LibraryStore {
         try await read { db in
             try Row.fetchAll(
                 db,
-                sql: "SELECT a.*, \(SQLiteLibraryStore.representsBurst) FROM asset a WHERE a.folder = ? AND a.stem = ? ORDER BY a.path LIMIT ?",
+                sql:
+                    "SELECT a.*, \(SQLiteLibraryStore.representsBurst) FROM asset a WHERE a.folder = ? AND a.stem = ? ORDER BY a.path LIMIT ?",
                 arguments: [folder, stem, limit]
             ).map(SQLiteLibraryStore.storedAsset)
         }
@@ -214,11 +231,13 @@ public final class SQLiteLibraryStore: LibraryStore {
 
     public func albumMembers(_ identifier: String) async throws -> [String] {
         try await read { db in
-            guard try Bool.fetchOne(db, sql: "SELECT 1 FROM album WHERE identifier = ?", arguments: [identifier]) != nil else {
+            guard try Bool.fetchOne(db, sql: "SELECT 1 FROM album WHERE identifier = ?", arguments: [identifier]) != nil
+            else {
                 throw LibraryError(.notFound, "no album \(identifier)")
             }
             return try String.fetchAll(
-                db, sql: "SELECT local_identifier FROM album_asset WHERE album = ? ORDER BY position", arguments: [identifier])
+                db, sql: "SELECT local_identifier FROM album_asset WHERE album = ? ORDER BY position",
+                arguments: [identifier])
         }
     }
 
@@ -228,7 +247,8 @@ public final class SQLiteLibraryStore: LibraryStore {
 
     static func token(_ db: Database) throws -> LibraryChangeToken {
         let identifier = try String.fetchOne(db, sql: "SELECT value FROM library_info WHERE key = 'identifier'") ?? ""
-        let sequence = Int64(try String.fetchOne(db, sql: "SELECT value FROM library_info WHERE key = 'sequence'") ?? "0") ?? 0
+        let sequence =
+            Int64(try String.fetchOne(db, sql: "SELECT value FROM library_info WHERE key = 'sequence'") ?? "0") ?? 0
         return LibraryChangeToken(library: identifier, sequence: sequence)
     }
 
@@ -236,20 +256,25 @@ public final class SQLiteLibraryStore: LibraryStore {
         try await read { db in
             let now = try SQLiteLibraryStore.token(db)
             guard token.library == now.library else {
-                throw LibraryError(.invalidToken, "the change token \(token) belongs to another library (this one is \(now.library))")
+                throw LibraryError(
+                    .invalidToken, "the change token \(token) belongs to another library (this one is \(now.library))")
             }
             guard token.sequence <= now.sequence else {
                 throw LibraryError(.invalidToken, "the change token \(token) is from the future (now \(now.sequence))")
             }
             let since = token.sequence
             let inserted = try String.fetchAll(
-                db, sql: "SELECT local_identifier FROM asset WHERE created_seq > ? ORDER BY local_identifier", arguments: [since])
+                db, sql: "SELECT local_identifier FROM asset WHERE created_seq > ? ORDER BY local_identifier",
+                arguments: [since])
             let updated = try String.fetchAll(
-                db, sql: "SELECT local_identifier FROM asset WHERE created_seq <= ? AND changed_seq > ? ORDER BY local_identifier",
+                db,
+                sql:
+                    "SELECT local_identifier FROM asset WHERE created_seq <= ? AND changed_seq > ? ORDER BY local_identifier",
                 arguments: [since, since])
             let deleted = try String.fetchAll(
                 db,
-                sql: "SELECT local_identifier FROM deleted_asset WHERE deleted_seq > ? AND created_seq <= ? ORDER BY local_identifier",
+                sql:
+                    "SELECT local_identifier FROM deleted_asset WHERE deleted_seq > ? AND created_seq <= ? ORDER BY local_identifier",
                 arguments: [since, since])
             return LibraryChanges(inserted: inserted, updated: updated, deleted: deleted, token: now)
         }
