@@ -88,13 +88,11 @@ let package = Package(
         // ISO-BMFF boxes (MP4, QuickTime, HEIC): one bounds-checked reader and writer, no dependencies.
         .target(name: "ReelBoxes"),
         // The photo library: PhotoKit's model over folders of phone media, indexed in SQLite (GRDB, kept
-        // out of every other module). Videos are probed through ReelExport; CFFmpeg is never imported.
+        // out of every other module). Videos are probed through ReelExport's and ReelMedia's public
+        // probes; CFFmpeg is never imported here.
         .target(
             name: "ReelLibrary",
-            dependencies: [
-                "ReelBoxes", "ReelExport", "ReelMedia", .product(name: "GRDB", package: "GRDB.swift"),
-                .product(name: "Logging", package: "swift-log"),
-            ]
+            dependencies: ["ReelBoxes", "ReelExport", "ReelMedia", .product(name: "GRDB", package: "GRDB.swift")]
         ),
         .executableTarget(
             name: "reel",
@@ -136,11 +134,12 @@ let package = Package(
             ]
         ),
         .testTarget(name: "ReelCLITests", dependencies: ["TestSupport"]),
-        // The photo library's store contract (any LibraryStore runs it; SQLite here), parsers against
-        // exiftool and ffprobe, pairing, scans and hostile files.
+        // The photo library's store contract as test cases any LibraryStore runs (SQLite in ReelLibraryTests).
         .target(name: "LibraryContract", dependencies: ["ReelLibrary", "TestSupport"], path: "Tests/LibraryContract"),
         .testTarget(name: "ReelBoxesTests", dependencies: ["ReelBoxes"]),
-        .testTarget(name: "ReelLibraryTests", dependencies: ["ReelLibrary", "ReelBoxes", "LibraryContract", "TestSupport"]),
+        // Fields against exiftool and ffprobe, pairing, scans, resources, hostile files, `reel library`.
+        .testTarget(
+            name: "ReelLibraryTests", dependencies: ["ReelLibrary", "ReelBoxes", "LibraryContract", "TestSupport"]),
         // The contract and the fleet's failure cases against a private PostgreSQL server the tests start.
         .testTarget(
             name: "ReelFleetTests",
