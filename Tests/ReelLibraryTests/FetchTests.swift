@@ -3,7 +3,7 @@ import Testing
 
 @testable import ReelLibrary
 
-@Suite("Fetch predicates", .timeLimit(.minutes(1)))
+@Suite("Fetch predicates", .timeLimit(.minutes(10)))
 struct FetchTests {
     @Test("PhotoKit's keys parse; bit tests, ranges and lists become SQL with bound parameters only")
     func toSQL() throws {

@@ -4,7 +4,7 @@ import Testing
 
 @testable import ReelLibrary
 
-@Suite("Live Photos from files", .timeLimit(.minutes(4)))
+@Suite("Live Photos from files", .timeLimit(.minutes(10)))
 struct LivePhotoTests {
     func live(_ library: PhotoLibrary) async throws -> [LibraryAsset] {
         try await library.fetchAssets(FetchOptions(predicate: "(mediaSubtypes & 8) != 0"))

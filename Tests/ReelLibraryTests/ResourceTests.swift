@@ -5,7 +5,7 @@ import Testing
 
 @testable import ReelLibrary
 
-@Suite("Resources", .timeLimit(.minutes(3)))
+@Suite("Resources", .timeLimit(.minutes(10)))
 struct ResourceTests {
     @Test("BLAKE2b-256 agrees with b2sum on empty, short, block-sized and real files")
     func hash() async throws {
@@ -15,16 +15,22 @@ struct ResourceTests {
             let bytes = (0..<size).map { _ in UInt8.random(in: 0...255, using: &generator) }
             let url = folder.appendingPathComponent("f\(size)")
             try Data(bytes).write(to: url)
-            var hasher = ContentHasher()
-            hasher.update(bytes)
+            let mine = try await onOwnThread {
+                var hasher = ContentHasher()
+                hasher.update(bytes)
+                return hasher.finalize()
+            }
             let tool = try await Tools.run("b2sum", ["-l", "256", url.path])
-            #expect(hasher.finalize() == String(tool.stdout.prefix(64)), "size \(size)")
+            #expect(mine == String(tool.stdout.prefix(64)), "size \(size)")
         }
         let path = try Media.heic
-        let descriptor = open(path, O_RDONLY)
-        defer { close(descriptor) }
+        let whole = try await onOwnThread { () -> String? in
+            let descriptor = open(path, O_RDONLY)
+            defer { close(descriptor) }
+            return ContentHasher.hash(descriptor: descriptor, length: 721_093)
+        }
         let tool = try await Tools.run("b2sum", ["-l", "256", path])
-        #expect(ContentHasher.hash(descriptor: descriptor, length: 721_093) == String(tool.stdout.prefix(64)))
+        #expect(whole == String(tool.stdout.prefix(64)))
     }
 
     @Test("a Live Photo's movie and a Motion Photo's embedded video are written byte for byte, with progress")
