@@ -141,10 +141,12 @@ extension PhotoLibrary {
             assetCollectionSubtype: .albumRegular, estimatedAssetCount: 0)
     }
 
+    /// Renames a user album. Throws `.notFound` for an unknown album.
     public func renameAlbum(_ identifier: String, title: String) async throws {
         try await store.apply([.renameAlbum(identifier: identifier, title: title)])
     }
 
+    /// Deletes a user album (its assets stay in the library). Throws `.notFound` for an unknown album.
     public func deleteAlbum(_ identifier: String) async throws {
         try await store.apply([.deleteAlbum(identifier: identifier)])
     }
@@ -154,6 +156,7 @@ extension PhotoLibrary {
         try await store.apply([.addToAlbum(identifier: album, localIdentifiers: identifiers)])
     }
 
+    /// Takes assets out of a user album (they stay in the library).
     public func removeAssets(_ identifiers: [String], fromAlbum album: String) async throws {
         try await store.apply([.removeFromAlbum(identifier: album, localIdentifiers: identifiers)])
     }
