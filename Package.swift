@@ -57,7 +57,7 @@ let package = Package(
         .target(
             name: "ReelQueue",
             dependencies: [
-                "ReelExport", "ReelSpawn", .product(name: "Logging", package: "swift-log"),
+                "ReelExport", "ReelSpawn", "CSpawn", .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
@@ -70,6 +70,7 @@ let package = Package(
                 "ReelQueue", "ReelExport", .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
         // A worker's HTTP side: Prometheus metrics, health, readiness and the status page (Hummingbird,
@@ -116,7 +117,8 @@ let package = Package(
         .plugin(name: "BuildInfo", capability: .buildTool()),
 
         // Child processes started with posix_spawn (Foundation's Process.run() can crash its caller on
-        // Linux in Swift 6.3): the worker's isolated exports and the tests' tools.
+        // Linux in Swift 6.3): the worker's isolated exports and the tests' tools. CSpawn also bridges
+        // the pidfd calls and extended attributes (the queue's publish receipts) that Glibc leaves out.
         .target(name: "CSpawn"),
         .target(name: "ReelSpawn", dependencies: ["CSpawn"]),
         .target(
@@ -129,7 +131,7 @@ let package = Package(
         .testTarget(
             name: "ReelQueueTests",
             dependencies: [
-                "ReelQueue", "TestSupport", "QueueContract",
+                "ReelQueue", "ReelSpawn", "CSpawn", "TestSupport", "QueueContract",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),

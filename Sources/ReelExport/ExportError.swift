@@ -22,6 +22,9 @@ public struct ExportError: Error, Sendable, Equatable, CustomStringConvertible {
         public static let unsupportedCodec = Code("unsupported-codec")
         /// The preset, output type and asset do not go together.
         public static let incompatiblePreset = Code("incompatible-preset")
+        /// A video preset was given an asset without video, and audio-only output was not allowed
+        /// (`ExportSession.allowsAudioOnly`, `--allow-audio-only`).
+        public static let noVideo = Code("no-video")
         /// The input exceeds a configured limit.
         public static let limitExceeded = Code("limit-exceeded")
         /// The destination file system is full.

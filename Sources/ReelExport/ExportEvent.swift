@@ -3,7 +3,8 @@ import Foundation
 /// One line of an export's JSON report: what `reel export --json` prints, and what an isolated
 /// export process tells the worker that started it. One definition, so the two sides cannot drift.
 ///
-/// Each event encodes as one flat JSON object whose `event` field names its kind:
+/// Each event encodes as one flat JSON object whose `event` field names its kind, with every key
+/// present (`null` where a value is absent):
 /// `{"event":"progress","status":"exporting","phase":"transcoding","progress":0.42,"frames":120,"fps":61.5,"etaSeconds":3.1}`,
 /// `{"event":"completed","output":…,"preset":…,"type":…,"result":{…}}`,
 /// `{"event":"failed","error":{"code":…,"message":…,"retryable":…}}`.
@@ -30,6 +31,19 @@ public enum ExportEvent: Sendable, Equatable, Codable {
             frames = update.frames
             fps = (update.framesPerSecond * 10).rounded() / 10
             etaSeconds = update.secondsRemaining.map { ($0 * 10).rounded() / 10 }
+        }
+
+        private enum CodingKeys: String, CodingKey { case status, phase, progress, frames, fps, etaSeconds }
+
+        /// Every key, `etaSeconds` as `null` until it can be estimated.
+        public func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(status, forKey: .status)
+            try c.encode(phase, forKey: .phase)
+            try c.encode(progress, forKey: .progress)
+            try c.encode(frames, forKey: .frames)
+            try c.encode(fps, forKey: .fps)
+            try c.encode(etaSeconds, forKey: .etaSeconds)
         }
     }
 

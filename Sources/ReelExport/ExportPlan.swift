@@ -14,14 +14,19 @@ public struct ExportPlan: Sendable, Codable, Equatable {
     public var method: ExportMethod
     public var decision: Decision
     public var output: Output
-    /// Output display size, when there is video.
+    /// Output picture size, when there is video (`video.pixelAspect` says when its pixels are not square).
     public var width: Int?
     public var height: Int?
     /// Output frames per second after the preset's cap (the source's for a copy), when there is video.
     public var frameRate: Double?
     /// Seconds of the source the output covers (the time range's length when there is one).
     public var durationSeconds: Double
+    /// The part of the source exported: the requested range with its end clamped to the asset's
+    /// duration (an open end made explicit), as `AVAssetExportSession` does; nil for all of it.
     public var timeRange: TimeRange?
+    /// The range as it was asked for, when one was (it differs from `timeRange` when it ended past the
+    /// asset or was open-ended).
+    public var requestedTimeRange: TimeRange? = nil
     /// Where a Passthrough cut's copy starts in the source (the keyframe at or before the range's
     /// start), when the source's index says; the edit list hides what lies before the range.
     public var copiedFromSeconds: Double? = nil
@@ -88,7 +93,7 @@ public struct ExportPlan: Sendable, Codable, Equatable {
         /// The source's display size (rotation and sample aspect ratio applied).
         public var sourceWidth: Int?
         public var sourceHeight: Int?
-        /// The output's size in square pixels, upright.
+        /// The output's picture size in pixels, upright: square pixels unless `pixelAspect` says otherwise.
         public var width: Int
         public var height: Int
         public var sourceFrameRate: Double?
@@ -135,6 +140,11 @@ public struct ExportPlan: Sendable, Codable, Equatable {
         /// At most this many frames from one keyframe to the next (x264/x265 `keyint`): two seconds of
         /// the output's frame rate. Nil for a copy.
         public var keyframeInterval: Int? = nil
+        /// The shape of the output's pixels (sample aspect ratio, width over height) when they are not
+        /// square: where the preset's size grid (or evenness, for a tiny picture) makes `width`x`height`
+        /// more than 1 % wider or narrower than the source's display proportions, the pixels are
+        /// shaped so the picture displays at the source's proportions. Nil: square pixels.
+        public var pixelAspect: Rational? = nil
     }
 
     /// The audio track's path through the export.
@@ -172,6 +182,18 @@ public struct ExportPlan: Sendable, Codable, Equatable {
         public var policy: MetadataPolicy
         /// The keys and values written (the source's, filtered by the policy).
         public var written: [String: String]
+        /// The keys written that say where the recording was made (`MetadataPolicy.isLocationKey`),
+        /// sorted; empty under `sharing` and `strip`.
+        public var location: [String]
+        /// The keys written that name the device or its software (`MetadataPolicy.isDeviceKey`), sorted.
+        public var device: [String]
+
+        public init(policy: MetadataPolicy, written: [String: String]) {
+            self.policy = policy
+            self.written = written
+            location = written.keys.filter(MetadataPolicy.isLocationKey).sorted()
+            device = written.keys.filter(MetadataPolicy.isDeviceKey).sorted()
+        }
     }
 }
 
@@ -245,8 +267,16 @@ extension ExportPlan {
         TranscodePlan(
             inputPath: asset, outputPath: "", container: Container(muxer: output.muxer, brand: output.brand),
             mode: mode, faststart: output.networkOptimized, metadata: metadata.written,
-            startSeconds: timeRange.map(\.start).flatMap { $0 > 0 ? $0 : nil }, endSeconds: timeRange?.end,
+            startSeconds: timeRange.map(\.start).flatMap { $0 > 0 ? $0 : nil }, endSeconds: endSeconds,
             policy: limits)
+    }
+
+    /// Where the export stops reading: the requested end when it lies inside the asset. An end past
+    /// the asset (clamped in `timeRange`) or an open one reads to the end of the media, so a container
+    /// that declares less than it holds loses nothing.
+    private var endSeconds: Double? {
+        guard let end = (requestedTimeRange ?? timeRange)?.end, end == timeRange?.end else { return nil }
+        return end
     }
 
     /// What ReelMedia does with the streams.
@@ -273,6 +303,7 @@ extension ExportPlan {
                         encoderPreset: encoderPreset, crf: crf, maxBitrate: video.maxBitrate,
                         bufferSize: video.bufferSize, maxFrameRate: video.maxFrameRate, profile: video.profile,
                         hdrMetadata: video.color == .keepSource ? video.hdrMetadata : nil))
+                encodedVideo?.encoding.pixelAspect = video.pixelAspect ?? Rational(1, 1)
                 encodedVideo?.encoding.background = video.background?.packed ?? 0
                 encodedVideo?.encoding.keyframeInterval = video.keyframeInterval
             }

@@ -33,20 +33,25 @@ public enum ExportPlanner {
     /// Builds the plan or throws `incompatible-preset` / `invalid-argument` with a clear reason.
     /// Reads only the asset's probed facts (a header-only probe is enough): no file is opened. With
     /// `fileLengthLimit`, the plan fits that many bytes (`SizeLimit`) or throws `limit-exceeded` with
-    /// the smallest feasible size.
+    /// the smallest feasible size. A video preset refuses an asset without video (`no-video`) unless
+    /// `allowAudioOnly`. A time range that ends past the asset is clamped to it, as
+    /// `AVAssetExportSession` does: the plan's `timeRange` is what is exported, `requestedTimeRange`
+    /// what was asked.
     public static func decide(
         asset: Asset, preset: Preset, type: OutputType, timeRange: TimeRange?, metadata: MetadataPolicy,
         optimizeForNetwork: Bool, forceTranscode: Bool = false, fileLengthLimit: Int64? = nil,
-        background: RGBColor = .black
+        background: RGBColor = .black, allowAudioOnly: Bool = false
     ) throws(ExportError) -> ExportPlan {
         if let limit = fileLengthLimit {
             var plan = try decide(
                 asset: asset, preset: preset, type: type, timeRange: timeRange, metadata: metadata,
-                optimizeForNetwork: optimizeForNetwork, forceTranscode: forceTranscode, background: background)
+                optimizeForNetwork: optimizeForNetwork, forceTranscode: forceTranscode, background: background,
+                allowAudioOnly: allowAudioOnly)
             if plan.method == .smartPassthrough, plan.estimatedBytes > limit {
                 plan = try decide(
                     asset: asset, preset: preset, type: type, timeRange: timeRange, metadata: metadata,
-                    optimizeForNetwork: optimizeForNetwork, forceTranscode: true, background: background)
+                    optimizeForNetwork: optimizeForNetwork, forceTranscode: true, background: background,
+                    allowAudioOnly: allowAudioOnly)
                 plan.decision = ExportPlan.Decision(
                     obstacle: .sizeLimit,
                     summary:
@@ -63,19 +68,23 @@ public enum ExportPlanner {
             output: ExportPlan.Output(
                 path: nil, type: type, muxer: type.container.muxer, brand: type.container.brand,
                 networkOptimized: optimizeForNetwork),
-            durationSeconds: TimeRange.seconds(of: timeRange, within: asset.duration), timeRange: timeRange,
+            durationSeconds: TimeRange.seconds(of: timeRange, within: asset.duration),
+            timeRange: timeRange?.clamped(to: asset.duration),
             streams: asset.tracks.map {
                 ExportPlan.Stream(index: $0.index, kind: $0.kind, codec: $0.codec, action: .skip, reason: nil)
             },
             metadata: ExportPlan.Metadata(policy: metadata, written: metadataToWrite(asset.metadata, policy: metadata)),
             estimatedBytes: 0)
+        plan.requestedTimeRange = timeRange
         switch preset.kind {
         case .passthrough:
             try planPassthrough(&plan, asset: asset, type: type)
         case .audio:
             try planAudio(&plan, asset: asset, preset: preset, type: type)
         case .video:
-            try planVideo(&plan, asset: asset, preset: preset, type: type, forceTranscode: forceTranscode)
+            try planVideo(
+                &plan, asset: asset, preset: preset, type: type, forceTranscode: forceTranscode,
+                allowAudioOnly: allowAudioOnly)
         }
         if plan.video?.copied == false, let format = asset.videoTrack?.pixelFormat,
             MediaCapabilities.pixelFormatHasAlpha(format)
@@ -187,7 +196,8 @@ public enum ExportPlanner {
     /// A video preset: the video re-encoded into the preset's box and the audio to AAC, unless the
     /// source already is what the preset would make (smart passthrough).
     static func planVideo(
-        _ plan: inout ExportPlan, asset: Asset, preset: Preset, type: OutputType, forceTranscode: Bool
+        _ plan: inout ExportPlan, asset: Asset, preset: Preset, type: OutputType, forceTranscode: Bool,
+        allowAudioOnly: Bool = false
     ) throws(ExportError) {
         if type.isAudioOnly {
             throw ExportError(
@@ -200,13 +210,26 @@ public enum ExportPlanner {
         if asset.videoTrack == nil && asset.audioTrack == nil {
             throw ExportError(.unreadableInput, "\(asset.url.lastPathComponent) has no video or audio track")
         }
+        if asset.videoTrack == nil && !allowAudioOnly {
+            throw ExportError(
+                .noVideo,
+                "\(asset.url.lastPathComponent) has no video, and \(preset.name) makes video; to write its audio alone, allow audio-only output (--allow-audio-only, or \"allowAudioOnly\": true), or use AppleM4A"
+            )
+        }
         if let track = asset.videoTrack {
             guard let display = track.displaySize, display.width > 0, display.height > 0 else {
                 throw ExportError(.unreadableInput, "the video track of \(asset.url.lastPathComponent) has no size")
             }
+            let size = preset.outputSize(forDisplayWidth: display.width, height: display.height)
+            // x265 refuses pictures under 16 pixels a side ("Image size is too small"); presets never upscale.
+            if settings.codec == .hevc, min(size.width, size.height) < 16 {
+                throw ExportError(
+                    .incompatiblePreset,
+                    "\(preset.name) encodes HEVC, which needs a picture at least 16 pixels on each side; this one would be \(size.width)x\(size.height) (use an H.264 preset)"
+                )
+            }
             plan.video = encodedVideo(
-                settings, track: track,
-                size: preset.outputSize(forDisplayWidth: display.width, height: display.height),
+                settings, track: track, size: size,
                 color: try videoColor(settings, track: track, presetName: preset.name))
             plan.mark(track.index, .transcode)
         }
@@ -335,7 +358,47 @@ public enum ExportPlanner {
             colorTransfer: highBit ? track.colorTransfer : "bt709", colorSpace: highBit ? track.colorSpace : "bt709",
             colorRange: "tv", scaler: scaler, codecTag: settings.codec == .hevc ? "hvc1" : nil,
             mirrored: track.isMirrored ?? false, sourceDynamicRange: track.dynamicRange, toneMapping: toneMapping,
-            hdrMetadata: color.hdrMetadata, keyframeInterval: keyframeInterval(frameRate: rate))
+            hdrMetadata: color.hdrMetadata, keyframeInterval: keyframeInterval(frameRate: rate),
+            pixelAspect: track.displaySize.flatMap {
+                pixelAspect(display: $0, picture: size)
+            })
+    }
+
+    /// The largest difference between a picture's proportions and the source's that square pixels
+    /// may leave: beyond it the pixels are shaped instead (`ExportPlan.Video.pixelAspect`).
+    static let squarePixelTolerance = 0.01
+
+    /// The pixel shape (sample aspect ratio) that shows `picture` at the proportions of `display`
+    /// (the source's display size), or nil when square pixels come within `squarePixelTolerance`.
+    /// The fraction is reduced, with both terms at most 65535 (H.264's and HEVC's VUI fields are 16
+    /// bits): the nearest such fraction when the exact one does not fit, off by less than 1e-8.
+    static func pixelAspect(display: (width: Int, height: Int), picture: (width: Int, height: Int)) -> Rational? {
+        guard display.width > 0, display.height > 0, picture.width > 0, picture.height > 0 else { return nil }
+        let shown = Double(display.width) / Double(display.height)
+        let stored = Double(picture.width) / Double(picture.height)
+        guard abs(stored / shown - 1) > squarePixelTolerance else { return nil }
+        return fraction(
+            numerator: display.width * picture.height, denominator: display.height * picture.width, limit: 65_535)
+    }
+
+    /// `numerator`/`denominator` reduced, or its closest continued-fraction convergent whose terms are
+    /// at most `limit`.
+    static func fraction(numerator: Int, denominator: Int, limit: Int) -> Rational {
+        func gcd(_ a: Int, _ b: Int) -> Int { b == 0 ? a : gcd(b, a % b) }
+        let common = gcd(numerator, denominator)
+        let (p, q) = (numerator / common, denominator / common)
+        if p <= limit && q <= limit { return Rational(p, q) }
+        // Convergents h/k of p/q, until the next one would exceed the limit.
+        var (h0, h1, k0, k1) = (0, 1, 1, 0)
+        var (a, b) = (p, q)
+        while b != 0 {
+            let term = a / b
+            let (h2, k2) = (term * h1 + h0, term * k1 + k0)
+            if h2 > limit || k2 > limit { break }
+            (h0, h1, k0, k1) = (h1, h2, k1, k2)
+            (a, b) = (b, a - term * b)
+        }
+        return Rational(max(1, h1), max(1, k1))
     }
 
     /// Frames between keyframes at most: two seconds (the usual interval for web video, which players
@@ -392,12 +455,26 @@ public enum ExportPlanner {
             return source.filter { !containerKeys.contains($0.key) }
         case .forSharing:
             return source.filter { key, _ in
-                let lowered = key.lowercased()
-                if containerKeys.contains(key) { return false }
-                let private_ = ["location", "make", "model", "software", "com.android.", "gps", "xyz"]
-                return !private_.contains { lowered.contains($0) }
+                !containerKeys.contains(key) && !MetadataPolicy.isLocationKey(key) && !MetadataPolicy.isDeviceKey(key)
             }
         }
+    }
+}
+
+extension MetadataPolicy {
+    /// Whether a container metadata key says where the recording was made (`location`,
+    /// `com.apple.quicktime.location.ISO6709`, `©xyz`, GPS keys): what `sharing` drops, with the
+    /// device keys.
+    public static func isLocationKey(_ key: String) -> Bool {
+        let lowered = key.lowercased()
+        return ["location", "gps", "xyz"].contains { lowered.contains($0) }
+    }
+
+    /// Whether a container metadata key names the device or its software (`make`, `model`,
+    /// `com.apple.quicktime.software`, `com.android.*`).
+    public static func isDeviceKey(_ key: String) -> Bool {
+        let lowered = key.lowercased()
+        return ["make", "model", "software", "com.android."].contains { lowered.contains($0) }
     }
 }
 

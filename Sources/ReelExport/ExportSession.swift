@@ -35,7 +35,8 @@ public final class ExportSession: Sendable {
         public var elapsedSeconds: Double
     }
 
-    /// What a completed export produced, read back from the file.
+    /// What a completed export produced, read back from the file. Encoded as JSON, it carries every
+    /// key, `null` where a value is absent (an audio-only file's `width`, `height`, `videoCodec`).
     public struct Result: Sendable, Codable, Equatable {
         /// Size of the file.
         public var bytes: Int64
@@ -60,6 +61,92 @@ public final class ExportSession: Sendable {
         public var verificationSeconds: Double? = nil
         /// Encodes made: 2 when a size limit (`fileLengthLimit`) was missed by the first.
         public var encodingPasses: Int? = nil
+        /// The part of the source exported (`ExportPlan.timeRange`: the requested range clamped to the
+        /// asset), nil for all of it.
+        public var timeRange: TimeRange? = nil
+        /// The range asked for, when one was: it differs from `timeRange` when it ended past the asset.
+        public var requestedTimeRange: TimeRange? = nil
+        /// Which location and device keys the file's metadata holds, read back from it.
+        public var metadata: WrittenMetadata? = nil
+
+        /// The location and device keys found in an output's container metadata.
+        public struct WrittenMetadata: Sendable, Codable, Equatable {
+            /// Keys that say where the recording was made (`MetadataPolicy.isLocationKey`), sorted.
+            public var location: [String]
+            /// Keys that name the device or its software (`MetadataPolicy.isDeviceKey`), sorted.
+            public var device: [String]
+
+            public init(_ metadata: [String: String]) {
+                location = metadata.keys.filter(MetadataPolicy.isLocationKey).sorted()
+                device = metadata.keys.filter(MetadataPolicy.isDeviceKey).sorted()
+            }
+        }
+
+        private enum CodingKeys: String, CodingKey {
+            case bytes, durationSeconds, width, height, videoCodec, audioCodec, networkOptimized, elapsedSeconds
+            case method, decision, verificationSeconds, encodingPasses, timeRange, requestedTimeRange, metadata
+        }
+
+        public init(
+            bytes: Int64, durationSeconds: Double, width: Int?, height: Int?, videoCodec: String?,
+            audioCodec: String?, networkOptimized: Bool, elapsedSeconds: Double, method: ExportMethod,
+            decision: String, verificationSeconds: Double? = nil, encodingPasses: Int? = nil,
+            metadata: WrittenMetadata? = nil
+        ) {
+            self.bytes = bytes
+            self.durationSeconds = durationSeconds
+            self.width = width
+            self.height = height
+            self.videoCodec = videoCodec
+            self.audioCodec = audioCodec
+            self.networkOptimized = networkOptimized
+            self.elapsedSeconds = elapsedSeconds
+            self.method = method
+            self.decision = decision
+            self.verificationSeconds = verificationSeconds
+            self.encodingPasses = encodingPasses
+            self.metadata = metadata
+        }
+
+        public init(from decoder: any Decoder) throws {
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            bytes = try c.decode(Int64.self, forKey: .bytes)
+            durationSeconds = try c.decode(Double.self, forKey: .durationSeconds)
+            width = try c.decodeIfPresent(Int.self, forKey: .width)
+            height = try c.decodeIfPresent(Int.self, forKey: .height)
+            videoCodec = try c.decodeIfPresent(String.self, forKey: .videoCodec)
+            audioCodec = try c.decodeIfPresent(String.self, forKey: .audioCodec)
+            networkOptimized = try c.decode(Bool.self, forKey: .networkOptimized)
+            elapsedSeconds = try c.decode(Double.self, forKey: .elapsedSeconds)
+            method = try c.decode(ExportMethod.self, forKey: .method)
+            decision = try c.decode(String.self, forKey: .decision)
+            verificationSeconds = try c.decodeIfPresent(Double.self, forKey: .verificationSeconds)
+            encodingPasses = try c.decodeIfPresent(Int.self, forKey: .encodingPasses)
+            timeRange = try c.decodeIfPresent(TimeRange.self, forKey: .timeRange)
+            requestedTimeRange = try c.decodeIfPresent(TimeRange.self, forKey: .requestedTimeRange)
+            metadata = try c.decodeIfPresent(WrittenMetadata.self, forKey: .metadata)
+        }
+
+        /// Every key, absent values as `null`: a program reading the JSON finds the same keys in
+        /// every result.
+        public func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(bytes, forKey: .bytes)
+            try c.encode(durationSeconds, forKey: .durationSeconds)
+            try c.encode(width, forKey: .width)
+            try c.encode(height, forKey: .height)
+            try c.encode(videoCodec, forKey: .videoCodec)
+            try c.encode(audioCodec, forKey: .audioCodec)
+            try c.encode(networkOptimized, forKey: .networkOptimized)
+            try c.encode(elapsedSeconds, forKey: .elapsedSeconds)
+            try c.encode(method, forKey: .method)
+            try c.encode(decision, forKey: .decision)
+            try c.encode(verificationSeconds, forKey: .verificationSeconds)
+            try c.encode(encodingPasses, forKey: .encodingPasses)
+            try c.encode(timeRange, forKey: .timeRange)
+            try c.encode(requestedTimeRange, forKey: .requestedTimeRange)
+            try c.encode(metadata, forKey: .metadata)
+        }
     }
 
     /// Damage done to the finished temporary file before it is verified, to prove that verification
@@ -85,6 +172,7 @@ public final class ExportSession: Sendable {
         var forceTranscode = false
         var fileLengthLimit: Int64?
         var backgroundColor = RGBColor.black
+        var allowsAudioOnly = false
         var codecThreads = 0
         var temporaryTag: String?
         var publishGate: (@Sendable () throws(ExportError) -> Void)?
@@ -98,7 +186,7 @@ public final class ExportSession: Sendable {
         var observers: [Int: AsyncStream<Progress>.Continuation] = [:]
         var handler: (@Sendable (Progress) -> Void)?
         var nextObserver = 0
-        var lastPublished = Date.distantPast
+        var lastPublished: ContinuousClock.Instant?
     }
 
     /// The asset being exported.
@@ -174,6 +262,29 @@ public final class ExportSession: Sendable {
         get { state.withLock { $0.backgroundColor } }
         set { state.withLock { $0.backgroundColor = newValue } }
     }
+    /// Under a video preset, export an asset that has no video as its audio alone. Default false: such
+    /// an asset fails `no-video`, since a caller that asked for video rarely wants an audio file.
+    public var allowsAudioOnly: Bool {
+        get { state.withLock { $0.allowsAudioOnly } }
+        set { state.withLock { $0.allowsAudioOnly = newValue } }
+    }
+    /// Sets every property an `ExportRequest` decides (`ExportRequest.resolve`): output type, time
+    /// range, metadata (`metadataDefault` when the request did not choose), network optimisation,
+    /// forced transcode, audio-only output, size limit, background and overwrite. The preset is the
+    /// session's own, given at `init`.
+    public func apply(_ settings: ExportSettings, metadataDefault: MetadataPolicy = .keep) {
+        state.withLock { state in
+            state.outputFileType = settings.outputType
+            state.timeRange = settings.timeRange
+            state.metadataPolicy = settings.metadata ?? metadataDefault
+            state.shouldOptimizeForNetworkUse = settings.optimizeForNetwork
+            state.forceTranscode = settings.forceTranscode
+            state.allowsAudioOnly = settings.allowsAudioOnly
+            state.fileLengthLimit = settings.fileLengthLimit.map { max(1, $0) }
+            state.backgroundColor = settings.background
+            state.overwrite = settings.overwrite
+        }
+    }
     /// Threads the video decoder and encoder may each use; 0 (the default) lets them use every core.
     /// A worker running one job per core sets 1: two single-threaded jobs side by side waste less
     /// than two frame-threaded ones contending for the same cores.
@@ -201,8 +312,7 @@ public final class ExportSession: Sendable {
         set { state.withLock { $0.stallTimeout = max(0.05, newValue) } }
     }
     /// Damage to do to the file before verifying it, or an overshoot to force a size limit's second
-    /// pass (debug builds only). Defaults to the `REEL_TEST_OUTPUT_FAULT` environment variable
-    /// (`truncate`, `corrupt`, `overshoot`) in debug builds.
+    /// pass (debug builds only). Defaults to the fault set with `injectOutputFault(named:)`.
     var outputFault: OutputFault? {
         get { state.withLock { $0.outputFault } }
         set { state.withLock { $0.outputFault = newValue } }
@@ -244,17 +354,17 @@ public final class ExportSession: Sendable {
     /// becomes of each stream and the estimated size. Throws the reason when it cannot.
     @discardableResult
     public func determineCompatibility() throws(ExportError) -> ExportPlan {
-        let (type, range, metadata, network, force, destination, limit, background) = state.withLock {
+        let (type, range, metadata, network, force, destination, limit, background, audioOnly) = state.withLock {
             (
                 $0.outputFileType ?? ExportPlanner.defaultType(for: preset), $0.timeRange, $0.metadataPolicy,
                 $0.shouldOptimizeForNetworkUse, $0.forceTranscode, $0.outputURL, $0.fileLengthLimit,
-                $0.backgroundColor
+                $0.backgroundColor, $0.allowsAudioOnly
             )
         }
         var plan = try ExportPlanner.decide(
             asset: asset, preset: preset, type: type, timeRange: range, metadata: metadata,
             optimizeForNetwork: network, forceTranscode: force, fileLengthLimit: limit,
-            background: background)
+            background: background, allowAudioOnly: audioOnly)
         plan.output.path = destination?.standardizedFileURL.path
         return plan
     }
@@ -303,7 +413,9 @@ public final class ExportSession: Sendable {
             return true
         }
         guard begin else { throw ExportError(.invalidArgument, "export() was already called on this session") }
-        let started = Date()
+        // Elapsed time, fps and the watchdog use the monotonic clock: a wall-clock step (NTP, a
+        // person setting the date) neither stretches nor shrinks them.
+        let started = ContinuousClock.now
         do throws(ExportError) {
             let result = try run(started: started)
             finish(status: .completed, error: nil, result: result, started: started)
@@ -313,17 +425,34 @@ public final class ExportSession: Sendable {
         }
     }
 
-    private func run(started: Date) throws(ExportError) -> Result {
+    private func run(started: ContinuousClock.Instant) throws(ExportError) -> Result {
         if cancelFlag.isRaised { throw ExportSession.cancelled() }
         guard let destination = outputURL?.standardizedFileURL else {
             throw ExportError(.invalidArgument, "no output URL was set")
         }
-        var exportPlan = try determineCompatibility()
+        let exportPlan = try determineCompatibility()
         let (overwrite, tag, gate) = state.withLock { ($0.overwrite, $0.temporaryTag, $0.publishGate) }
         let output = try OutputPublisher(
             destination: destination, asset: asset.url, tag: tag ?? TemporaryOutput.randomTag(), overwrite: overwrite)
         setStatus(.exporting)
         defer { output.discard() }
+        // What an export that crashed here left behind (an FFmpeg assertion, a kill): never a live one's.
+        TemporaryOutput.removeLeftovers(for: destination)
+        do throws(ExportError) {
+            return try run(exportPlan, into: output, destination: destination, gate: gate, started: started)
+        } catch {
+            // The temporary file is the export's business: errors name the file the caller named.
+            throw output.naming(error)
+        }
+    }
+
+    /// Produces the file into `output`'s temporary name (twice when a size limit was missed), lets
+    /// `gate` stop it, publishes it and reads it back.
+    private func run(
+        _ plan: ExportPlan, into output: OutputPublisher, destination: URL,
+        gate: (@Sendable () throws(ExportError) -> Void)?, started: ContinuousClock.Instant
+    ) throws(ExportError) -> Result {
+        var exportPlan = plan
         #if DEBUG
             if activeFault == .overshoot, var video = exportPlan.video, let rate = video.maxBitrate {
                 video.maxBitrate = rate * 4
@@ -331,7 +460,8 @@ public final class ExportSession: Sendable {
                 exportPlan.video = video
             }
         #endif
-        var verificationSeconds = try produce(exportPlan, into: output, started: started)
+        // Holds the temporary file's lock (`OutputLock`) until it is published or discarded.
+        var (verificationSeconds, hold) = try produce(exportPlan, into: output, started: started)
         var passes = 1
         if let limit = exportPlan.sizeLimit?.bytes, let bytes = ExportSession.fileBytes(output.temporary),
             bytes > limit
@@ -342,20 +472,24 @@ public final class ExportSession: Sendable {
             }
             output.discard()
             exportPlan = corrected
-            verificationSeconds += try produce(exportPlan, into: output, started: started)
+            let again = try produce(exportPlan, into: output, started: started)
+            verificationSeconds += again.seconds
+            hold = again.lock
             passes = 2
             if let again = ExportSession.fileBytes(output.temporary), again > limit {
                 throw ExportSession.overLimit(bytes: again, limit: limit, passes: 2)
             }
         }
         try gate?()
-        try output.publish()
+        try withExtendedLifetime(hold) { () throws(ExportError) in try output.publish() }
         do {
             var result = try ExportSession.summarize(destination, started: started)
             result.method = exportPlan.method
             result.decision = exportPlan.decision.summary
             result.verificationSeconds = verificationSeconds
             result.encodingPasses = passes
+            result.timeRange = exportPlan.timeRange
+            result.requestedTimeRange = exportPlan.requestedTimeRange
             return result
         } catch {
             unlink(destination.path)
@@ -363,20 +497,23 @@ public final class ExportSession: Sendable {
         }
     }
 
-    /// Runs one encode (or copy) of `plan` into the temporary file and verifies it; returns the
-    /// seconds the verification took.
-    private func produce(_ exportPlan: ExportPlan, into output: OutputPublisher, started: Date) throws(ExportError)
-        -> Double
+    /// Runs one encode (or copy) of `plan` into the temporary file and verifies it against what was
+    /// written; returns the seconds the verification took and the file's lock.
+    private func produce(
+        _ exportPlan: ExportPlan, into output: OutputPublisher, started: ContinuousClock.Instant
+    ) throws(ExportError) -> (seconds: Double, lock: OutputLock?)
     {
         var transcode = exportPlan.transcodePlan(limits: limits)
         transcode.outputPath = output.temporary.path
         transcode.threads = codecThreads
         let watchdog = Watchdog(timeout: stallTimeout, cancel: cancelFlag)
         let plan = transcode
+        let produced = Mutex<TranscodeOutcome?>(nil)
         let outcome = watchdog.run { [self, cancelFlag] heartbeat throws(MediaError) in
-            _ = try Transcoder.run(plan, cancel: cancelFlag, heartbeat: heartbeat) { [self] update in
+            let made = try Transcoder.run(plan, cancel: cancelFlag, heartbeat: heartbeat) { [self] update in
                 publish(update, started: started)
             }
+            produced.withLock { $0 = made }
         }
         if watchdog.stalled {
             // How far it got tells a stuck decoder (early) from a starved encoder (its flush, late).
@@ -396,11 +533,20 @@ public final class ExportSession: Sendable {
             break
         }
         if cancelFlag.isRaised { throw ExportSession.cancelled() }
+        let made = produced.withLock { $0 }
         injectFault(into: output.temporary)
-        let verifying = Date()
-        try OutputVerification.check(output.temporary, plan: exportPlan, asset: asset)
-        return Date().timeIntervalSince(verifying)
+        let verifying = ContinuousClock.now
+        try OutputVerification.check(output.temporary, plan: exportPlan, asset: asset, written: made?.written)
+        return (ExportSession.seconds(since: verifying), made?.lock)
     }
+
+    /// Seconds on the monotonic clock from `start` to `end` (now by default).
+    static func seconds(from start: ContinuousClock.Instant, to end: ContinuousClock.Instant = .now) -> Double {
+        let (whole, fraction) = (end - start).components
+        return Double(whole) + Double(fraction) / 1e18
+    }
+
+    static func seconds(since start: ContinuousClock.Instant) -> Double { seconds(from: start) }
 
     private static func fileBytes(_ url: URL) -> Int64? {
         var status = stat()
@@ -414,7 +560,7 @@ public final class ExportSession: Sendable {
             retryable: false)
     }
 
-    /// Damages the finished file as `outputFault` (or `REEL_TEST_OUTPUT_FAULT`) says, in debug builds.
+    /// Damages the finished file as `outputFault` (or `injectOutputFault(named:)`) says, in debug builds.
     private func injectFault(into url: URL) {
         #if DEBUG
             guard let fault = activeFault, fault != .overshoot, let handle = try? FileHandle(forUpdating: url) else {
@@ -434,9 +580,23 @@ public final class ExportSession: Sendable {
         #endif
     }
 
-    /// `outputFault`, else `REEL_TEST_OUTPUT_FAULT`.
+    /// `outputFault`, else the one injected for every session.
     private var activeFault: OutputFault? {
-        outputFault ?? ProcessInfo.processInfo.environment["REEL_TEST_OUTPUT_FAULT"].flatMap(OutputFault.init)
+        outputFault ?? ExportSession.injectedFault.withLock { $0 }
+    }
+
+    private static let injectedFault = Mutex<OutputFault?>(nil)
+
+    /// Debug builds only (tests): damages the finished file of every session that sets no fault of its
+    /// own, to prove that verification catches it: `truncate` (cut to half), `corrupt` (zeros in the
+    /// middle), `overshoot` (a first encode under a size limit four times over its rate); nil for none.
+    /// The `reel` command sets it from `REEL_TEST_OUTPUT_FAULT`, so tests can damage what `reel export`
+    /// or a worker writes. Returns false for a name it does not know. Release builds ignore it.
+    @discardableResult
+    public static func injectOutputFault(named name: String?) -> Bool {
+        let fault = name.flatMap { $0.isEmpty ? nil : OutputFault(rawValue: $0) }
+        injectedFault.withLock { $0 = fault }
+        return name?.isEmpty ?? true || fault != nil
     }
 
     /// The error of a cancelled export.
@@ -446,7 +606,7 @@ public final class ExportSession: Sendable {
 
     /// Reads the finished file back to report what it holds. A file that cannot be read is
     /// `output-invalid`, unless the cause was I/O (`OutputVerification.unreadable`); the caller removes it.
-    static func summarize(_ url: URL, started: Date) throws(ExportError) -> Result {
+    static func summarize(_ url: URL, started: ContinuousClock.Instant) throws(ExportError) -> Result {
         let info: MediaInfo
         do {
             info = try MediaProbe.probeHeader(path: url.path)
@@ -459,7 +619,8 @@ public final class ExportSession: Sendable {
             bytes: info.fileBytes, durationSeconds: info.durationSeconds, width: video?.displaySize?.width,
             height: video?.displaySize?.height, videoCodec: video?.codec, audioCodec: audio?.codec,
             networkOptimized: (try? MovieAtoms.moovPrecedesMdat(url)) ?? false,
-            elapsedSeconds: Date().timeIntervalSince(started), method: .transcode, decision: "")
+            elapsedSeconds: seconds(since: started), method: .transcode, decision: "",
+            metadata: Result.WrittenMetadata(info.metadata))
     }
 
     private func setStatus(_ status: Status) {
@@ -474,9 +635,9 @@ public final class ExportSession: Sendable {
 
     /// Records a progress report and passes it on (at most every 0.1 s, and on a phase change). A
     /// no-op once the session has finished: a thread the watchdog abandoned may still report.
-    func publish(_ update: TranscodeProgress, started: Date) {
-        let now = Date()
-        let elapsed = now.timeIntervalSince(started)
+    func publish(_ update: TranscodeProgress, started: ContinuousClock.Instant) {
+        let now = ContinuousClock.now
+        let elapsed = ExportSession.seconds(from: started, to: now)
         let (snapshot, observers, handler):
             (Progress, [AsyncStream<Progress>.Continuation], (@Sendable (Progress) -> Void)?) = state.withLock {
                 state in
@@ -487,7 +648,7 @@ public final class ExportSession: Sendable {
                 state.progress = Progress(
                     status: state.status, phase: update.phase, fraction: update.fraction, frames: update.frames,
                     framesPerSecond: fps, secondsRemaining: remaining, elapsedSeconds: elapsed)
-                guard phaseChanged || now.timeIntervalSince(state.lastPublished) >= 0.1 else {
+                guard phaseChanged || state.lastPublished.map({ now - $0 >= .milliseconds(100) }) ?? true else {
                     return (state.progress, [], nil)
                 }
                 state.lastPublished = now
@@ -497,13 +658,13 @@ public final class ExportSession: Sendable {
         handler?(snapshot)
     }
 
-    private func finish(status: Status, error: ExportError?, result: Result?, started: Date) {
+    private func finish(status: Status, error: ExportError?, result: Result?, started: ContinuousClock.Instant) {
         let (snapshot, observers, handler) = state.withLock { state in
             state.status = status
             state.error = error
             state.result = result
             state.progress.status = status
-            state.progress.elapsedSeconds = Date().timeIntervalSince(started)
+            state.progress.elapsedSeconds = ExportSession.seconds(since: started)
             if status == .completed {
                 state.progress.fraction = 1
                 state.progress.secondsRemaining = 0

@@ -3,32 +3,48 @@ import Foundation
 /// How an export's file appears at its destination only when complete: checks before the work,
 /// a temporary name beside the destination (`TemporaryOutput`) to write to, then a link (or rename)
 /// into place and a sync of the folder, so the name survives a crash once it is there.
-struct OutputPublisher {
+package struct OutputPublisher {
     let destination: URL
     /// Where the export writes.
     let temporary: URL
     let overwrite: Bool
 
-    /// Checks that `destination` can be written: its folder exists, no file is there unless
-    /// `overwrite`, and it is not the asset itself. Names the temporary file with `tag`.
+    /// Checks that `destination` can be written (`check`). Names the temporary file with `tag`.
     init(destination: URL, asset: URL, tag: String, overwrite: Bool) throws(ExportError) {
+        try OutputPublisher.check(destination: destination, asset: asset, overwrite: overwrite)
+        self.destination = destination
+        self.overwrite = overwrite
+        temporary = TemporaryOutput.url(for: destination, tag: tag)
+    }
+
+    /// The checks made before any work, the same at `reel submit` as when the export starts: the
+    /// destination's folder exists (`output-failed`, not retryable), it is not the asset itself
+    /// (`invalid-argument`), and no file is there unless `overwrite` (`output-exists`).
+    package static func check(destination: URL, asset: URL, overwrite: Bool) throws(ExportError) {
         let folder = destination.deletingLastPathComponent()
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: folder.path, isDirectory: &isDirectory), isDirectory.boolValue
         else {
             throw ExportError(.outputFailed, "the output folder \(folder.path) does not exist", retryable: false)
         }
-        if !overwrite, FileManager.default.fileExists(atPath: destination.path) {
-            throw ExportError(.outputExists, "\(destination.path) already exists (use overwrite to replace it)")
-        }
         if destination.standardizedFileURL.resolvingSymlinksInPath().path
             == asset.standardizedFileURL.resolvingSymlinksInPath().path
         {
             throw ExportError(.invalidArgument, "the output would replace the asset itself")
         }
-        self.destination = destination
-        self.overwrite = overwrite
-        temporary = TemporaryOutput.url(for: destination, tag: tag)
+        if !overwrite, FileManager.default.fileExists(atPath: destination.path) {
+            throw ExportError(
+                .outputExists,
+                "\(destination.path) already exists (ask to overwrite it: --overwrite, \"overwrite\": true)")
+        }
+    }
+
+    /// `error` as the caller should read it: the hidden temporary name, where it appears, replaced by
+    /// the destination the caller named.
+    func naming(_ error: ExportError) -> ExportError {
+        let message = error.message.replacingOccurrences(of: temporary.path, with: destination.path)
+            .replacingOccurrences(of: temporary.lastPathComponent, with: destination.lastPathComponent)
+        return message == error.message ? error : ExportError(error.code, message, retryable: error.isRetryable)
     }
 
     /// Moves the finished (fsynced) temporary file into place and syncs the folder. Without
@@ -37,8 +53,7 @@ struct OutputPublisher {
     func publish() throws(ExportError) {
         if overwrite {
             if rename(temporary.path, destination.path) != 0 {
-                throw ExportError(
-                    .outputFailed, "cannot move the output into place: \(String(cString: strerror(errno)))")
+                throw OutputPublisher.failure("cannot move the output into place at \(destination.path)")
             }
         } else if link(temporary.path, destination.path) != 0 {
             let code = errno
@@ -48,8 +63,7 @@ struct OutputPublisher {
                 throw ExportError(.outputExists, "\(destination.path) already exists")
             }
             if rename(temporary.path, destination.path) != 0 {
-                throw ExportError(
-                    .outputFailed, "cannot move the output into place: \(String(cString: strerror(errno)))")
+                throw OutputPublisher.failure("cannot move the output into place at \(destination.path)")
             }
         }
         do throws(ExportError) {
@@ -69,12 +83,17 @@ struct OutputPublisher {
         let folder = destination.deletingLastPathComponent().path
         let fd = open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else {
-            throw ExportError(
-                .outputFailed, "cannot open the output folder to sync it: \(String(cString: strerror(errno)))")
+            throw OutputPublisher.failure("cannot open the output folder \(folder) to sync it")
         }
         defer { close(fd) }
         if fsync(fd) != 0, errno != EINVAL {
-            throw ExportError(.outputFailed, "cannot sync the output folder: \(String(cString: strerror(errno)))")
+            throw OutputPublisher.failure("cannot sync the output folder \(folder)")
         }
+    }
+
+    /// `output-failed` with `what` and errno's reason (read before `what` is built).
+    private static func failure(_ what: @autoclosure () -> String) -> ExportError {
+        let reason = String(cString: strerror(errno))
+        return ExportError(.outputFailed, "\(what()): \(reason)")
     }
 }

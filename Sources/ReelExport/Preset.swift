@@ -120,7 +120,9 @@ extension Preset {
     }
 
     /// The output size for a source displayed at `width`×`height`: inside the box matched to the
-    /// source's orientation, aspect kept, rounded to the size multiple, never larger than the source.
+    /// source's orientation, aspect kept as far as rounding to the size multiple allows, never larger
+    /// than the source. (Where rounding moves the proportions by more than 1 %, the plan shapes the
+    /// pixels to restore them: `ExportPlan.Video.pixelAspect`.)
     public func outputSize(forDisplayWidth width: Int, height: Int) -> (width: Int, height: Int) {
         let multiple = max(2, video?.sizeMultiple ?? 2)
         var boxWidth = Double(width)

@@ -156,6 +156,11 @@ extension ExportPlanner {
             limitPlan.reducedFromHeight = height
             video.width = chosen.0
             video.height = chosen.1
+            // Rounding the smaller picture to even sizes moves its proportions: shape its pixels anew.
+            if let sourceWidth = video.sourceWidth, let sourceHeight = video.sourceHeight {
+                video.pixelAspect = ExportPlanner.pixelAspect(
+                    display: (sourceWidth, sourceHeight), picture: (chosen.0, chosen.1))
+            }
         }
         let rate = Int(min(maxRate, Double(video.maxBitrate ?? Int.max)))
         let buffer = Int(min(Double(rate) * SizeLimit.bufferSeconds, Double(video.bufferSize ?? Int.max)))

@@ -28,6 +28,14 @@ public struct TimeRange: Sendable, Equatable, Codable, CustomStringConvertible {
     }
     public var description: String { "\(start)-\(end.map { String($0) } ?? "")" }
 
+    /// The range as an asset lasting `duration` seconds can give it, as `AVAssetExportSession` clamps
+    /// its `timeRange`: the end at most `duration`, and an open end made `duration`. Unchanged when the
+    /// duration is unknown (0).
+    public func clamped(to duration: Double) -> TimeRange {
+        guard duration > 0 else { return self }
+        return TimeRange(start: min(start, duration), end: min(end ?? duration, duration))
+    }
+
     /// Seconds of an asset lasting `duration` that the range covers (the whole asset when the range
     /// is nil; never negative).
     public static func seconds(of range: TimeRange?, within duration: Double) -> Double {

@@ -1,4 +1,3 @@
-import Dispatch
 import Foundation
 internal import ReelMedia
 import Synchronization
@@ -10,6 +9,9 @@ import Synchronization
 ///
 /// Abandoning is the best a thread can do: the work keeps its core until it returns, and only a
 /// process of its own (`reel work --isolate`) can really be stopped.
+///
+/// Time is measured, and waited for, on the monotonic clock: a step of the wall clock (NTP, a person
+/// setting the date) can neither make moving work look stalled nor hide a stall.
 final class Watchdog: Sendable {
     let timeout: TimeInterval
     let grace: TimeInterval
@@ -39,8 +41,11 @@ final class Watchdog: Sendable {
     ) -> Result<Void, MediaError>? {
         let heartbeat = Heartbeat()
         let box = Mutex<Result<Void, MediaError>?>(nil)
-        let done = DispatchSemaphore(value: 0)
+        let done = MonotonicSignal()
         let thread = Thread {
+            // The kernel's name too, which the threads the work starts inherit: `top -H`, gdb and
+            // the clock-step test tell the pipeline's threads from the watching one by it.
+            Watchdog.nameThisThread("reel-pipeline")
             let result: Result<Void, MediaError>
             do throws(MediaError) {
                 try work(heartbeat)
@@ -54,28 +59,93 @@ final class Watchdog: Sendable {
         thread.name = "reel-pipeline"
         thread.stackSize = 8 << 20
         thread.start()
+        let timeout = Duration.seconds(self.timeout)
+        let grace = Duration.seconds(self.grace)
         var lastBeat = heartbeat.value
-        var lastChange = Date()
-        var cancelSeen: Date?
-        while done.wait(timeout: .now() + tick) == .timedOut {
-            let now = Date()
+        var lastChange = ContinuousClock.now
+        var cancelSeen: ContinuousClock.Instant?
+        while !done.wait(seconds: tick) {
+            let now = ContinuousClock.now
             let beat = heartbeat.value
             looks.wrappingAdd(1, ordering: .relaxed)
             if beat != lastBeat {
                 lastBeat = beat
                 lastChange = now
-            } else if !cancel.isRaised, now.timeIntervalSince(lastChange) > timeout {
+            } else if !cancel.isRaised, now - lastChange > timeout {
                 fired.store(true, ordering: .relaxed)
                 cancel.raise()
             }
             if cancel.isRaised {
                 if let seen = cancelSeen {
-                    if now.timeIntervalSince(seen) > grace { return nil }
+                    if now - seen > grace { return nil }
                 } else {
                     cancelSeen = now
                 }
             }
         }
         return box.withLock { $0 }
+    }
+}
+
+extension Watchdog {
+    /// Names the calling thread for the kernel (what `top -H`, gdb and `/proc` show, and what the
+    /// threads it starts inherit). Foundation's `Thread.name` does not reach the kernel on Linux, and
+    /// `pthread_setname_np` is not visible to Swift; a thread may rename itself through `/proc`.
+    static func nameThisThread(_ name: String) {
+        let fd = open("/proc/thread-self/comm", O_WRONLY | O_CLOEXEC)
+        guard fd >= 0 else { return }
+        let bytes = Array(name.utf8.prefix(15))
+        _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        close(fd)
+    }
+}
+
+/// A signal one thread raises once and another waits for, with a time limit on the monotonic clock.
+/// (`DispatchSemaphore.wait(timeout:)` waits until a wall-clock deadline on Linux, `sem_timedwait`:
+/// a step of the clock back lengthens the wait by the step, and the watchdog would look away.)
+///
+/// `@unchecked Sendable`: its pthread mutex and condition (clocked on `CLOCK_MONOTONIC`) are allocated
+/// once and never move, and `raised` is read and written only with the mutex held.
+final class MonotonicSignal: @unchecked Sendable {
+    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+    private var raised = false
+
+    init() {
+        pthread_mutex_init(mutex, nil)
+        var attributes = pthread_condattr_t()
+        pthread_condattr_init(&attributes)
+        pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)
+        pthread_cond_init(condition, &attributes)
+        pthread_condattr_destroy(&attributes)
+    }
+
+    deinit {
+        pthread_cond_destroy(condition)
+        pthread_mutex_destroy(mutex)
+        condition.deallocate()
+        mutex.deallocate()
+    }
+
+    func signal() {
+        pthread_mutex_lock(mutex)
+        raised = true
+        pthread_cond_broadcast(condition)
+        pthread_mutex_unlock(mutex)
+    }
+
+    /// Whether it was raised, waiting at most `seconds` for it.
+    func wait(seconds: TimeInterval) -> Bool {
+        var deadline = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &deadline)
+        let nanoseconds = Int(deadline.tv_nsec) + Int((max(0, seconds) * 1e9).rounded())
+        deadline.tv_sec += nanoseconds / 1_000_000_000
+        deadline.tv_nsec = nanoseconds % 1_000_000_000
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        while !raised {
+            if pthread_cond_timedwait(condition, mutex, &deadline) == ETIMEDOUT { break }
+        }
+        return raised
     }
 }

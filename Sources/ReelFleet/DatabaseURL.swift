@@ -10,7 +10,8 @@ import ReelQueue
 ///   checked, as libpq does), `require` (TLS, certificate not checked) or `verify-full` (TLS with the
 ///   system's trust roots and the host name checked).
 /// - A password may come from the URL or from `PGPASSWORD`; the user defaults to `$USER`, the
-///   database to the user's name.
+///   database to the user's name (both read from the `environment` the host passes: the library
+///   reads no environment variable itself).
 /// - No host (or a `host=` query naming a folder) connects through the server's Unix socket.
 public struct DatabaseURL: Sendable, CustomStringConvertible {
     public var user: String
@@ -23,9 +24,7 @@ public struct DatabaseURL: Sendable, CustomStringConvertible {
     public var sslMode: String
 
     /// Parses a URL; throws `QueueError(.invalid)` naming what is wrong.
-    public init(_ text: String, environment: [String: String] = ProcessInfo.processInfo.environment)
-        throws(QueueError)
-    {
+    public init(_ text: String, environment: [String: String] = [:]) throws(QueueError) {
         guard let components = URLComponents(string: text),
             let scheme = components.scheme, scheme == "postgres" || scheme == "postgresql"
         else {
@@ -61,16 +60,46 @@ public struct DatabaseURL: Sendable, CustomStringConvertible {
         return "postgres://\(user)@\(place)/\(database)"
     }
 
-    /// The TLS setting libpq's `sslmode` names.
-    var tls: PostgresClient.Configuration.TLS {
+    /// The TLS settings libpq's `sslmode` names: none for `disable`; whether TLS is required.
+    private var tlsSettings: (configuration: TLSConfiguration, required: Bool)? {
         var unchecked = TLSConfiguration.makeClientConfiguration()
         unchecked.certificateVerification = .none
         switch sslMode {
-        case "disable": return .disable
-        case "require": return .require(unchecked)
-        case "verify-full": return .require(.makeClientConfiguration())
-        default: return .prefer(unchecked)
+        case "disable": return nil
+        case "require": return (unchecked, true)
+        case "verify-full": return (.makeClientConfiguration(), true)
+        default: return (unchecked, false)
         }
+    }
+
+    /// The pool's TLS setting.
+    var tls: PostgresClient.Configuration.TLS {
+        guard let settings = tlsSettings else { return .disable }
+        return settings.required ? .require(settings.configuration) : .prefer(settings.configuration)
+    }
+
+    /// The configuration of one connection of its own (the notification listener, the probe that
+    /// tells a refused connection from a slow answer), made as the pool would make it.
+    func connectionConfiguration(connectTimeout: Duration, startupParameters: [(String, String)]) throws
+        -> PostgresConnection.Configuration
+    {
+        var configuration: PostgresConnection.Configuration
+        if let host {
+            var connectionTLS = PostgresConnection.Configuration.TLS.disable
+            if let settings = tlsSettings {
+                let context = try NIOSSLContext(configuration: settings.configuration)
+                connectionTLS = settings.required ? .require(context) : .prefer(context)
+            }
+            configuration = PostgresConnection.Configuration(
+                host: host, port: port, username: user, password: password, database: database, tls: connectionTLS)
+        } else {
+            configuration = PostgresConnection.Configuration(
+                unixSocketPath: "\(socketFolder)/.s.PGSQL.\(port)", username: user, password: password,
+                database: database)
+        }
+        configuration.options.connectTimeout = TimeAmount(connectTimeout)
+        configuration.options.additionalStartupParameters = startupParameters
+        return configuration
     }
 
     /// A pool configuration for this database.

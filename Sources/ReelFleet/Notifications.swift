@@ -4,19 +4,20 @@ import PostgresNIO
 import ReelQueue
 import Synchronization
 
-/// The store's `LISTEN` side: one connection, held for as long as a worker runs, listening on
-/// `reel_jobs` (a job became claimable) and `reel_control` (a job was cancelled; the payload is its
-/// id). It pings the server every few seconds, and when the connection fails it reconnects with
-/// backoff and wakes every waiter so that they poll once: a notification sent meanwhile was lost.
+/// The store's `LISTEN` side: one connection of its own (not the pool's), held for as long as a
+/// worker runs, listening on `reel_jobs` (a job became claimable) and `reel_control` (a job was
+/// cancelled; the payload is its id). It pings the server every few seconds, and when the connection
+/// fails it reconnects with backoff and wakes every waiter so that they poll once: a notification
+/// sent meanwhile was lost.
 ///
 /// Notifications are only hints. Nothing waits for one without a time limit, and the worker pool
 /// polls the database in any case, so a lost notification delays a claim by at most its poll.
+/// The listener runs inside `run()` (the store's), from the first `start()` until `stop()`.
 final class Notifications: Sendable {
     static let jobs = "reel_jobs"
     static let control = "reel_control"
 
     private struct State {
-        var listener: Task<Void, Never>?
         var stopped = false
         var connected = false
         var nextWaiter = 0
@@ -57,14 +58,22 @@ final class Notifications: Sendable {
         }
     }
 
-    private let client: PostgresClient
+    private let link: DatabaseLink
     private let logger: Logger
+    /// Whether to listen at all (`PostgresStore.Options.listen`).
+    let enabled: Bool
     private let state = Mutex(State())
+    private let started = Latch()
+    private let stopped = Latch()
 
-    init(client: PostgresClient, logger: Logger) {
-        self.client = client
+    init(link: DatabaseLink, enabled: Bool, logger: Logger) {
+        self.link = link
+        self.enabled = enabled
         self.logger = logger
     }
+
+    /// Whether `stop()` was called.
+    var isStopped: Bool { stopped.isOpen }
 
     /// Whether the listener is connected now.
     var isConnected: Bool { state.withLock { $0.connected } }
@@ -72,27 +81,33 @@ final class Notifications: Sendable {
     /// How many work wake-ups and job news the listener has delivered.
     var delivered: (work: Int, news: Int) { state.withLock { ($0.workNotices, $0.jobNotices) } }
 
-    /// Whether to listen at all: `REEL_FLEET_LISTEN=0` turns notifications off (polling only), for
-    /// measuring the fallback and for connection poolers in transaction mode that cannot LISTEN.
-    static let enabled = ProcessInfo.processInfo.environment["REEL_FLEET_LISTEN"] != "0"
-
-    /// Starts listening (once; workers call it, clients never do).
+    /// Starts listening (once; workers call it, clients never do), if enabled.
     func start() {
-        state.withLock { state in
-            guard Self.enabled, state.listener == nil, !state.stopped else { return }
-            state.listener = Task { [self] in await listen() }
+        if enabled { started.open() }
+    }
+
+    /// Listens from the first `start()` until `stop()` (or cancellation).
+    func run() async {
+        await withDiscardingTaskGroup { group in
+            group.addTask {
+                await self.started.wait()
+                if !self.stopped.isOpen && !Task.isCancelled { await self.listen() }
+            }
+            await stopped.wait()
+            group.cancelAll()
         }
     }
 
+    /// Stops listening and wakes every waiter; waits after this return at once.
     func stop() {
-        let (listener, waiters) = state.withLock { state in
+        let waiters = state.withLock { state in
             state.stopped = true
             let waiters = Array(state.workWaiters.values) + state.jobWaiters.values.flatMap(\.values)
             state.workWaiters = [:]
             state.jobWaiters = [:]
-            return (state.listener, waiters)
+            return waiters
         }
-        listener?.cancel()
+        stopped.open()
         for waiter in waiters { waiter.wake() }
     }
 
@@ -186,14 +201,19 @@ final class Notifications: Sendable {
         var backoff = Backoff()
         while !Task.isCancelled {
             do {
-                try await client.withConnection { connection in
+                try await link.withOwnConnection { connection in
                     try await self.serve(connection)
                 }
             } catch {
                 if Task.isCancelled { break }
                 logger.debug("notification listener lost its connection", metadata: ["error": "\(error)"])
             }
-            state.withLock { $0.connected = false }
+            let wasConnected = state.withLock { state in
+                defer { state.connected = false }
+                return state.connected
+            }
+            // A connection that was up starts the backoff over.
+            if wasConnected { backoff.reset() }
             // Whatever was notified while the connection was down is lost: everyone polls once.
             wakeWorkers()
             let watched = state.withLock { $0.watched }

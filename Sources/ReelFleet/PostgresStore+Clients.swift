@@ -131,8 +131,9 @@ extension PostgresStore {
                         """, on: connection)
                     return (.requested, requested.first?.status)
                 }
+                // Waiting, or exporting for a dead worker (its lease expired): taken from that worker.
                 status.cancelWhileWaiting(now: now)
-                let updated = try await self.rows(try Row.update(status), on: connection)
+                let updated = try await self.rows(try Row.update(status, takingOver: true), on: connection)
                 return (.cancelled, updated.first?.status)
             }
         }

@@ -5,8 +5,11 @@ import ReelQueue
 
 extension PostgresStore {
     /// How long a worker's request may take before the worker treats the database as unreachable:
-    /// a third of the lease, so a worker that cannot renew still fences itself in time.
-    var workerTimeout: Duration { min(.seconds(10), options.lease / 3) }
+    /// a third of the lease (at most 10 s), so a worker that cannot renew still fences itself in time.
+    /// Every connection gives its statements this long on the server too (see `init`).
+    var workerTimeout: Duration { Self.workerTimeout(lease: options.lease) }
+
+    static func workerTimeout(lease: Duration) -> Duration { min(.seconds(10), lease / 3) }
 
     /// Takes the most urgent claimable job in one statement: the row is locked with `SKIP LOCKED`
     /// (concurrent claims take the next one instead of waiting), then given a fresh lease token, this
@@ -37,6 +40,7 @@ extension PostgresStore {
         guard let claimed, let token = claimed.leaseToken else { return nil }
         notifications.watch(claimed.status.id)
         publish(claimed.status)
+        statusWrites.withLock { $0[token] = .now }
         logger.debug(
             "claimed", metadata: ["job": "\(claimed.status.id)", "attempt": "\(claimed.status.attempts)"])
         return Lease(
@@ -46,6 +50,9 @@ extension PostgresStore {
     /// Extends the lease to `now() + lease` on the database's clock and records progress, only while
     /// the lease is this worker's (`id`, token, still exporting): no row back means it was lost. The
     /// answer comes from the row itself, never from a cache, so a publish gate can trust `.held`.
+    /// The status file is rewritten with any progress, and without it once `statusHeartbeat` has
+    /// passed since it was last written, so its `heartbeatAt` is never older than 5 s while the
+    /// worker renews (as `JobStatus.heartbeatAt` promises; the spool keeps the same promise).
     public func renew(_ lease: Lease, progress: JobProgress?) async throws -> LeaseState {
         guard let token = UUID(uuidString: lease.token) else { return .lost }
         // The shared rounding of a progress report (JobStatus.record).
@@ -71,11 +78,22 @@ extension PostgresStore {
         }
         guard let renewed else {
             notifications.unwatch(lease.id)
+            statusWrites.withLock { _ = $0.removeValue(forKey: lease.token) }
             return .lost
         }
-        if hasProgress { publish(renewed.status, durable: false) }
+        let now = ContinuousClock.now
+        let due = statusWrites.withLock { last in
+            guard hasProgress || last[lease.token].map({ now - $0 >= statusHeartbeat }) ?? true else { return false }
+            last[lease.token] = now
+            return true
+        }
+        if due { publish(renewed.status, durable: false) }
         return renewed.cancelRequested ? .cancelRequested : .held
     }
+
+    /// How long after its last write a renewal without progress rewrites a job's status file: 5 s less
+    /// one renewal interval, so that with renewals on time the file's `heartbeatAt` is at most 5 s old.
+    var statusHeartbeat: Duration { max(.zero, .seconds(5) - renewInterval) }
 
     /// Sleeps until the next renewal is due, or until a `reel_control` notification says the job
     /// changed (a cancel), so a cancel reaches a running job in milliseconds; without notifications
@@ -86,11 +104,14 @@ extension PostgresStore {
 
     /// Records the outcome through the shared state machine (`JobStatus.end`), in one transaction that
     /// first locks the row only if the lease is still this worker's. A commit whose answer was lost is
-    /// checked against the row: the outcome is either recorded or not, never twice.
+    /// checked against the row (`outcomeRecorded`): the outcome is either recorded or not, never twice.
     @discardableResult
     public func finish(_ lease: Lease, _ outcome: JobOutcome) async throws -> Bool {
         guard let token = UUID(uuidString: lease.token) else { return false }
-        defer { notifications.unwatch(lease.id) }
+        defer {
+            notifications.unwatch(lease.id)
+            statusWrites.withLock { _ = $0.removeValue(forKey: lease.token) }
+        }
         let recorded = try await perform("record the outcome of \(lease.id)", within: workerTimeout) {
             () -> JobStatus? in
             do {
@@ -113,12 +134,8 @@ extension PostgresStore {
                     return updated.first?.status
                 }
             } catch let error as PostgresTransactionError where error.commitError != nil {
-                // Did the commit happen? The token stays on the row after the job leaves `exporting`.
-                let row = try await self.rows(
-                    "SELECT \(unescaped: Row.columns()) FROM reel_jobs WHERE id = \(lease.id) AND lease_token = \(token)"
-                ).first
-                guard let row, row.status.state != .exporting else { throw error }
-                return row.status
+                guard let status = try await self.outcomeRecorded(by: lease) else { throw error }
+                return status
             }
         }
         guard let recorded else {
@@ -129,41 +146,56 @@ extension PostgresStore {
         logger.debug(
             "finished",
             metadata: [
-                "job": "\(lease.id)", "state": "\(recorded.state.rawValue)", "error": "\(recorded.error?.code ?? "-")",
+                "job": "\(lease.id)", "state": "\(recorded.state.rawValue)", "error": "\(recorded.error?.code.rawValue ?? "-")",
             ])
         return true
+    }
+
+    /// After a commit whose answer was lost: the row as this lease's `finish` left it, or nil when the
+    /// row does not show that finish (it still runs under this lease, or someone else changed it since).
+    /// A finish keeps the lease's token on the row; everyone else who takes a job from its worker (a
+    /// rescue, a cancel of a dead worker's job, a new claim) clears or replaces it, so the token alone
+    /// says whose change the row shows.
+    func outcomeRecorded(by lease: Lease) async throws -> JobStatus? {
+        guard let token = UUID(uuidString: lease.token) else { return nil }
+        let row = try await rows(
+            "SELECT \(unescaped: Row.columns()) FROM reel_jobs WHERE id = \(lease.id) AND lease_token = \(token)"
+        ).first
+        guard let row, row.status.state != .exporting else { return nil }
+        return row.status
     }
 
     /// One conditional update on the database's clock: every job whose lease has expired goes back to
     /// waiting, or fails once its attempts are used up (a poison job), or ends cancelled if a cancel
     /// was asked. Safe to run on every worker at once: a row renewed or finished meanwhile no longer
-    /// matches when the update re-reads it. Mirrors `JobStatus.orphaned`. Removes each dead attempt's
-    /// temporary output (outputs are on storage every worker sees).
+    /// matches when the update re-reads it. Which way each job goes is decided here; what that way
+    /// writes (state, error code and message) is `JobStatus.orphaned`'s, bound as values (`Rescue`).
+    /// The lease token is cleared, so the dead attempt's worker, should it wake, finds nothing of its
+    /// own (`outcomeRecorded`). Removes each dead attempt's temporary output (outputs are on storage
+    /// every worker sees).
     @discardableResult
     public func rescueExpired() async throws -> Int {
+        let (cancelled, poisoned, requeued) = (Rescue.cancelled, Rescue.poisoned, Rescue.requeued)
         let rescued = try await perform("rescue jobs of dead workers", within: workerTimeout) { () -> [Row] in
             let rows = try await self.rows(
                 """
-                UPDATE reel_jobs SET
-                    state = CASE WHEN cancel_requested THEN 'cancelled'
-                                 WHEN attempts >= max_attempts THEN 'failed'
-                                 ELSE 'waiting' END,
-                    error = CASE
-                        WHEN cancel_requested THEN jsonb_build_object(
-                            'code', 'cancelled', 'message', 'cancelled on request', 'retryable', false)
-                        WHEN attempts >= max_attempts THEN jsonb_build_object(
-                            'code', 'worker-crashed', 'retryable', false, 'message',
-                            format('the worker running this job died %s time(s); failed as a poison job', attempts))
-                        ELSE jsonb_build_object(
-                            'code', 'worker-crashed', 'retryable', true, 'message',
-                            format('the worker running attempt %s died; the job was queued again', attempts))
-                        END,
-                    finished_at = CASE WHEN cancel_requested OR attempts >= max_attempts THEN now() END,
-                    progress = CASE WHEN cancel_requested OR attempts >= max_attempts THEN progress ELSE 0 END,
-                    worker = NULL, phase = NULL, fps = NULL, eta_seconds = NULL, lease_expires = NULL, heartbeat_at = NULL,
-                    cancel_requested = false, updated_at = now()
-                WHERE state = 'exporting' AND lease_expires < now()
-                RETURNING \(unescaped: Row.columns())
+                UPDATE reel_jobs AS j SET
+                    state = way.state,
+                    error = replace(way.error, \(String(Rescue.attemptsMarker)), j.attempts::text)::jsonb,
+                    finished_at = CASE WHEN way.ended THEN now() END,
+                    progress = CASE WHEN way.ended THEN j.progress ELSE 0 END,
+                    worker = NULL, phase = NULL, fps = NULL, eta_seconds = NULL, lease_token = NULL,
+                    lease_expires = NULL, heartbeat_at = NULL, cancel_requested = false, updated_at = now()
+                FROM (VALUES
+                    ('cancelled', \(cancelled.state)::text, \(cancelled.error)::text, \(cancelled.ended)::boolean),
+                    ('poisoned', \(poisoned.state)::text, \(poisoned.error)::text, \(poisoned.ended)::boolean),
+                    ('requeued', \(requeued.state)::text, \(requeued.error)::text, \(requeued.ended)::boolean)
+                ) AS way (name, state, error, ended)
+                WHERE j.state = 'exporting' AND j.lease_expires < now()
+                    AND way.name = CASE WHEN j.cancel_requested THEN 'cancelled'
+                                        WHEN j.attempts >= j.max_attempts THEN 'poisoned'
+                                        ELSE 'requeued' END
+                RETURNING \(unescaped: Row.columns("j"))
                 """)
             if rows.contains(where: { $0.status.state == .waiting }) {
                 try await self.client.query("SELECT pg_notify(\(Notifications.jobs), '')", logger: self.logger)
@@ -189,5 +221,49 @@ extension PostgresStore {
     public func waitForWork(timeout: Duration) async {
         notifications.start()
         await notifications.waitForWork(timeout: timeout)
+    }
+
+    /// Sleeps for `timeout`, or until the database answers again after refusing connections (its
+    /// probe then wakes the workers waiting for work), so that claims resume at once.
+    public func waitForRecovery(timeout: Duration) async {
+        let start = ContinuousClock.now
+        await notifications.waitForWork(timeout: timeout)
+        // Woken by something else while the database still refuses (or the store stopped): sleep on.
+        if link.isRefusing || notifications.isStopped {
+            try? await Task.sleep(until: start + timeout, clock: .continuous)
+        }
+    }
+}
+
+/// What a rescue writes for each way a job whose worker died can go, taken from the state machine
+/// (`JobStatus.orphaned`, applied to a job in that situation) rather than written out again in SQL:
+/// the state, the error (JSON, `attemptsMarker` where the attempt count goes) and whether the job
+/// ended. Which way a job goes (a cancel asked, attempts used up, otherwise) is the rescue's SQL.
+enum Rescue {
+    struct Outcome: Sendable {
+        let state: String
+        let error: String
+        let ended: Bool
+    }
+
+    /// A cancel was asked: cancelled.
+    static let cancelled = outcome(cancelRequested: true, attemptsLeft: true)
+    /// Its attempts are used up: failed as a poison job.
+    static let poisoned = outcome(cancelRequested: false, attemptsLeft: false)
+    /// Otherwise: waiting again.
+    static let requeued = outcome(cancelRequested: false, attemptsLeft: true)
+
+    /// An attempt count no job reaches, so its digits in a message mark where the count goes.
+    static let attemptsMarker = 987_654_321
+
+    private static func outcome(cancelRequested: Bool, attemptsLeft: Bool) -> Outcome {
+        var status = JobStatus(
+            id: "j0", spec: JobSpec(asset: "", preset: "", outputType: .mp4, output: ""), now: .distantPast)
+        status.state = .exporting
+        status.attempts = attemptsMarker
+        status.maxAttempts = attemptsLeft ? attemptsMarker + 1 : attemptsMarker
+        let next = status.orphaned(cancelRequested: cancelRequested, now: .distantPast)
+        let error = (try? JSONCoding.text(status.error)) ?? "null"
+        return Outcome(state: status.state.rawValue, error: error, ended: next == .ended)
     }
 }

@@ -3,6 +3,7 @@ import Logging
 import PostgresNIO
 import ReelExport
 import ReelQueue
+import ServiceLifecycle
 import Synchronization
 
 /// The fleet's job store: one queue in PostgreSQL that workers on many machines share.
@@ -23,7 +24,24 @@ import Synchronization
 ///
 /// Workers' wall clocks are never used for leases: only the database's `now()` and, for a worker
 /// fencing itself when it cannot reach the database, its own monotonic clock.
-public final class PostgresStore: JobStore {
+///
+/// Time limits hold on both sides: the store stops waiting for an answer at its request's limit, and
+/// every connection tells the server the worker's limit (`statement_timeout` and
+/// `idle_in_transaction_session_timeout`: `workerTimeout`, a third of the lease and at most 10 s;
+/// `lock_timeout`: half that), so a query the store gave up on does not run on, or keep its row
+/// locks, on the server. (A client's request, `requestTimeout`, may make several statements.)
+/// A database that refuses connections fails a request within about half a second, and a request
+/// after it at once; once it answers again, the next request (and, within half a second, the
+/// store's own probe) finds it (see `DatabaseLink`).
+///
+/// Its connection pool runs while `run()` runs (the store is a swift-service-lifecycle `Service`):
+/// - a long-lived host lists the store first in its `ServiceGroup`, so that the group shuts it down
+///   last, after the workers stopped claiming and handed their jobs back. (Do not cancel such a
+///   group to stop it: cancellation reaches the store at the same time as the workers, which then
+///   cannot record anything. Stop the pool instead, `WorkerPool.stop(cancelRunning: true)`.)
+/// - with `Options.lifecycle` `.standalone` (the default) the store runs it itself, from `init` until
+///   `close()`: for a short-lived client that makes a few requests and exits.
+public final class PostgresStore: JobStore, Service {
     public struct Options: Sendable {
         /// Where status files go (nil: none are written).
         public var statusFolder: String?
@@ -37,10 +55,17 @@ public final class PostgresStore: JobStore {
         public var requestTimeout: Duration
         /// Shown in `pg_stat_activity`.
         public var applicationName: String
+        /// Whether workers listen for notifications (`LISTEN`); without them they poll only, which
+        /// connection poolers in transaction mode (they cannot LISTEN) need. The CLI sets it from
+        /// `REEL_FLEET_LISTEN`.
+        public var listen: Bool
+        /// Who runs the connection pool (see the type's description).
+        public var lifecycle: Lifecycle
 
         public init(
             statusFolder: String? = nil, lease: Duration = .seconds(30), renew: Duration = .seconds(1),
-            connections: Int = 4, requestTimeout: Duration = .seconds(30), applicationName: String = "reel"
+            connections: Int = 4, requestTimeout: Duration = .seconds(30), applicationName: String = "reel",
+            listen: Bool = true, lifecycle: Lifecycle = .standalone
         ) {
             self.statusFolder = statusFolder
             self.lease = lease
@@ -48,16 +73,33 @@ public final class PostgresStore: JobStore {
             self.connections = connections
             self.requestTimeout = requestTimeout
             self.applicationName = applicationName
+            self.listen = listen
+            self.lifecycle = lifecycle
         }
+    }
+
+    /// Who runs the store's connection pool.
+    public enum Lifecycle: Sendable {
+        /// The store itself, from `init` until `close()`.
+        case standalone
+        /// The host, calling `run()` (in a `ServiceGroup`, before the services that use the store).
+        case service
     }
 
     public let url: DatabaseURL
     let options: Options
-    let client: PostgresClient
+    let link: DatabaseLink
     let logger: Logger
     let statusFiles: StatusFolder?
     let notifications: Notifications
-    private let running: Task<Void, Never>
+    /// When each lease this store holds last wrote its status file (renewals without progress still
+    /// write it now and then, to keep `heartbeatAt`'s promise).
+    let statusWrites = Mutex<[String: ContinuousClock.Instant]>([:])
+    /// The store's own run, with `.standalone`.
+    private let running = Mutex<Task<Void, Never>?>(nil)
+
+    /// The pool requests use now (a new one after the database refused connections and came back).
+    var client: PostgresClient { link.client }
 
     public var location: String { "database \(url)" }
     public var renewInterval: Duration { options.renew }
@@ -81,24 +123,54 @@ public final class PostgresStore: JobStore {
         var configuration = url.clientConfiguration()
         configuration.options.maximumConnections = max(2, options.connections)
         configuration.options.connectTimeout = .seconds(5)
+        // The server enforces the worker's time limit too: postgres-nio sends no cancel for a query
+        // its caller gave up on, so without these a timed-out claim, rescue or finish would go on
+        // running, or waiting for a lock, or sit in its transaction, holding row locks until it ended.
+        // A wait for a lock gives up at half the limit, so that it fails as what it is (a lock held
+        // elsewhere) rather than as a statement that ran too long. (Migrations set their own.)
+        let limit = Self.workerTimeout(lease: options.lease)
+        let milliseconds = { (duration: Duration) in "\(Int((duration.inSeconds * 1000).rounded()))" }
         configuration.options.additionalStartupParameters = [
-            ("application_name", options.applicationName),
-            // A transaction left open by a stuck client must not pin old row versions for long.
-            ("idle_in_transaction_session_timeout", "60000"),
+            ("application_name", options.applicationName), ("statement_timeout", milliseconds(limit)),
+            ("lock_timeout", milliseconds(limit / 2)), ("idle_in_transaction_session_timeout", milliseconds(limit)),
         ]
-        var quiet = logger
-        quiet.logLevel = .error
-        let client = PostgresClient(configuration: configuration, backgroundLogger: quiet)
-        self.client = client
-        running = Task { await client.run() }
-        notifications = Notifications(client: client, logger: logger)
+        let notified = Mutex<Notifications?>(nil)
+        let link = DatabaseLink(
+            url: url, configuration: configuration,
+            linger: max(options.requestTimeout, Self.workerTimeout(lease: options.lease)) + .seconds(1),
+            logger: logger, onRecovered: { notified.withLock { $0 }?.wakeWorkers() })
+        self.link = link
+        notifications = Notifications(link: link, enabled: options.listen, logger: logger)
+        notified.withLock { $0 = notifications }
+        if options.lifecycle == .standalone {
+            running.withLock { $0 = Task { [self] in try? await run() } }
+        }
     }
 
-    /// Closes the pool and the listener. The store cannot be used afterwards.
-    public func close() async {
+    /// Runs the connection pool and, once a worker claims, the notification listener, until graceful
+    /// shutdown, cancellation or `close()`. Run it once (only with `Options.lifecycle` `.service`:
+    /// otherwise the store runs it itself).
+    public func run() async throws {
+        await withGracefulShutdownHandler {
+            await withDiscardingTaskGroup { group in
+                group.addTask { await self.link.run() }
+                group.addTask { await self.notifications.run() }
+            }
+        } onGracefulShutdown: {
+            self.stop()
+        }
+    }
+
+    private func stop() {
         notifications.stop()
-        running.cancel()
-        await running.value
+        link.stop()
+    }
+
+    /// Closes the pool and the listener, and returns once they are closed (with `.standalone`; with
+    /// `.service`, `run()` returns). The store cannot be used afterwards.
+    public func close() async {
+        stop()
+        await running.withLock { $0 }?.value
     }
 
     public func statusFile(for id: String) -> String? { statusFiles?.path(for: id) }
@@ -108,7 +180,7 @@ public final class PostgresStore: JobStore {
     /// Applies the migrations the database lacks (see `Schema`); returns their versions.
     public func migrate() async throws -> [Int] {
         try await perform("migrate the schema", within: .seconds(600)) {
-            try await Schema.migrate(self.client, logger: self.logger)
+            try await Schema.migrate(self.client, limit: .seconds(600), logger: self.logger)
         }
     }
 
@@ -124,13 +196,14 @@ public final class PostgresStore: JobStore {
 
     /// Runs one request against the database with a time limit, turning its failures into
     /// `QueueError`s a person can act on. The request runs in a task of its own: a connection that
-    /// stopped answering cannot hold the caller past `limit`.
+    /// stopped answering cannot hold the caller past `limit`; a database that refuses connections
+    /// fails it within `DatabaseLink.probeAfter` (at once once known).
     func perform<T: Sendable>(
         _ what: String, within limit: Duration? = nil, _ body: @escaping @Sendable () async throws -> T
     ) async throws(QueueError) -> T {
         let limit = limit ?? options.requestTimeout
         do {
-            return try await Deadline.run(within: limit, body)
+            return try await Deadline.run(within: limit) { try await self.link.guarded(body) }
         } catch let error as Deadline.Expired {
             _ = error
             throw QueueError(
@@ -143,6 +216,7 @@ public final class PostgresStore: JobStore {
     /// A database error in words: the server's message, or why it could not be reached.
     func failure(_ error: any Error, _ what: String) -> QueueError {
         if let error = error as? QueueError { return error }
+        if let error = error as? DatabaseLink.Refused { return QueueError(.unavailable, "cannot \(what): \(error)") }
         if let error = error as? PostgresTransactionError {
             if let inner = error.closureError ?? error.beginError ?? error.commitError {
                 return failure(inner, what)

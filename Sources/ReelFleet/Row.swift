@@ -64,8 +64,10 @@ struct Row: Sendable {
     }
 
     /// The statement that stores `status` (after a transition computed by `JobStatus`) in its row.
-    /// A job that is no longer exporting gives up its lease deadline and any cancel request.
-    static func update(_ status: JobStatus) throws -> PostgresQuery {
+    /// A job that is no longer exporting gives up its lease deadline and any cancel request. The lease
+    /// token stays (a finish's own commit is recognised by it) unless `takingOver`: a change made by
+    /// someone other than the lease's worker clears it.
+    static func update(_ status: JobStatus, takingOver: Bool = false) throws -> PostgresQuery {
         let error = try status.error.map { String(decoding: try JSONCoding.lineEncoder.encode($0), as: UTF8.self) }
         let result = try status.result.map { String(decoding: try JSONCoding.lineEncoder.encode($0), as: UTF8.self) }
         let exporting = status.state == .exporting
@@ -77,6 +79,7 @@ struct Row: Sendable {
                 updated_at = \(status.updatedAt), started_at = \(status.startedAt),
                 finished_at = \(status.finishedAt), not_before = \(status.notBefore),
                 heartbeat_at = \(status.heartbeatAt),
+                lease_token = CASE WHEN \(takingOver) THEN NULL ELSE lease_token END,
                 lease_expires = CASE WHEN \(exporting) THEN lease_expires END,
                 cancel_requested = cancel_requested AND \(exporting)
             WHERE id = \(status.id)

@@ -7,8 +7,10 @@ import ReelQueue
 /// each in its own transaction under an advisory lock, and records them in `reel_schema_version`, so
 /// running it twice, or on several machines at once, or while workers run, is safe.
 ///
-/// A later migration that must not block running workers builds its indexes `CONCURRENTLY` (outside
-/// a transaction) and only adds columns with defaults PostgreSQL fills without rewriting the table.
+/// Every migration runs inside its transaction, so none can build an index `CONCURRENTLY` (PostgreSQL
+/// refuses that in a transaction): a later migration that must not block running workers needs the
+/// runner to learn to run such a statement on its own first. Until then, migrations only add what
+/// does not rewrite or long lock the table (columns with defaults PostgreSQL fills without a rewrite).
 enum Schema {
     struct Migration: Sendable {
         let version: Int
@@ -75,10 +77,17 @@ enum Schema {
     static var latest: Int { migrations.last?.version ?? 0 }
 
     /// Applies the migrations the database lacks; returns their versions (empty when it was current).
-    static func migrate(_ client: PostgresClient, logger: Logger) async throws -> [Int] {
+    /// `limit` replaces the session's time limits (a worker's, a few seconds) for the transaction: a
+    /// migration may take long, and waits for the one before it.
+    static func migrate(_ client: PostgresClient, limit: Duration, logger: Logger) async throws -> [Int] {
         var applied: [Int] = []
+        let milliseconds = Int(limit.components.seconds * 1000)
         for migration in migrations {
             let done = try await client.withTransaction(logger: logger) { connection -> Bool in
+                try await connection.query(
+                    PostgresQuery(unsafeSQL: "SET LOCAL statement_timeout = \(milliseconds)"), logger: logger)
+                try await connection.query(
+                    PostgresQuery(unsafeSQL: "SET LOCAL lock_timeout = \(milliseconds)"), logger: logger)
                 // One migrator at a time, fleet-wide; the lock goes with the transaction.
                 try await connection.query("SELECT pg_advisory_xact_lock(\(lockKey))", logger: logger)
                 try await connection.query(

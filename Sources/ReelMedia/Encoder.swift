@@ -45,8 +45,12 @@ final class Encoder {
         }
     }
 
+    /// Whether `nil` was sent: the encoder is draining what it holds.
+    private(set) var isFlushed = false
+
     /// Sends a frame (or `nil` to flush).
     func send(_ frame: UnsafeMutablePointer<AVFrame>?) throws(MediaError) {
+        if frame == nil { isFlushed = true }
         let code = avcodec_send_frame(context, frame)
         if code == reel_averror_eof() { return }
         try check(code, "avcodec_send_frame", kind: .internalFailure, context: "the encoder refused a frame")

@@ -8,26 +8,20 @@ import Logging
 /// first time it opens a file or a codec, so no host gets FFmpeg's chatter on stderr: by default
 /// FFmpeg is quiet (errors only, and those go to the logger at `debug`, because Reel reports
 /// failures itself); `configure(verbose: true)` lets everything down to FFmpeg's `info` level
-/// through at the logger's `info` level.
+/// through at the logger's `info` level. The host decides (the `reel` command: `--verbose` or
+/// `REEL_FFMPEG_LOG=1`); the library reads no environment variable.
 public enum FFmpegLog {
     /// Changes verbosity (installing the route if nothing has yet). Safe to call at any time.
     public static func configure(verbose: Bool) {
         installIfNeeded()
-        av_log_set_level(verbose || askedVerbose ? AV_LOG_INFO : AV_LOG_ERROR)
+        av_log_set_level(verbose ? AV_LOG_INFO : AV_LOG_ERROR)
     }
 
     /// Installs the route once, quiet; every owner of an FFmpeg context calls this before creating it.
     static func installIfNeeded() { _ = installed }
 
-    /// `REEL_FFMPEG_LOG=1` in the environment makes it verbose whatever the host says (a developer's
-    /// switch for tests and hosts that have no `--verbose` of their own).
-    private static let askedVerbose: Bool = {
-        let asked = getenv("REEL_FFMPEG_LOG").map { String(cString: $0) }
-        return asked == "1" || asked == "verbose"
-    }()
-
     private static let installed: Void = {
-        av_log_set_level(askedVerbose ? AV_LOG_INFO : AV_LOG_ERROR)
+        av_log_set_level(AV_LOG_ERROR)
         reel_install_log_sink(sink)
     }()
 }

@@ -11,6 +11,10 @@ final class OutputFile {
     let context: UnsafeMutablePointer<AVFormatContext>
     private let sink: ByteSink
     private var io: UnsafeMutablePointer<AVIOContext>?
+    /// What each stream is (kind, copied or encoded), declared before the header is written.
+    private var roles: [Int32: (kind: StreamKind, copied: Bool)] = [:]
+    /// What went into each stream, by output stream index (from the header on).
+    private var recorders: [WrittenStreamRecorder?] = []
 
     /// Creates `path` (which must not exist) for the named muxer (`mp4`, `mov`).
     init(path: String, muxer: String) throws(MediaError) {
@@ -127,10 +131,35 @@ final class OutputFile {
                 kind: .invalidArgument, call: "avformat_write_header",
                 message: "the muxer did not recognise: \(leftover.joined(separator: ", "))")
         }
+        // The muxer has fixed the time bases: packets are recorded in them from here on.
+        recorders = (0..<Int(context.pointee.nb_streams)).map { index in
+            guard let stream = context.pointee.streams[index], let role = roles[Int32(index)] else { return nil }
+            return WrittenStreamRecorder(stream: stream, kind: role.kind, copied: role.copied)
+        }
     }
+
+    /// Says what stream `index` holds, before the header is written, so what is written to it is
+    /// recorded (`written`) for verification.
+    func declare(stream index: Int32, kind: StreamKind, copied: Bool) {
+        roles[index] = (kind, copied)
+    }
+
+    /// What went into each declared stream so far (complete once `finish` returned).
+    var written: [WrittenStream] { recorders.compactMap { $0?.written } }
+
+    /// Ends stream `index`'s record at `seconds` (a cut whose edit list ends there).
+    func clipWritten(stream index: Int, toSeconds seconds: Double) {
+        guard recorders.indices.contains(index) else { return }
+        recorders[index]?.clipEnd(toSeconds: seconds)
+    }
+
+    /// Holds the file's lock beyond this object's life (`OutputLock`).
+    func lock() throws(MediaError) -> OutputLock { try sink.lock() }
 
     /// Hands a packet to the interleaver; the packet's data then belongs to the muxer.
     func write(_ packet: Packet) throws(MediaError) {
+        let index = Int(packet.pointer.pointee.stream_index)
+        if recorders.indices.contains(index) { recorders[index]?.record(packet) }
         let written = av_interleaved_write_frame(context, packet.pointer)
         if written < 0, let refusal = refusal(written, "av_interleaved_write_frame") { throw refusal }
         try check(written, "av_interleaved_write_frame", kind: .outputFailed, context: "cannot write the output")
@@ -195,14 +224,35 @@ private final class ByteSink {
     var heartbeat: Heartbeat?
 
     init(path: String) throws(MediaError) {
-        // Read-write: a finished file may be edited in place (`finish(edit:)`).
-        fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
-        if fd < 0 {
-            let code = errno
-            throw MediaError(
-                call: "open", code: reel_averror(code), kind: code == ENOSPC ? .noSpace : .outputFailed,
-                context: "cannot create \(path)")
+        var created: Int32 = -1
+        // Twice at most: a run removing leftovers may take the new file for one before it is locked.
+        for _ in 0..<2 {
+            // Read-write: a finished file may be edited in place (`finish(edit:)`).
+            created = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+            if created < 0 {
+                let code = errno
+                throw MediaError(
+                    call: "open", code: reel_averror(code), kind: code == ENOSPC ? .noSpace : .outputFailed,
+                    context: "cannot create \(path)")
+            }
+            if OutputLock.lockNewFile(created) { break }
+            close(created)
+            created = -1
         }
+        guard created >= 0 else {
+            throw MediaError(
+                kind: .outputFailed, call: "flock", message: "cannot create \(path): another run keeps removing it")
+        }
+        fd = created
+    }
+
+    /// A hold on the file's lock that outlives this sink (verification and publishing come after).
+    func lock() throws(MediaError) -> OutputLock {
+        let copy = fcntl(fd, F_DUPFD_CLOEXEC, 0)
+        if copy < 0 {
+            throw MediaError(call: "fcntl", code: reel_averror(errno), kind: .internalFailure, context: "dup")
+        }
+        return OutputLock(adopting: copy)
     }
 
     deinit { if fd >= 0 { close(fd) } }

@@ -32,6 +32,10 @@ public struct ReadBack: Sendable, Equatable {
         public var decodedAtEnd: Int
         /// Why a stretch did not decode, or nil when both did.
         public var decodeFailure: String?
+        /// Whether the stream was decoded at all (a copy is compared with what was written instead).
+        public var decoded = false
+        /// The first way the stream's index or bytes differ from what was written (a copy), or nil.
+        public var mismatch: String? = nil
     }
 
     /// Size of the file.
@@ -44,13 +48,18 @@ extension MediaProbe {
     static let audioPacketsChecked = 96
 
     /// Reads back a file Reel has just written (MP4 or QuickTime): opens it from its header, checks
-    /// every sample's place in the file against its size, and decodes each video stream's first and
-    /// last group of pictures (from a sync sample to the next one, and from the last one to the end;
-    /// the frames no other frame refers to are skipped) and about two seconds at each end of every
-    /// audio stream, with error concealment off, so damage fails rather than being hidden. Other streams' samples are
-    /// skipped, not read. Throws `MediaError` when the file cannot be opened or read (its `code` says
-    /// whether the cause was I/O); decoding failures are reported in the result, not thrown.
-    public static func readBack(path: String) throws(MediaError) -> ReadBack {
+    /// every sample's place in the file against its size, and decodes each encoded video stream's
+    /// first and last group of pictures (from a sync sample to the next one, and from the last one to
+    /// the end; the frames no other frame refers to are skipped) and about two seconds at each end of
+    /// every encoded audio stream, with error concealment off, so damage fails rather than being
+    /// hidden. A stream `written` says was copied is never decoded (its data is the source's, which
+    /// may be damaged in ways that abort FFmpeg's decoders): its index is compared with what was
+    /// written instead, sample by sample (size, decode time, keyframe flag and the bytes at each end)
+    /// when the muxer stores the codec unchanged. Without `written` every stream is decoded. Other
+    /// streams' samples are skipped, not read. Throws `MediaError` when the file cannot be opened or
+    /// read (its `code` says whether the cause was I/O); decoding failures and mismatches are
+    /// reported in the result, not thrown.
+    public static func readBack(path: String, written: [WrittenStream]? = nil) throws(MediaError) -> ReadBack {
         var clock = ReadBackClock()
         let input = try InputFile(path: path, policy: .standard, analysis: .headerSuffices)
         // The samples as stored, for the index and the decoding: an edit list (a Passthrough cut that
@@ -93,6 +102,14 @@ extension MediaProbe {
                     sampleSeconds: storedSeconds.flatMap { entries > 0 ? $0 / Double(entries) : nil }, samples: entries,
                     samplesPastEnd: pastEnd, decodedAtStart: 0, decodedAtEnd: 0, decodeFailure: nil))
             guard kind == .video || kind == .audio, entries > 0, pastEnd == 0 else { continue }
+            if let copy = written?.first(where: { $0.index == index && $0.copied }) {
+                if let table = copy.table {
+                    streams[index].mismatch = try compare(storedStream, entries: entries, with: table, path: path)
+                }
+                timings.append("\(kind.rawValue) \(index): \(entries) samples compared in \(clock.lap())")
+                continue
+            }
+            streams[index].decoded = true
             let (firstEnd, lastStart): (Int, Int)
             if kind == .video {
                 firstEnd = keyframes.count > 1 ? keyframes[1] : entries
@@ -124,6 +141,66 @@ extension MediaProbe {
         }
         readBackLogger.debug("read back \(path): \(timings.joined(separator: "; ")); \(clock.total())")
         return ReadBack(fileBytes: fileBytes, streams: streams)
+    }
+
+    /// Compares a copied stream's index (the samples as stored) with what was written: the count,
+    /// and each sample's size, keyframe flag, decode time (from the first) and the bytes at its ends.
+    /// Returns the first difference, or nil.
+    private static func compare(
+        _ stream: UnsafeMutablePointer<AVStream>, entries: Int, with table: SampleTable, path: String
+    ) throws(MediaError) -> String? {
+        if entries != table.samples.count {
+            return "it holds \(entries) samples, \(table.samples.count) were written"
+        }
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        if fd < 0 {
+            throw MediaError(call: "open", code: reel_averror(errno), kind: .unreadableInput, context: "cannot read \(path)")
+        }
+        defer { close(fd) }
+        var buffer = [UInt8](repeating: 0, count: 2 * SampleTable.edgeBytes)
+        var previousTimestamp: Int64 = 0
+        for position in 0..<entries {
+            guard let entry = avformat_index_get_entry(stream, Int32(position)) else {
+                return "sample \(position) is missing from the index"
+            }
+            let wrote = table.samples[position]
+            let size = Int(entry.pointee.size & 0x3FFF_FFFF)
+            if size != Int(wrote.size) { return "sample \(position) has \(size) bytes, \(wrote.size) were written" }
+            if (entry.pointee.flags & AVINDEX_KEYFRAME != 0) != wrote.keyframe {
+                return "sample \(position) is \(wrote.keyframe ? "not " : "")a keyframe, unlike what was written"
+            }
+            // Decode-time gaps as written (where the packets had decode times; the muxer makes up
+            // those that were missing).
+            if position > 0, let dts = wrote.dts, let previous = table.samples[position - 1].dts,
+                entry.pointee.timestamp - previousTimestamp != dts - previous
+            {
+                return "sample \(position) is decoded at another time than it was written for"
+            }
+            previousTimestamp = entry.pointee.timestamp
+            // The fingerprint covers the first and last `edgeBytes` (all of a short sample).
+            let edge = SampleTable.edgeBytes
+            let ranges: [(offset: Int64, count: Int)] =
+                size <= 2 * edge
+                ? [(entry.pointee.pos, size)]
+                : [(entry.pointee.pos, edge), (entry.pointee.pos + Int64(size - edge), edge)]
+            var filled = 0
+            for range in ranges {
+                let read = buffer.withUnsafeMutableBytes { bytes in
+                    pread(fd, bytes.baseAddress! + filled, range.count, off_t(range.offset))
+                }
+                if read < 0 {
+                    throw MediaError(
+                        call: "pread", code: reel_averror(errno), kind: .unreadableInput, context: "cannot read \(path)")
+                }
+                if read != range.count { return "sample \(position) lies past the end of the file" }
+                filled += range.count
+            }
+            let fingerprint = buffer.withUnsafeBufferPointer { bytes in
+                SampleTable.fingerprint(edges: bytes.baseAddress!, count: filled, size: size)
+            }
+            if fingerprint != wrote.fingerprint { return "sample \(position) does not hold the bytes written" }
+        }
+        return nil
     }
 
     /// Decodes samples `from..<to` of one stream (only its packets are read) and returns how many

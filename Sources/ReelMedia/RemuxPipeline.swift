@@ -13,6 +13,9 @@ final class RemuxPipeline {
     private let packet: Packet
     /// Input stream index → output stream.
     private var mapping: [Int: UnsafeMutablePointer<AVStream>] = [:]
+    /// Input stream index → one frame (or audio packet) at its nominal rate, in its time base: the
+    /// duration a packet without one gets (`FrameTiming`).
+    private var nominals: [Int: Int64] = [:]
     private let window: TimeWindow
     /// Source time that becomes 0: the window's origin (a cut's packets from the keyframe before it
     /// come out with negative times, which the mov muxer turns into an edit list).
@@ -70,6 +73,15 @@ final class RemuxPipeline {
                 data.update(from: side.data, count: side.size)
             }
             mapping[index] = stream
+            let kind = info.streams[index].kind
+            output.declare(stream: stream.pointee.index, kind: kind, copied: true)
+            nominals[index] =
+                kind == .audio
+                ? FrameTiming.nominal(
+                    frameSize: parameters.pointee.frame_size, sampleRate: parameters.pointee.sample_rate,
+                    timeBase: source.pointee.time_base)
+                : FrameTiming.nominal(
+                    rate: av_guess_frame_rate(input.context, source, nil), timeBase: source.pointee.time_base)
             // FFmpeg 5.1's muxer drops the Dolby Vision configuration the side data carries.
             if let box = DolbyVisionBox(of: source) { dolbyVision.append((Int(stream.pointee.index), box)) }
         }
@@ -146,6 +158,10 @@ final class RemuxPipeline {
                     continue
                 }
             }
+            // The last packet's duration is the stream's end in the file: one without gets the
+            // nominal frame's (`FrameTiming`).
+            packet.pointer.pointee.duration = FrameTiming.duration(
+                own: raw.duration, nominal: nominals[index] ?? 0)
             let offset = av_rescale_q(originMicroseconds, reel_time_base_q(), sourceTimeBase)
             if packet.pointer.pointee.pts != reel_nopts_value() { packet.pointer.pointee.pts -= offset }
             if packet.pointer.pointee.dts != reel_nopts_value() { packet.pointer.pointee.dts -= offset }
@@ -193,8 +209,12 @@ final class RemuxPipeline {
                     for (track, box) in boxes { try box.write(toTrack: track, of: descriptor) }
                 })
         output.onWrite = nil
+        if let cutSeconds, cutSeconds > 0 {
+            for stream in mapping.values { output.clipWritten(stream: Int(stream.pointee.index), toSeconds: cutSeconds) }
+        }
         progress(TranscodeProgress(phase: .finalizing, fraction: 1, frames: packets, mediaSeconds: mediaSeconds))
         return TranscodeOutcome(
-            bytes: output.bytesWritten, videoFramesEncoded: 0, audioFramesEncoded: 0, packetsCopied: packets)
+            bytes: output.bytesWritten, videoFramesEncoded: 0, audioFramesEncoded: 0, packetsCopied: packets,
+            written: output.written, lock: try output.lock())
     }
 }

@@ -64,6 +64,7 @@ final class TranscodePipeline {
             let stream = try output.addStream(
                 describedBy: try CodecParameters(of: encoder.context), timeBase: encoder.context.pointee.time_base,
                 language: input.language(ofStream: audio.stream))
+            output.declare(stream: stream, kind: .audio, copied: false)
             audioOutput = (encoder, stream)
         }
         try output.writeHeader(metadata: plan.metadata, options: Transcoder.muxerOptions(plan))
@@ -148,6 +149,7 @@ final class TranscodePipeline {
             progress: progress)
         reader.report(phase: .finalizing, fraction: 1)
         return TranscodeOutcome(
-            bytes: bytes, videoFramesEncoded: frames, audioFramesEncoded: audioFrames, packetsCopied: 0)
+            bytes: bytes, videoFramesEncoded: frames, audioFramesEncoded: audioFrames, packetsCopied: 0,
+            written: writer.written, lock: try writer.lock())
     }
 }

@@ -1,3 +1,5 @@
+internal import CFFmpeg
+
 /// How to encode the video track. Decided by the caller (ReelExport); ReelMedia only executes it.
 public struct VideoEncoding: Sendable, Equatable {
     public enum Codec: String, Sendable, Codable {
@@ -16,9 +18,12 @@ public struct VideoEncoding: Sendable, Equatable {
         case toneMapped(ToneMapping)
     }
     public var codec: Codec
-    /// Output size after rotation, in square pixels; both even.
+    /// Output size after rotation, in pixels (square unless `pixelAspect` says otherwise); both even.
     public var width: Int
     public var height: Int
+    /// The shape of a pixel (width over height, the sample aspect ratio): 1:1 unless the size grid
+    /// forced a picture whose proportions differ from the source's, which this restores on display.
+    public var pixelAspect = Rational(1, 1)
     /// Clockwise degrees (0, 90, 180, 270) to rotate the decoded pixels by.
     public var rotation: Int
     /// Mirror the decoded pixels left to right before rotating them (a display matrix with a flip).
@@ -167,7 +172,7 @@ public struct TranscodeProgress: Sendable, Equatable {
 }
 
 /// What an export produced.
-public struct TranscodeOutcome: Sendable, Equatable {
+public struct TranscodeOutcome: Sendable {
     /// Bytes of the finished file.
     public var bytes: Int64
     /// Video frames encoded (0 when copying).
@@ -176,4 +181,18 @@ public struct TranscodeOutcome: Sendable, Equatable {
     public var audioFramesEncoded: Int
     /// Packets copied unchanged (0 when re-encoding).
     public var packetsCopied: Int
+    /// What went into each stream of the file, as it was written: what verification holds it to.
+    public var written: [WrittenStream] = []
+    /// Holds the file's lock (`OutputLock`) until the caller has published or removed it.
+    public var lock: OutputLock? = nil
+}
+
+extension VideoEncoding {
+    /// `pixelAspect` as FFmpeg's sample aspect ratio (1:1 when it is not a valid ratio).
+    var avPixelAspect: AVRational {
+        guard pixelAspect.isValid, let num = Int32(exactly: pixelAspect.numerator),
+            let den = Int32(exactly: pixelAspect.denominator)
+        else { return AVRational(num: 1, den: 1) }
+        return AVRational(num: num, den: den)
+    }
 }

@@ -12,6 +12,12 @@ final class TranscodeWriter {
         self.queues = queues
     }
 
+    /// What went into each stream (complete once `finish` returned).
+    var written: [WrittenStream] { output.written }
+
+    /// Holds the file's lock beyond the writer's life (`OutputLock`).
+    func lock() throws(MediaError) -> OutputLock { try output.lock() }
+
     /// Hands a packet to the muxer (audio-only exports, where no writer thread runs).
     func write(_ packet: Packet) throws(MediaError) { try output.write(packet) }
 

@@ -148,11 +148,20 @@ final class VideoDecodeStage {
         }
         // Frames before the start of a requested range are decoded (needed as references) but not kept.
         if let dropBeforePts, pts < dropBeforePts { return }
+        // The frame's own duration (`FrameTiming`): its packet's (a GIF's delay), else one frame at
+        // the nominal rate. The encode stage lets a frame last until the next one; this is what the
+        // last one keeps.
+        var own = FrameTiming.duration(own: sane(decodedFrame.pointee.pkt_duration) ?? 0, nominal: frameDuration)
         if let cap = encoding.maxFrameRate {
             let time = seconds(pts, timeBase)
             if time + 1e-6 < nextSlot { return }
             nextSlot = (floor(time * cap + 1e-6) + 1) / cap
+            // A kept frame stands for the frames its slot drops after it.
+            let slotEnd = Int64((nextSlot * Double(timeBase.den) / Double(timeBase.num)).rounded())
+            own = max(own, slotEnd - pts)
         }
+        // A range's end cuts the last frame short.
+        if let endPts { own = max(1, min(own, endPts - pts)) }
         var outputPts = pts - originPts
         if lastPts != Int64.min, outputPts <= lastPts { outputPts = lastPts + 1 }
         if lastPts == Int64.min, outputPts < 0 { outputPts = 0 }
@@ -198,8 +207,9 @@ final class VideoDecodeStage {
             try scaler!.scale(frame, into: target.pointer)
         }
         target.pointer.pointee.pts = outputPts
+        target.pointer.pointee.pkt_duration = own
         target.pointer.pointee.pict_type = AV_PICTURE_TYPE_NONE
-        target.pointer.pointee.sample_aspect_ratio = AVRational(num: 1, den: 1)
+        target.pointer.pointee.sample_aspect_ratio = encoding.avPixelAspect
         mediaSeconds = seconds(outputPts, timeBase)
         try emit(target)
     }

@@ -9,22 +9,40 @@ final class VideoEncodeStage {
     private let output: OutputFile
     private let outputStream: UnsafeMutablePointer<AVStream>
     private let packet: Packet
+    /// Packets out of the encoder, in decode order, waiting for their decode times (`release`).
+    private var pending: [Packet] = []
+    /// Carriers of written packets, for reuse.
+    private var spare: [Packet] = []
+    /// One frame at the nominal rate, in the encoder's time base.
+    private let nominal: Int64
+    /// How long each frame sent and not yet out of the encoder is shown (`FrameTiming`), by pts.
+    private var shown: [Int64: Int64] = [:]
+    private var lastSentPts: Int64?
+    /// The first frame's time and where the last one sent ends, in the encoder's time base: the
+    /// span the stream must cover.
+    private var firstFramePts: Int64?
+    private var framesEnd: Int64?
+    /// The decode times given so far: the first and the latest.
+    private var firstDts: Int64?
+    private var lastDts: Int64?
 
-    /// Opens the encoder for `encoding` and adds its stream to `output` (before the header is
-    /// written). `source` describes the source stream (its colours), `language` is its tag; frames
-    /// come in `format`, with timestamps in `timeBase`.
+    /// Packets a decode time waits for: more than x264's and x265's deepest reordering (16 B-frames).
+    static let reorderWindow = 24
+
     init(
         encoding: VideoEncoding, source: CodecParameters, language: String?, format: AVPixelFormat,
         timeBase: AVRational, frameRate: AVRational, threads: Int, output: OutputFile
     ) throws(MediaError) {
         self.output = output
         packet = try Packet()
+        nominal = FrameTiming.nominal(rate: frameRate, timeBase: timeBase)
         encoder = try Encoder(name: encoding.codec.encoderName)
         let context = encoder.context
         context.pointee.width = Int32(encoding.width)
         context.pointee.height = Int32(encoding.height)
         context.pointee.pix_fmt = format
-        context.pointee.sample_aspect_ratio = AVRational(num: 1, den: 1)
+        // x264 and x265 write it into the VUI; the MP4 muxer into `pasp`.
+        context.pointee.sample_aspect_ratio = encoding.avPixelAspect
         // The source's time base, so variable frame rates keep their exact timestamps.
         context.pointee.time_base = timeBase
         context.pointee.framerate = frameRate
@@ -79,7 +97,8 @@ final class VideoEncodeStage {
             avcodec_parameters_from_context(outputStream.pointee.codecpar, context), "avcodec_parameters_from_context")
         outputStream.pointee.time_base = context.pointee.time_base
         outputStream.pointee.avg_frame_rate = frameRate
-        outputStream.pointee.sample_aspect_ratio = AVRational(num: 1, den: 1)
+        outputStream.pointee.sample_aspect_ratio = encoding.avPixelAspect
+        output.declare(stream: outputStream.pointee.index, kind: .video, copied: false)
         if encoding.codec == .hevc {
             // Apple players accept HEVC in MP4/QuickTime only with the 'hvc1' sample entry.
             outputStream.pointee.codecpar.pointee.codec_tag = reel_mktag(0x68, 0x76, 0x63, 0x31)
@@ -91,15 +110,68 @@ final class VideoEncodeStage {
         if let hdrMetadata { try VideoEncodeStage.addSideData(hdrMetadata, to: outputStream) }
     }
 
-    /// Encodes one frame (whose pts is in the encoder's time base) and writes what comes out.
+    /// Encodes one frame (whose pts and own duration, `pkt_duration`, are in the encoder's time
+    /// base) and writes what comes out.
     func encode(_ frame: Frame, to sink: PacketSink) throws(MediaError) {
+        let pts = frame.pointer.pointee.pts
+        // Frames come in presentation order: each is shown until the next, the last its own duration.
+        if let lastSentPts { shown[lastSentPts] = pts - lastSentPts }
+        let own = FrameTiming.duration(own: frame.pointer.pointee.pkt_duration, nominal: nominal)
+        shown[pts] = own
+        lastSentPts = pts
+        firstFramePts = firstFramePts ?? pts
+        framesEnd = pts + own
         try encoder.send(frame.pointer)
-        try encoder.drain(into: packet, for: StreamTarget(outputStream), to: sink)
+        try drain(to: sink)
     }
 
-    /// Flushes the encoder at the end of the input.
+    /// Flushes the encoder at the end of the input and writes what it held back.
     func flush(to sink: PacketSink) throws(MediaError) {
         try encoder.send(nil)
-        try encoder.drain(into: packet, for: StreamTarget(outputStream), to: sink)
+        try drain(to: sink)
+        while !pending.isEmpty { try release(to: sink) }
+    }
+
+    /// Receives every packet the encoder has ready, stamped with how long its frame is shown, and
+    /// writes those whose decode time can be given.
+    private func drain(to sink: PacketSink) throws(MediaError) {
+        while try encoder.receive(packet) == .produced {
+            packet.pointer.pointee.duration = shown.removeValue(forKey: packet.pointer.pointee.pts) ?? nominal
+            let carrier: Packet
+            if let reused = spare.popLast() { carrier = reused } else { carrier = try Packet() }
+            av_packet_move_ref(carrier.pointer, packet.pointer)
+            pending.append(carrier)
+            if pending.count > Self.reorderWindow { try release(to: sink) }
+        }
+    }
+
+    /// Gives the oldest pending packet its decode time and writes it.
+    ///
+    /// The decode time is the latest one possible: no later than its own pts or, less one tick per
+    /// packet in between, any later packet's. x264 shifts B-frame decode times back by the first
+    /// frames' gaps instead, which with uneven frames (a GIF's delays) leaves the decode times far
+    /// behind the frames; and FFmpeg's MP4 muxer (5.1) stores the samples' durations as decode-time
+    /// gaps plus the last packet's duration, so a stream's frames would outlast its samples.
+    private func release(to sink: PacketSink) throws(MediaError) {
+        let next = pending.removeFirst()
+        var dts = next.pointer.pointee.pts
+        for (offset, later) in pending.enumerated() { dts = min(dts, later.pointer.pointee.pts - Int64(offset + 1)) }
+        if let lastDts, dts <= lastDts { dts = lastDts + 1 }
+        next.pointer.pointee.dts = dts
+        firstDts = firstDts ?? dts
+        lastDts = dts
+        if pending.isEmpty, encoder.isFlushed, let firstFramePts, let framesEnd, let firstDts {
+            // The last packet: its samples' durations must add up to the frames' span, and the
+            // muxer's track length (latest pts plus duration) must reach the last frame's end.
+            let needed = (framesEnd - firstFramePts) - (dts - firstDts)
+            next.pointer.pointee.duration = max(next.pointer.pointee.duration, needed, 0)
+        }
+        let target = StreamTarget(outputStream)
+        next.pointer.pointee.stream_index = target.index
+        av_packet_rescale_ts(next.pointer, encoder.context.pointee.time_base, target.timeBase)
+        try sink(next)
+        // The muxer took the data; whatever is left is dropped before the carrier is reused.
+        next.unref()
+        spare.append(next)
     }
 }

@@ -102,8 +102,13 @@ package struct Backoff: Sendable {
 
     /// Sleeps for the current delay (less if the task is cancelled), then doubles it.
     package mutating func wait() async {
-        try? await Task.sleep(for: delay)
-        delay = min(delay * 2, .seconds(5))
+        try? await Task.sleep(for: next())
+    }
+
+    /// The current delay, doubled for next time: for a caller that waits in its own way.
+    package mutating func next() -> Duration {
+        defer { delay = min(delay * 2, .seconds(5)) }
+        return delay
     }
 
     package mutating func reset() { delay = Backoff.first }

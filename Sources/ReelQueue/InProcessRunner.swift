@@ -7,6 +7,8 @@ struct InProcessRunner: ExportRunner {
     let presets: PresetLibrary
     let limits: InputLimits
     let stallTimeout: TimeInterval
+    /// The metadata policy of jobs that did not choose one.
+    var metadataDefault = MetadataPolicy.keep
 
     func run(_ job: RunningJob, threads: Int, confirm: @escaping @Sendable () async -> PublishVerdict) async
         -> ExportAttempt
@@ -15,7 +17,7 @@ struct InProcessRunner: ExportRunner {
         do throws(ExportError) {
             let asset = try await Asset.load(URL(fileURLWithPath: spec.asset), limits: limits)
             let session = try ExportSession(asset: asset, presetName: spec.preset, presets: presets, limits: limits)
-            spec.configure(session, stallTimeout: stallTimeout, threads: threads)
+            spec.configure(session, stallTimeout: stallTimeout, threads: threads, metadataDefault: metadataDefault)
             session.temporaryTag = job.lease.attemptTag
             session.publishGate = { () throws(ExportError) in
                 if let error = PublishVerdict.blocking(confirm).error { throw error }
@@ -30,18 +32,22 @@ struct InProcessRunner: ExportRunner {
             }
             return .completed(JobResult(result))
         } catch {
-            return .failed(JobError(error))
+            // Cancelled only ever by the worker (`job.stop`), whose stop reason decides what it means.
+            return error.code == .cancelled ? .interrupted : .failed(JobError(error))
         }
     }
 }
 
 extension JobSpec {
-    /// Sets a session up to export this spec.
-    func configure(_ session: ExportSession, stallTimeout: TimeInterval, threads: Int) {
+    /// Sets a session up to export this spec; `metadataDefault` applies when the spec did not choose.
+    func configure(
+        _ session: ExportSession, stallTimeout: TimeInterval, threads: Int, metadataDefault: MetadataPolicy = .keep
+    ) {
         session.outputURL = URL(fileURLWithPath: output)
         session.outputFileType = outputType
         session.timeRange = timeRange
-        session.metadataPolicy = metadata
+        session.metadataPolicy = metadata(workerDefault: metadataDefault)
+        session.allowsAudioOnly = allowAudioOnly
         session.shouldOptimizeForNetworkUse = optimizeForNetwork
         session.stallTimeout = stallTimeout
         session.forceTranscode = forceTranscode

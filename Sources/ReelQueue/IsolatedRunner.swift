@@ -28,24 +28,32 @@ public struct Isolation: Sendable {
 
 /// Runs one claimed job as a child `reel _run-job` process, so a crash inside a codec takes down only
 /// that attempt. The worker keeps the lease; the child gets a `ChildRequest` and reports `ExportEvent`
-/// lines; stopping the job sends it SIGTERM (SIGKILL 5 s later), and a child that goes silent past
-/// its own watchdog is killed.
+/// lines.
+///
+/// The child leads a process group of its own: a terminal's Ctrl-C or `kill -- -PGID` aimed at the
+/// worker reaches the worker alone, which decides what happens to its jobs. A signal that reaches the
+/// child anyway (systemd's default `KillMode=control-group` signals every process of the service, or
+/// someone signals it by hand) stops the export, and the attempt ends `interrupted`: handed back, not
+/// cancelled. Stopping the job sends the child SIGTERM, and SIGKILL 5 s later if it is still there;
+/// both go through its pidfd, so neither can reach another process once it has ended. The child ends
+/// itself when the worker dies (its standard input reads end-of-file), removing its temporary output.
 struct IsolatedRunner: ExportRunner {
     let isolation: Isolation
     let limits: InputLimits
     let stallTimeout: TimeInterval
     let logger: Logger
+    /// The metadata policy of jobs that did not choose one: the child gets the spec with it decided.
+    var metadataDefault = MetadataPolicy.keep
 
     /// The child process, as the job's stop handle.
     final class Child: JobHandle {
-        let pid: Int32
-        init(pid: Int32) { self.pid = pid }
+        let process: SpawnedProcess
+        init(_ process: SpawnedProcess) { self.process = process }
         func stop() {
-            kill(pid, SIGTERM)
-            // A child that does not stop within 5 s is killed. (Its pid cannot be reused meanwhile: the
-            // runner reaps it only after this job's end, and a reaped pid makes kill a no-op here.)
-            let pid = pid
-            DispatchQueue.global().asyncAfter(deadline: .now() + 5) { kill(pid, SIGKILL) }
+            process.signal(SIGTERM)
+            // A child that does not stop within 5 s is killed; after its end the pidfd makes this a no-op.
+            let process = process
+            DispatchQueue.global().asyncAfter(deadline: .now() + 5) { process.signal(SIGKILL) }
         }
     }
 
@@ -55,24 +63,24 @@ struct IsolatedRunner: ExportRunner {
         var failure: JobError?
         var lastLine = ContinuousClock.now
         var stderrTail: [String] = []
-        var verdict: PublishVerdict?
         var termination: SpawnedProcess.Termination?
     }
 
     func run(_ job: RunningJob, threads: Int, confirm: @escaping @Sendable () async -> PublishVerdict) async
         -> ExportAttempt
     {
+        var spec = job.lease.spec
+        spec.metadata = spec.metadata(workerDefault: metadataDefault)
+        spec.metadataChosen = true
         let request = ChildRequest(
-            spec: job.lease.spec, threads: threads, stallTimeout: stallTimeout, limits: limits,
-            presetsFolder: isolation.presetsFolder, verbose: isolation.verbose, parent: getpid(),
-            attemptTag: job.lease.attemptTag)
+            spec: spec, threads: threads, stallTimeout: stallTimeout, limits: limits,
+            presetsFolder: isolation.presetsFolder, verbose: isolation.verbose, attemptTag: job.lease.attemptTag)
         let requestLine: Data
         do {
             requestLine = try JSONCoding.lineEncoder.encode(request) + Data("\n".utf8)
         } catch {
             return .failed(
-                JobError(code: "internal", message: "cannot encode the job for its process: \(error)", retryable: false)
-            )
+                JobError(code: .internal, message: "cannot encode the job for its process: \(error)", retryable: false))
         }
         // Swift's crash backtracer would keep a crashed child alive while it symbolicates (seconds to
         // minutes); the worker records the signal instead.
@@ -81,15 +89,17 @@ struct IsolatedRunner: ExportRunner {
         let child: SpawnedProcess
         do {
             child = try SpawnedProcess.start(
-                isolation.executable, arguments: ["_run-job"], environment: environment, withInput: true)
+                isolation.executable, arguments: ["_run-job"], environment: environment, withInput: true,
+                newProcessGroup: true)
         } catch {
-            return .failed(JobError(code: "internal", message: error.description, retryable: true))
+            return .failed(JobError(code: .internal, message: error.description, retryable: true))
         }
         let ended = DispatchGroup()
-        // Stdin stays open: the child asks before it publishes, and the answer goes there.
+        // Stdin stays open: the child asks before it publishes, and the answer goes there. (A child that
+        // is already gone makes these writes fail, never raise SIGPIPE in the worker.)
         let toChild = child.input!
-        try? toChild.write(contentsOf: requestLine)
-        job.attach(Child(pid: child.pid))
+        toChild.write(requestLine)
+        job.attach(Child(child))
 
         let report = Mutex(Report())
         ended.enter()
@@ -104,30 +114,29 @@ struct IsolatedRunner: ExportRunner {
         startThread(named: "reel-child-events") {
             Self.forEachLine(of: child.output) { line in
                 report.withLock { $0.lastLine = .now }
-                switch ExportEvent(jsonLine: line) {
-                case .progress(let progress)?:
+                switch ChildMessage(jsonLine: line) {
+                case .event(.progress(let progress))?:
                     job.report(
                         JobProgress(
                             fraction: progress.progress, phase: progress.phase, framesPerSecond: progress.fps,
                             secondsRemaining: progress.etaSeconds))
-                case .completed(let completion)?:
+                case .event(.completed(let completion))?:
                     report.withLock { $0.result = JobResult(completion.result) }
-                case .failed(let failure)?:
+                case .event(.failed(let failure))?:
                     report.withLock { $0.failure = JobError(failure) }
-                case nil:
-                    guard (try? JSONCoding.decoder.decode(PublishRequest.self, from: line)) != nil else { break }
+                case .publishRequest?:
                     // The child's output is complete: only the lease holder publishes it. (The child
                     // waits for the answer, so this reader may wait for it too.)
-                    let verdict = PublishVerdict.blocking(confirm)
-                    report.withLock { $0.verdict = verdict }
-                    let answer: PublishAnswer
-                    switch verdict {
-                    case .publish: answer = PublishAnswer(publish: true)
-                    case .stopped: answer = PublishAnswer(publish: false, reason: "the job was stopped")
-                    case .unconfirmed(let reason): answer = PublishAnswer(publish: false, reason: reason)
-                    }
+                    let answer =
+                        switch PublishVerdict.blocking(confirm) {
+                        case .publish: PublishAnswer(publish: true)
+                        case .stopped: PublishAnswer(publish: false, reason: "the job was stopped")
+                        case .unconfirmed(let reason): PublishAnswer(publish: false, reason: reason)
+                        }
                     let data = (try? JSONCoding.lineEncoder.encode(answer)) ?? Data("{}".utf8)
-                    try? toChild.write(contentsOf: data + Data("\n".utf8))
+                    toChild.write(data + Data("\n".utf8))
+                case nil:
+                    break
                 }
             }
             ended.leave()
@@ -148,52 +157,58 @@ struct IsolatedRunner: ExportRunner {
         }
         // The child has its own watchdog; this one catches a child that hangs entirely.
         let silence = Duration.seconds(stallTimeout + 15)
-        let pid = child.pid
         let watch = Task {
             while !Task.isCancelled {
                 try await Task.sleep(for: .seconds(1))
                 if ContinuousClock.now - report.withLock({ $0.lastLine }) > silence {
                     job.stop(.stalled)
-                    kill(pid, SIGKILL)
+                    child.signal(SIGKILL)
                     return
                 }
             }
         }
         await withCheckedContinuation { continuation in ended.notify(queue: .global()) { continuation.resume() } }
         watch.cancel()
-        try? toChild.close()
+        toChild.close()
         // A child killed by a signal could not remove its temporary output.
         unlink(TemporaryOutput.url(for: URL(fileURLWithPath: job.lease.spec.output), tag: job.lease.attemptTag).path)
-        let (result, failure, tail, verdict, termination) = report.withLock {
-            ($0.result, $0.failure, $0.stderrTail, $0.verdict, $0.termination ?? .exited(-1))
+        let (result, failure, tail, termination) = report.withLock {
+            ($0.result, $0.failure, $0.stderrTail, $0.termination ?? .exited(-1))
         }
-        let reason = job.stopReason
-        if case .unconfirmed = verdict, let error = verdict?.error { return .failed(JobError(error)) }
-        if reason == .stalled {
+        return Self.attempt(
+            termination: termination, result: result, failure: failure, stopped: job.stopReason,
+            stallTimeout: stallTimeout, lastLog: tail.last, logger: logger, job: job.lease)
+    }
+
+    /// How the attempt ended, from how the child ended and what it reported. Whatever the child says,
+    /// only the worker's own stop reason (decided by `WorkerPool`) can end the job as cancelled.
+    static func attempt(
+        termination: SpawnedProcess.Termination, result: JobResult?, failure: JobError?,
+        stopped: RunningJob.StopReason?, stallTimeout: TimeInterval, lastLog: String?, logger: Logger, job: Lease
+    ) -> ExportAttempt {
+        if stopped == .stalled {
             return .failed(
                 JobError(
-                    code: "stalled",
-                    message: "the export process went silent for \(Int(stallTimeout)) s and was killed",
-                    retryable: true))
-        }
-        if case .signalled(let signal) = termination, reason == nil {
-            let name = String(cString: strsignal(signal))
-            logger.error("export process crashed", metadata: ["job": "\(job.lease.id)", "signal": "\(signal)"])
-            return .failed(
-                JobError(
-                    code: "worker-crashed", message: "the export process died from signal \(signal) (\(name))",
+                    code: .stalled, message: "the export process went silent for \(Int(stallTimeout)) s and was killed",
                     retryable: true))
         }
         if termination == .exited(0), let result { return .completed(result) }
-        if let failure { return .failed(failure) }
-        if reason != nil {
-            return .failed(JobError(code: "cancelled", message: "the export was stopped", retryable: false))
+        // Stopped by the worker (its reason decides), or by a stop signal that someone else sent: the
+        // child reports that with its own status, or died of it before it could listen.
+        if stopped != nil || termination == .exited(ChildRunner.interruptedStatus) { return .interrupted }
+        if case .signalled(let signal) = termination, [SIGTERM, SIGINT, SIGHUP].contains(signal) { return .interrupted }
+        if case .signalled(let signal) = termination {
+            let name = String(cString: strsignal(signal))
+            logger.error("export process crashed", metadata: ["job": "\(job.id)", "signal": "\(signal)"])
+            return .failed(
+                JobError(
+                    code: .workerCrashed, message: "the export process died from signal \(signal) (\(name))",
+                    retryable: true))
         }
-        let last = tail.last ?? "no message"
+        if let failure { return .failed(failure) }
         return .failed(
             JobError(
-                code: "internal",
-                message: "the export process ended (\(termination)): \(last)",
+                code: .internal, message: "the export process ended (\(termination)): \(lastLog ?? "no message")",
                 retryable: false))
     }
 

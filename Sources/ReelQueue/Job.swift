@@ -34,8 +34,15 @@ public struct JobSpec: Sendable, Codable, Equatable {
     public var key: String?
     /// Part of the asset to export; nil for all of it.
     public var timeRange: TimeRange?
-    /// Which source metadata to keep.
+    /// Which source metadata to keep, when `metadataChosen`; otherwise what a worker without a
+    /// default of its own writes (`keep`).
     public var metadata: MetadataPolicy
+    /// Whether the client chose `metadata`. When it did not, the worker's default applies
+    /// (`reel work --metadata`, `$REEL_METADATA`); specs written before the field existed chose.
+    public var metadataChosen: Bool = true
+    /// Under a video preset, an asset without video is exported as its audio alone
+    /// (`ExportSession.allowsAudioOnly`); false in specs written before the field existed.
+    public var allowAudioOnly: Bool = false
     /// Moov first (default true).
     public var optimizeForNetwork: Bool
     /// Attempts before the job is failed for good.
@@ -77,7 +84,7 @@ public struct JobSpec: Sendable, Codable, Equatable {
 extension JobSpec {
     private enum CodingKeys: String, CodingKey {
         case asset, preset, outputType, output, priority, key, timeRange, metadata, optimizeForNetwork, maxAttempts
-        case forceTranscode, overwrite, fileLengthLimit, background
+        case forceTranscode, overwrite, fileLengthLimit, background, metadataChosen, allowAudioOnly
     }
 
     /// Decodes specs written by older versions too (no `overwrite`, no `fileLengthLimit`, no `background`).
@@ -97,6 +104,13 @@ extension JobSpec {
         overwrite = try c.decodeIfPresent(Bool.self, forKey: .overwrite) ?? false
         fileLengthLimit = try c.decodeIfPresent(Int64.self, forKey: .fileLengthLimit)
         background = try c.decodeIfPresent(RGBColor.self, forKey: .background) ?? .black
+        metadataChosen = try c.decodeIfPresent(Bool.self, forKey: .metadataChosen) ?? true
+        allowAudioOnly = try c.decodeIfPresent(Bool.self, forKey: .allowAudioOnly) ?? false
+    }
+
+    /// The metadata policy to export with: the spec's when chosen, else `workerDefault`.
+    public func metadata(workerDefault: MetadataPolicy) -> MetadataPolicy {
+        metadataChosen ? metadata : workerDefault
     }
 }
 
@@ -127,8 +141,12 @@ extension JobSpec {
         }
         if background != other.background { fields.append("background (\(other.background), not \(background))") }
         // The rest of what shapes the file (priority, attempts and overwrite do not).
-        if metadata != other.metadata {
-            fields.append("metadata (\(other.metadata.rawValue), not \(metadata.rawValue))")
+        if metadata != other.metadata || metadataChosen != other.metadataChosen {
+            let describe = { (spec: JobSpec) in spec.metadataChosen ? spec.metadata.rawValue : "the worker's default" }
+            fields.append("metadata (\(describe(other)), not \(describe(self)))")
+        }
+        if allowAudioOnly != other.allowAudioOnly {
+            fields.append("allow audio only (\(other.allowAudioOnly), not \(allowAudioOnly))")
         }
         if optimizeForNetwork != other.optimizeForNetwork {
             fields.append("network optimisation (\(other.optimizeForNetwork), not \(optimizeForNetwork))")
@@ -146,31 +164,76 @@ extension JobSpec {
 
 /// A job's error as the status file shows it.
 public struct JobError: Sendable, Codable, Equatable {
+    /// A stable, machine-readable reason: every `ExportError.Code` (an export's own failure), plus the
+    /// queue's own (`worker-crashed`). A struct over a growing set of codes, like `ExportError.Code`;
+    /// stored and printed as its raw string.
+    public struct Code: Hashable, Sendable, Codable, CustomStringConvertible {
+        public let rawValue: String
+        /// A code read back from a status file, a database row or an export process's report.
+        init(rawValue: String) { self.rawValue = rawValue }
+        /// An export's own failure.
+        public init(_ code: ExportError.Code) { rawValue = code.rawValue }
+        public init(from decoder: any Decoder) throws {
+            rawValue = try decoder.singleValueContainer().decode(String.self)
+        }
+        public func encode(to encoder: any Encoder) throws {
+            var container = encoder.singleValueContainer()
+            try container.encode(rawValue)
+        }
+        public var description: String { rawValue }
+
+        /// The worker (or its export process) died while running the job.
+        public static let workerCrashed = Code(rawValue: "worker-crashed")
+        /// Cancelled on request (`reel cancel`, the API's cancel).
+        public static let cancelled = Code(ExportError.Code.cancelled)
+        /// Stopped making progress.
+        public static let stalled = Code(ExportError.Code.stalled)
+        /// The output could not be written or published.
+        public static let outputFailed = Code(ExportError.Code.outputFailed)
+        /// A file is at the output path already.
+        public static let outputExists = Code(ExportError.Code.outputExists)
+        /// A bug or an unexpected failure.
+        public static let `internal` = Code(ExportError.Code.internal)
+    }
+
     /// `unreadable-input`, `incompatible-preset`, `worker-crashed`, … (see README).
-    public var code: String
+    public var code: Code
     public var message: String
     /// Whether running it again could succeed.
     public var retryable: Bool
 
-    public init(code: String, message: String, retryable: Bool) {
+    public init(code: Code, message: String, retryable: Bool) {
         self.code = code
         self.message = message
         self.retryable = retryable
     }
 
     public init(_ error: ExportError) {
-        self.init(code: error.code.rawValue, message: error.message, retryable: error.isRetryable)
+        self.init(code: Code(error.code), message: error.message, retryable: error.isRetryable)
     }
 
     public init(_ failure: ExportEvent.Failure) {
-        self.init(code: failure.error.code, message: failure.error.message, retryable: failure.error.retryable)
+        self.init(
+            code: Code(rawValue: failure.error.code), message: failure.error.message,
+            retryable: failure.error.retryable)
     }
 
-    static func workerCrashed(attempts: Int) -> JobError {
+    /// A job whose worker died while running it, once its attempts are used up.
+    package static func workerCrashed(attempts: Int) -> JobError {
         JobError(
-            code: "worker-crashed",
+            code: .workerCrashed,
             message: "the worker running this job died \(attempts) time(s); failed as a poison job", retryable: false)
     }
+
+    /// A job whose worker died while running attempt `attempt`, queued again.
+    package static func requeuedAfterCrash(attempt: Int) -> JobError {
+        JobError(
+            code: .workerCrashed, message: "the worker running attempt \(attempt) died; the job was queued again",
+            retryable: true)
+    }
+
+    /// A job someone cancelled.
+    package static let cancelledOnRequest = JobError(code: .cancelled, message: "cancelled on request", retryable: false)
 }
 
 /// What a completed job produced.

@@ -4,58 +4,70 @@ import ReelExport
 /// One job as a client asks for it: a manifest line, or `reel submit`'s arguments. Names are as the
 /// user wrote them; `resolve` checks everything and turns the request into the `JobSpec` a worker runs.
 ///
-/// As a manifest line: `{"asset": "/media/a.mov", "preset": "960x540", "outputDir": "/srv/out"}`; only
-/// `asset` and `preset` are required, and a key the request does not know is an error.
+/// The export's own options are an `ExportRequest` (the same names and checks as `reel export`); the
+/// rest say where the output goes and how the queue treats the job. As a manifest line, flat:
+/// `{"asset": "/media/a.mov", "preset": "960x540", "outputDir": "/srv/out", "timeRange": "0-5"}`;
+/// only `asset` and `preset` are required, and a key the request does not know is an error.
 public struct JobRequest: Sendable, Codable, Equatable {
     public var asset: String
-    public var preset: String
-    /// `mp4`, `mov`, `m4v`, `m4a` or an Apple type identifier; default from `output`'s extension, else
-    /// the preset's.
-    public var type: String?
-    /// The output file; without it, `<asset>.<preset>.<job id>.<type>` in `outputDir`.
-    public var output: String?
+    /// The export's options: preset, type, output, time range, metadata, …
+    public var export: ExportRequest
     /// Default: the working directory.
     public var outputDir: String?
     public var priority: Int?
     /// Idempotency key, 1 to 100 bytes.
     public var key: String?
-    /// `start-end`, in seconds or `[hh:]mm:ss`.
-    public var timeRange: String?
-    /// `keep`, `sharing` or `strip`.
-    public var metadata: String?
     /// 1 to 20 (default 3).
     public var maxAttempts: Int?
-    public var forceTranscode: Bool?
-    /// Replace an existing output file.
-    public var overwrite: Bool?
-    /// Keep `output`'s extension even though it is not the type's (needs `type`).
-    public var forceExtension: Bool?
-    /// The largest file to write: `16MB`, `8MiB`, `500KB` or bytes (`SizeLimit.parseBytes`).
-    public var maxSize: String?
-    /// What transparent pixels of an animated GIF or APNG become: `#rrggbb`, `black` (default) or `white`.
-    public var background: String?
+
+    public init(
+        asset: String, export: ExportRequest, outputDir: String? = nil, priority: Int? = nil, key: String? = nil,
+        maxAttempts: Int? = nil
+    ) {
+        self.asset = asset
+        self.export = export
+        self.outputDir = outputDir
+        self.priority = priority
+        self.key = key
+        self.maxAttempts = maxAttempts
+    }
 
     public init(
         asset: String, preset: String, type: String? = nil, output: String? = nil, outputDir: String? = nil,
         priority: Int? = nil, key: String? = nil, timeRange: String? = nil, metadata: String? = nil,
         maxAttempts: Int? = nil, forceTranscode: Bool? = nil, overwrite: Bool? = nil, forceExtension: Bool? = nil,
-        maxSize: String? = nil, background: String? = nil
+        maxSize: String? = nil, background: String? = nil, allowAudioOnly: Bool? = nil
     ) {
-        self.background = background
-        self.maxSize = maxSize
-        self.asset = asset
-        self.preset = preset
-        self.type = type
-        self.output = output
-        self.outputDir = outputDir
-        self.priority = priority
-        self.key = key
-        self.timeRange = timeRange
-        self.metadata = metadata
-        self.maxAttempts = maxAttempts
-        self.forceTranscode = forceTranscode
-        self.overwrite = overwrite
-        self.forceExtension = forceExtension
+        self.init(
+            asset: asset,
+            export: ExportRequest(
+                preset: preset, type: type, output: output, forceExtension: forceExtension, timeRange: timeRange,
+                metadata: metadata, forceTranscode: forceTranscode, allowAudioOnly: allowAudioOnly, maxSize: maxSize,
+                background: background, overwrite: overwrite),
+            outputDir: outputDir, priority: priority, key: key, maxAttempts: maxAttempts)
+    }
+
+    private enum CodingKeys: String, CodingKey { case asset, outputDir, priority, key, maxAttempts }
+
+    /// Reads the flat form: the job's own keys and the export's side by side.
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        asset = try c.decode(String.self, forKey: .asset)
+        export = try ExportRequest(from: decoder)
+        outputDir = try c.decodeIfPresent(String.self, forKey: .outputDir)
+        priority = try c.decodeIfPresent(Int.self, forKey: .priority)
+        key = try c.decodeIfPresent(String.self, forKey: .key)
+        maxAttempts = try c.decodeIfPresent(Int.self, forKey: .maxAttempts)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(asset, forKey: .asset)
+        try export.encode(to: encoder)
+        try c.encodeIfPresent(outputDir, forKey: .outputDir)
+        try c.encodeIfPresent(priority, forKey: .priority)
+        try c.encodeIfPresent(key, forKey: .key)
+        try c.encodeIfPresent(maxAttempts, forKey: .maxAttempts)
     }
 
     /// How much `resolve` checks of the asset.
@@ -68,46 +80,20 @@ public struct JobRequest: Sendable, Codable, Equatable {
     }
 
     /// Checks the request and returns the spec to queue. Relative paths are taken from
-    /// `workingDirectory`. Throws the `ExportError` that `reel export` would give for the same export
-    /// (`unknown-preset`, `invalid-argument`, `unreadable-input`, `incompatible-preset`, …).
+    /// `workingDirectory`. A request that does not choose a metadata policy gets `metadataDefault`,
+    /// and without one, the worker's (`JobSpec.metadataChosen`). Throws the `ExportError` that `reel
+    /// export` would give for the same export (`unknown-preset`, `invalid-argument`,
+    /// `unreadable-input`, `incompatible-preset`, `no-video`, `output-exists`, …), in the same words.
     public func resolve(
-        presets: PresetLibrary, limits: InputLimits, workingDirectory: URL, checks: Checks = .plan
+        presets: PresetLibrary, limits: InputLimits, workingDirectory: URL, checks: Checks = .plan,
+        metadataDefault: MetadataPolicy? = nil
     ) throws(ExportError) -> JobSpec {
-        let preset = try presets.preset(named: self.preset)
+        let settings = try export.resolve(presets: presets)
         func absolute(_ path: String) -> URL {
             (path.hasPrefix("/") ? URL(fileURLWithPath: path) : workingDirectory.appendingPathComponent(path))
                 .standardizedFileURL
         }
         let assetURL = absolute(asset)
-        let outputType = try OutputType.infer(
-            explicit: type, outputPath: output, preset: preset, forceExtension: forceExtension ?? false)
-        var range: TimeRange?
-        if let text = timeRange {
-            guard let parsed = TimeRange(parsing: text) else {
-                throw ExportError(
-                    .invalidArgument,
-                    "cannot read the time range '\(text)'; write start-end, e.g. 5-12.5 or 00:01:00-00:02:30")
-            }
-            range = parsed
-        }
-        guard let metadataPolicy = MetadataPolicy(rawValue: metadata ?? MetadataPolicy.keep.rawValue) else {
-            throw ExportError(
-                .invalidArgument, "unknown metadata policy '\(metadata ?? "")'; use keep, sharing or strip")
-        }
-        var limit: Int64?
-        if let maxSize {
-            guard let bytes = SizeLimit.parseBytes(maxSize) else {
-                throw ExportError(.invalidArgument, "cannot read the size '\(maxSize)'; write e.g. 16MB, 8MiB or 500KB")
-            }
-            limit = bytes
-        }
-        var colour = RGBColor.black
-        if let background {
-            guard let parsed = RGBColor(parsing: background) else {
-                throw ExportError(.invalidArgument, RGBColor.unreadable(background))
-            }
-            colour = parsed
-        }
         if let key { try JobSpec.checkKey(key) }
         let attempts = maxAttempts ?? JobSpec.defaultAttempts
         guard JobSpec.attemptLimits.contains(attempts) else {
@@ -117,45 +103,41 @@ public struct JobRequest: Sendable, Codable, Equatable {
             )
         }
         let outputURL: URL
-        if let output {
+        if let output = export.output {
             if outputDir != nil { throw ExportError(.invalidArgument, "give output or outputDir, not both") }
             outputURL = absolute(output)
         } else {
             let folder = outputDir.map(absolute) ?? workingDirectory.standardizedFileURL
             outputURL = folder.appendingPathComponent(
-                OutputType.defaultFileName(asset: assetURL, preset: preset, type: outputType, tag: "{id}"))
+                OutputType.defaultFileName(
+                    asset: assetURL, preset: settings.preset, type: settings.outputType, tag: "{id}"))
         }
+        let metadata = settings.metadata ?? metadataDefault
         switch checks {
         case .access:
             try Asset.checkAccess(assetURL, limits: limits)
         case .plan:
             let probed = try Asset.header(of: assetURL, limits: limits)
             _ = try ExportPlanner.decide(
-                asset: probed, preset: preset, type: outputType, timeRange: range, metadata: metadataPolicy,
-                optimizeForNetwork: true, forceTranscode: forceTranscode ?? false, fileLengthLimit: limit,
-                background: colour)
+                asset: probed, preset: settings.preset, type: settings.outputType, timeRange: settings.timeRange,
+                metadata: metadata ?? .keep, optimizeForNetwork: settings.optimizeForNetwork,
+                forceTranscode: settings.forceTranscode, fileLengthLimit: settings.fileLengthLimit,
+                background: settings.background, allowAudioOnly: settings.allowsAudioOnly)
         }
-        let folder = outputURL.deletingLastPathComponent()
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: folder.path, isDirectory: &isDirectory), isDirectory.boolValue
-        else {
-            throw ExportError(.outputFailed, "the output folder \(folder.path) does not exist", retryable: false)
-        }
-        if outputURL.resolvingSymlinksInPath().path == assetURL.resolvingSymlinksInPath().path {
-            throw ExportError(.invalidArgument, "the output would replace the asset itself")
-        }
-        if overwrite != true, FileManager.default.fileExists(atPath: outputURL.path) {
-            throw ExportError(.outputExists, "\(outputURL.path) already exists (submit with --overwrite to replace it)")
-        }
-        return JobSpec(
-            asset: assetURL.path, preset: preset.name, outputType: outputType, output: outputURL.path,
-            priority: priority ?? 0, key: key, timeRange: range, metadata: metadataPolicy, maxAttempts: attempts,
-            forceTranscode: forceTranscode ?? false, overwrite: overwrite ?? false, fileLengthLimit: limit,
-            background: colour)
+        try OutputPublisher.check(destination: outputURL, asset: assetURL, overwrite: settings.overwrite)
+        var spec = JobSpec(
+            asset: assetURL.path, preset: settings.preset.name, outputType: settings.outputType, output: outputURL.path,
+            priority: priority ?? 0, key: key, timeRange: settings.timeRange, metadata: metadata ?? .keep,
+            optimizeForNetwork: settings.optimizeForNetwork, maxAttempts: attempts,
+            forceTranscode: settings.forceTranscode, overwrite: settings.overwrite,
+            fileLengthLimit: settings.fileLengthLimit, background: settings.background)
+        spec.metadataChosen = metadata != nil
+        spec.allowAudioOnly = settings.allowsAudioOnly
+        return spec
     }
 
-    /// The keys a manifest line may have.
-    static let knownKeys = StrictKeys.propertyNames(of: JobRequest(asset: "", preset: ""))
+    /// The keys a manifest line may have: the job's own and the export's.
+    static let knownKeys = Set(["asset", "outputDir", "priority", "key", "maxAttempts"]).union(ExportRequest.keys)
 }
 
 extension JobSpec {
@@ -181,27 +163,46 @@ public enum Manifest {
     /// and what is wrong with it, with the first bad line's code.
     public static func resolve(
         _ data: Data, presets: PresetLibrary, limits: InputLimits, workingDirectory: URL,
-        checks: JobRequest.Checks = .plan
+        checks: JobRequest.Checks = .plan, metadataDefault: MetadataPolicy? = nil
     ) throws(ExportError) -> [JobSpec] {
-        var specs: [JobSpec] = []
-        var problems: [(line: Int, error: ExportError)] = []
-        for (line, result) in requests(data) {
-            do throws(ExportError) {
-                specs.append(
+        let lines = resolveLines(
+            data, presets: presets, limits: limits, workingDirectory: workingDirectory, checks: checks,
+            metadataDefault: metadataDefault)
+        let problems = lines.compactMap { line -> (line: Int, error: ExportError)? in
+            if case .failure(let error) = line.spec { return (line.line, error) }
+            return nil
+        }
+        if !problems.isEmpty { throw rejection(problems) }
+        if lines.isEmpty { throw ExportError(.invalidArgument, "the manifest has no jobs") }
+        return lines.compactMap { try? $0.spec.get() }
+    }
+
+    /// The one error a rejected manifest ends with: every bad line by number and what is wrong with
+    /// it, with the first bad line's code.
+    public static func rejection(_ problems: [(line: Int, error: ExportError)]) -> ExportError {
+        ExportError(
+            problems.first?.error.code ?? .invalidArgument,
+            "manifest rejected, nothing was queued: "
+                + problems.map { "line \($0.line): \($0.error.message)" }.joined(separator: "; "))
+    }
+
+    /// Each job line (numbered from 1) resolved to its spec, or the error that refuses it: what
+    /// `resolve` throws, line by line, for a caller that reports each refusal on its own.
+    public static func resolveLines(
+        _ data: Data, presets: PresetLibrary, limits: InputLimits, workingDirectory: URL,
+        checks: JobRequest.Checks = .plan, metadataDefault: MetadataPolicy? = nil
+    ) -> [(line: Int, asset: String?, spec: Result<JobSpec, ExportError>)] {
+        requests(data).map { line, result in
+            let asset = try? result.get().asset
+            return (
+                line, asset,
+                Result { () throws(ExportError) in
                     try result.get().resolve(
-                        presets: presets, limits: limits, workingDirectory: workingDirectory, checks: checks))
-            } catch {
-                problems.append((line, error))
-            }
+                        presets: presets, limits: limits, workingDirectory: workingDirectory, checks: checks,
+                        metadataDefault: metadataDefault)
+                }
+            )
         }
-        if let first = problems.first {
-            throw ExportError(
-                first.error.code,
-                "manifest rejected, nothing was queued: "
-                    + problems.map { "line \($0.line): \($0.error.message)" }.joined(separator: "; "))
-        }
-        if specs.isEmpty { throw ExportError(.invalidArgument, "the manifest has no jobs") }
-        return specs
     }
 
     /// Each job line (numbered from 1) as a request, or why it is not one.
@@ -226,7 +227,11 @@ public enum Manifest {
         let unknown = StrictKeys.unknown(in: object, known: JobRequest.knownKeys)
         if !unknown.isEmpty { throw ExportError(.invalidArgument, unknown.joined(separator: ", ")) }
         do {
-            return try decoder.decode(JobRequest.self, from: data)
+            let request = try decoder.decode(JobRequest.self, from: data)
+            if request.export.preset == nil { throw ExportError(.invalidArgument, "missing \"preset\"") }
+            return request
+        } catch let error as ExportError {
+            throw error
         } catch DecodingError.keyNotFound(let key, _) {
             throw ExportError(.invalidArgument, "missing \"\(key.stringValue)\"")
         } catch DecodingError.typeMismatch(_, let context), DecodingError.valueNotFound(_, let context) {

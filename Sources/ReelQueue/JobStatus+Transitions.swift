@@ -97,9 +97,7 @@ extension JobStatus {
         }
         state = .waiting
         progress = 0
-        error = JobError(
-            code: "worker-crashed",
-            message: "the worker running attempt \(attempts) died; the job was queued again", retryable: true)
+        error = JobError.requeuedAfterCrash(attempt: attempts)
         return .waiting
     }
 
@@ -129,7 +127,7 @@ extension JobStatus {
 
     private mutating func markCancelled(now: Date) {
         state = .cancelled
-        error = JobError(code: "cancelled", message: "cancelled on request", retryable: false)
+        error = JobError.cancelledOnRequest
         finishedAt = now
     }
 

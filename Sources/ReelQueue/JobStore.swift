@@ -85,6 +85,10 @@ public protocol JobStore: Sendable {
     /// Returns when a job may have become claimable, or after `timeout`.
     func waitForWork(timeout: Duration) async
 
+    /// Returns after `timeout`, or sooner when the store learns that it may be reachable again (a
+    /// worker waits with this between attempts to reach a store that is away). (Default: sleeps.)
+    func waitForRecovery(timeout: Duration) async
+
     /// Where the job's status file (the polled interface) is written, if this store writes one.
     func statusFile(for id: String) -> String?
 }
@@ -92,6 +96,10 @@ public protocol JobStore: Sendable {
 extension JobStore {
     public func waitToRenew(_ lease: Lease) async {
         try? await Task.sleep(for: renewInterval)
+    }
+
+    public func waitForRecovery(timeout: Duration) async {
+        try? await Task.sleep(for: timeout)
     }
 }
 

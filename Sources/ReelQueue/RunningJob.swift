@@ -15,9 +15,20 @@ extension ExportSession: JobHandle {
 /// the heartbeat without any I/O on the export's thread), and why it was stopped, if it was.
 final class RunningJob: Sendable {
     /// Why the worker stopped the export. When several apply, the strongest wins: a lost lease, then a
-    /// user's cancel, then a stall, then a shutdown's hand-back.
+    /// lease that ran out while the store was unreachable, then a user's cancel, then a stall, then a
+    /// shutdown's hand-back.
     enum StopReason: Int, Sendable, Comparable {
-        case handedBack, stalled, cancelled, lost
+        /// The worker is shutting down: the job goes back to the queue, its attempt not counted.
+        case handedBack
+        /// No progress for the stall timeout.
+        case stalled
+        /// Someone cancelled the job (the store said so).
+        case cancelled
+        /// The store could not be reached for a whole lease: another worker may be given the job, so
+        /// this one stops and, once the store answers, hands it back if it is still its own.
+        case expired
+        /// The store gave the job to someone else: nothing more is recorded.
+        case lost
         static func < (a: StopReason, b: StopReason) -> Bool { a.rawValue < b.rawValue }
     }
 
@@ -95,10 +106,16 @@ final class RunningJob: Sendable {
     var isFinished: Bool { state.withLock { $0.finished } }
 }
 
-/// How an export attempt ended, as the export saw it.
+/// How an export attempt ended, as the export saw it. What happens to the job also depends on why the
+/// worker stopped it, if it did (`RunningJob.StopReason`): only the worker's own reasons end a job as
+/// cancelled, never what the export reports.
 enum ExportAttempt: Sendable {
     case completed(JobResult)
     case failed(JobError)
+    /// Stopped from outside without the worker asking (a signal to the export process alone, such as
+    /// systemd's default `KillMode` sends every process of a stopping service): a stop, not a
+    /// failure, so the job is handed back and the attempt not counted.
+    case interrupted
 }
 
 /// Runs a claimed job's export, in this process or in a child process.
@@ -116,7 +133,8 @@ enum PublishVerdict: Sendable, Equatable {
     case publish
     /// The job was cancelled or its lease lost meanwhile (the job's stop reason says which).
     case stopped
-    /// The lease could not be confirmed (the store is unreachable).
+    /// The lease could not be confirmed (the store is unreachable); the gate tries again until the
+    /// lease has certainly expired.
     case unconfirmed(String)
 
     /// What the export's publish gate throws for this verdict (nothing to publish).

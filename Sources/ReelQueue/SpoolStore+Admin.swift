@@ -1,9 +1,12 @@
 import Foundation
-import ReelSpawn
 
 extension SpoolStore {
     /// Cancels a job: a waiting job never starts; a running one is asked to stop.
     public func cancel(_ id: String) async throws -> CancelResult {
+        try await io.run { () throws(QueueError) in try self.cancelNow(id) }
+    }
+
+    private func cancelNow(_ id: String) throws(QueueError) -> CancelResult {
         guard let current = try status(id: id) else { return .notFound }
         if current.state.isTerminal { return .alreadyEnded(current.state) }
         guard let lock = FileLock(path: path(.locks, "\(id).lock")) else {
@@ -32,6 +35,10 @@ extension SpoolStore {
 
     /// Puts a failed or cancelled job back in the queue with a fresh set of attempts.
     public func retry(_ id: String) async throws -> JobStatus {
+        try await io.run { () throws(QueueError) in try self.retryNow(id) }
+    }
+
+    private func retryNow(_ id: String) throws(QueueError) -> JobStatus {
         guard let lock = FileLock(path: path(.locks, "\(id).lock")) else {
             throw QueueError(.conflict, "job \(id) is running")
         }
@@ -56,6 +63,10 @@ extension SpoolStore {
     /// idempotency key and output reservation, whichever exist.
     @discardableResult
     public func prune(finishedBefore cutoff: Date, states: Set<JobState>) async throws -> Int {
+        await io.run { self.pruneNow(finishedBefore: cutoff, states: states) }
+    }
+
+    private func pruneNow(finishedBefore cutoff: Date, states: Set<JobState>) -> Int {
         var pruned = 0
         for status in all() where status.state.isTerminal && states.contains(status.state) {
             guard (status.finishedAt ?? status.updatedAt) < cutoff else { continue }
@@ -83,9 +94,11 @@ extension SpoolStore {
     }
 
     public func pendingWork() async throws -> PendingWork {
-        PendingWork(
-            waiting: hasWaitingJobs(), nextRetry: nextRetry(),
-            running: FileSystem.containsName(in: path(.running)) { _ in true })
+        await io.run {
+            PendingWork(
+                waiting: self.hasWaitingJobs(), nextRetry: self.nextRetry(),
+                running: FileSystem.containsName(in: self.path(.running)) { _ in true })
+        }
     }
 
     /// Whether a job is waiting to be claimed (read up to the first marker, however long the queue).
@@ -93,19 +106,14 @@ extension SpoolStore {
         FileSystem.containsName(in: path(.waiting)) { !$0.hasSuffix(".tmp") }
     }
 
-    /// Sleeps on inotify until a marker appears in `waiting/` (a new job, a retry promoted, a job
-    /// handed back) or `timeout` passes. The blocking wait runs on a thread of its own, never on
-    /// Swift's cooperative pool nor on Dispatch's shared threads.
+    /// Sleeps until a marker appears in `waiting/` (a new job, a retry promoted, a job handed back) or
+    /// `timeout` passes. One long-lived thread per spool waits on inotify (`DirectoryWatcher`); this
+    /// task holds no thread meanwhile.
     public func waitForWork(timeout: Duration) async {
         let watcher = self.watcher.withLock { watcher in
             if watcher == nil { watcher = DirectoryWatcher(path: path(.waiting)) }
             return watcher!
         }
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            startThread(named: "reel-spool-watch") {
-                watcher.wait(seconds: timeout.seconds)
-                continuation.resume()
-            }
-        }
+        await watcher.wait(timeout: timeout)
     }
 }

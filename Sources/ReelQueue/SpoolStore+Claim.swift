@@ -4,6 +4,10 @@ import ReelExport
 
 extension SpoolStore {
     public func claim(worker: String) async throws -> Lease? {
+        try await io.run { () throws(QueueError) in try self.claimNow(worker: worker) }
+    }
+
+    private func claimNow(worker: String) throws(QueueError) -> Lease? {
         let began = ContinuousClock.now
         promoteDueRetries()
         let names = FileSystem.names(in: path(.waiting)).filter { !$0.hasSuffix(".tmp") }
@@ -55,6 +59,10 @@ extension SpoolStore {
     /// into the status file; without news, the status file is still rewritten every 5 s so its
     /// `heartbeatAt` shows the worker is alive.
     public func renew(_ lease: Lease, progress: JobProgress?) async throws -> LeaseState {
+        try await io.run { () throws(QueueError) in try self.renewNow(lease, progress: progress) }
+    }
+
+    private func renewNow(_ lease: Lease, progress: JobProgress?) throws(QueueError) -> LeaseState {
         guard holds(lease) else { return .lost }
         if cancelRequested(lease.id) { return .cancelRequested }
         let now = Date()
@@ -81,6 +89,10 @@ extension SpoolStore {
 
     @discardableResult
     public func finish(_ lease: Lease, _ outcome: JobOutcome) async throws -> Bool {
+        try await io.run { () throws(QueueError) in try self.finishNow(lease, outcome) }
+    }
+
+    private func finishNow(_ lease: Lease, _ outcome: JobOutcome) throws(QueueError) -> Bool {
         defer { releaseLock(of: lease) }
         guard holds(lease), var status = try status(id: lease.id) else {
             logger.warning("lost the claim; not recording the outcome", metadata: ["job": "\(lease.id)"])
@@ -103,7 +115,7 @@ extension SpoolStore {
         logger.debug(
             "finished",
             metadata: [
-                "job": "\(lease.id)", "state": "\(status.state.rawValue)", "error": "\(status.error?.code ?? "-")",
+                "job": "\(lease.id)", "state": "\(status.state.rawValue)", "error": "\(status.error?.code.rawValue ?? "-")",
             ])
         return true
     }
@@ -152,6 +164,10 @@ extension SpoolStore {
     /// A dead worker's jobs are found at the next pass of any live worker (every 2 s by default).
     @discardableResult
     public func rescueExpired() async throws -> Int {
+        await io.run { self.rescueNow() }
+    }
+
+    private func rescueNow() -> Int {
         var recovered = 0
         for id in FileSystem.names(in: path(.running)) where SpoolStore.isValidID(id) {
             guard let lock = FileLock(path: path(.locks, "\(id).lock")) else { continue }  // its owner is alive

@@ -7,10 +7,13 @@ extension SpoolStore: JobStoreMonitoring {
 
     /// The spool is usable when its folders can be listed and written.
     public func checkAvailable() async throws {
-        for folder in [Folder.status, .waiting, .running, .locks] {
-            guard access(path(folder), R_OK | W_OK | X_OK) == 0 else {
-                throw QueueError(
-                    .unavailable, "the spool cannot be used: \(path(folder)): \(String(cString: strerror(errno)))")
+        try await io.run { () throws(QueueError) in
+            for folder in [Folder.status, .waiting, .running, .locks] {
+                guard access(self.path(folder), R_OK | W_OK | X_OK) == 0 else {
+                    throw QueueError(
+                        .unavailable,
+                        "the spool cannot be used: \(self.path(folder)): \(String(cString: strerror(errno)))")
+                }
             }
         }
     }
@@ -58,16 +61,12 @@ final class SpoolSummarizer: QueueSummarizer {
     init(spool: SpoolStore) { self.spool = spool }
 
     func summarize(recentFailures: Int) async throws -> QueueSummary {
-        // File-system work for a whole folder: on a Dispatch thread, never on Swift's cooperative pool.
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<QueueSummary, any Error>) in
-            DispatchQueue.global().async {
-                continuation.resume(with: Result { try self.pass(recentFailures: recentFailures) })
-            }
-        }
+        // File-system work for a whole folder: on the spool's I/O threads, never on Swift's cooperative pool.
+        try await spool.io.run { () throws(QueueError) in try self.pass(recentFailures: recentFailures) }
     }
 
     /// One pass: refreshes the index, then reads the running jobs and the latest failures in full.
-    private func pass(recentFailures limit: Int) throws -> QueueSummary {
+    private func pass(recentFailures limit: Int) throws(QueueError) -> QueueSummary {
         let folder = spool.path(.status)
         guard let directory = opendir(folder) else {
             throw QueueError(.unavailable, "cannot read \(folder): \(String(cString: strerror(errno)))")

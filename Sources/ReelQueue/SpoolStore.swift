@@ -34,6 +34,8 @@ public final class SpoolStore: JobStore {
     let watcher = Mutex<DirectoryWatcher?>(nil)
     /// When each lease this instance holds last wrote its status (heartbeats write at least every 5 s).
     let lastStatusWrite = Mutex<[String: Date]>([:])
+    /// Where every method's file work runs: never on Swift's cooperative pool (`BlockingIO`).
+    let io = BlockingIO.shared
 
     public var location: String { "spool \(root.path)" }
     /// Progress is written at most four times a second; a cancel request is seen within this time.
@@ -71,7 +73,7 @@ public final class SpoolStore: JobStore {
 
     /// The spool location: `--spool`, else `$REEL_SPOOL`, else `$XDG_STATE_HOME/reel`, else
     /// `~/.local/state/reel`.
-    public static func defaultRoot(environment: [String: String] = ProcessInfo.processInfo.environment) -> URL {
+    public static func defaultRoot(environment: [String: String]) -> URL {
         if let spool = environment["REEL_SPOOL"], !spool.isEmpty { return URL(fileURLWithPath: spool) }
         if let state = environment["XDG_STATE_HOME"], !state.isEmpty {
             return URL(fileURLWithPath: state).appendingPathComponent("reel")
@@ -91,17 +93,27 @@ public final class SpoolStore: JobStore {
 
     /// `{id}` in the spec's output path is replaced by the new job's id (unique output names).
     public func submit(_ spec: JobSpec) async throws -> Submission {
+        switch try await io.run({ () throws(QueueError) in try self.submitNow(spec) }) {
+        case .created(let submission): return submission
+        case .keyTaken(let key, let file): return try await existing(key: key, file: file, request: spec)
+        }
+    }
+
+    private enum Submitted: Sendable {
+        case created(Submission)
+        /// The idempotency key names a job already, at `file`.
+        case keyTaken(String, String)
+    }
+
+    private func submitNow(_ spec: JobSpec) throws(QueueError) -> Submitted {
         let now = Date()
         let id = SpoolStore.newID(now)
-        let request = spec
         var spec = spec
         spec.output = spec.output.replacingOccurrences(of: "{id}", with: id)
         var keyFile: String?
         if let key = spec.key {
             let file = path(.keys, try SpoolStore.keyName(key))
-            if !(try storage { try FileSystem.createEntry(id, at: file) }) {
-                return try await existing(key: key, file: file, request: request)
-            }
+            if !(try storage { try FileSystem.createEntry(id, at: file) }) { return .keyTaken(key, file) }
             keyFile = file
         }
         do {
@@ -118,7 +130,7 @@ public final class SpoolStore: JobStore {
                 Data(), to: path(.waiting, SpoolStore.waitingName(id: id, priority: spec.priority)))
         }
         logger.debug("submitted", metadata: ["job": "\(id)", "preset": "\(spec.preset)", "asset": "\(spec.asset)"])
-        return Submission(status: status, created: true)
+        return .created(Submission(status: status, created: true))
     }
 
     /// The job an idempotency key already names: returned when it was asked for with the same request,
@@ -126,7 +138,11 @@ public final class SpoolStore: JobStore {
     private func existing(key: String, file: String, request: JobSpec) async throws -> Submission {
         // Wait briefly if the job is still being written.
         for _ in 0..<50 {
-            if let named = FileSystem.readEntry(file), let status = try status(id: named) {
+            let found = try await io.run { () throws(QueueError) -> JobStatus? in
+                guard let named = FileSystem.readEntry(file) else { return nil }
+                return try self.status(id: named)
+            }
+            if let status = found {
                 let submitted = status.spec ?? JobSpec(status)
                 let differences = submitted.differences(from: request, id: status.id)
                 guard differences.isEmpty else {
@@ -185,7 +201,9 @@ public final class SpoolStore: JobStore {
         try FileSystem.writeAtomically(data, to: statusFile(status.id), durable: durable)
     }
 
-    public func status(_ id: String) async throws -> JobStatus? { try status(id: id).map(markingOrphan) }
+    public func status(_ id: String) async throws -> JobStatus? {
+        try await io.run { () throws(QueueError) in try self.status(id: id).map(self.markingOrphan) }
+    }
 
     /// Sets `orphaned` on an exporting job whose lock nobody holds (its worker died; no live worker
     /// has rescued it yet).
@@ -223,7 +241,9 @@ public final class SpoolStore: JobStore {
     }
 
     /// Every job's status (reads every status file; for listing, not for hot paths).
-    public func list(state: JobState? = nil) async throws -> [JobStatus] { all(state: state).map(markingOrphan) }
+    public func list(state: JobState? = nil) async throws -> [JobStatus] {
+        await io.run { self.all(state: state).map(self.markingOrphan) }
+    }
 
     func all(state: JobState? = nil) -> [JobStatus] {
         FileSystem.names(in: path(.status)).compactMap { name -> JobStatus? in

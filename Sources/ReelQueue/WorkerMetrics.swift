@@ -93,7 +93,7 @@ struct WorkerMetrics: Sendable {
             Counter(label: Names.outputBytes, dimensions: dimensions).increment(by: max(0, result.bytes))
             Recorder(label: Names.attempts, dimensions: [("outcome", "completed")]).record(lease.attempt)
         case .failed(let error):
-            Counter(label: Names.failed, dimensions: [("preset", preset), ("code", error.code)]).increment()
+            Counter(label: Names.failed, dimensions: [("preset", preset), ("code", error.code.rawValue)]).increment()
             if !error.retryable || lease.attempt >= lease.spec.maxAttempts {
                 Recorder(label: Names.attempts, dimensions: [("outcome", "failed")]).record(lease.attempt)
             }

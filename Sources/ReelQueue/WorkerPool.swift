@@ -28,6 +28,8 @@ public final class WorkerPool: Sendable {
         public var keepFinished: TimeInterval?
         /// Receives the pool's state changes and each attempt's start and end (metrics, a status page).
         public var onEvent: (@Sendable (WorkerPoolEvent) -> Void)?
+        /// The metadata policy of jobs whose spec did not choose one (`JobSpec.metadataChosen`).
+        public var metadataDefault = MetadataPolicy.keep
 
         public init(
             jobs: Int = WorkerPool.defaultJobs, drain: Bool = false, presets: PresetLibrary = .shipped,
@@ -51,7 +53,7 @@ public final class WorkerPool: Sendable {
 
     /// Where the pool is in its life.
     public enum State: Sendable, Equatable {
-        /// Not started yet.
+        /// Not started yet, or started and waiting for its store to answer (not ready).
         case idle
         /// Claiming and running jobs.
         case running
@@ -65,6 +67,8 @@ public final class WorkerPool: Sendable {
 
     private struct Shared {
         var state = State.idle
+        /// `run()` was called (it runs once).
+        var started = false
         /// Running jobs by lease token.
         var jobs: [String: RunningJob] = [:]
     }
@@ -77,6 +81,8 @@ public final class WorkerPool: Sendable {
     private let logger: Logger
     private let metrics: WorkerMetrics
     private let name = "\(ProcessInfo.processInfo.hostName):\(getpid())"
+    /// Where publish receipts are written and read (never on Swift's cooperative pool).
+    private let io = BlockingIO.shared
 
     public init(store: any JobStore, configuration: Configuration, logger: Logger = Logger(label: "reel.worker")) {
         self.store = store
@@ -90,10 +96,11 @@ public final class WorkerPool: Sendable {
         if let isolation = configuration.isolation {
             runner = IsolatedRunner(
                 isolation: isolation, limits: configuration.limits, stallTimeout: configuration.stallTimeout,
-                logger: logger)
+                logger: logger, metadataDefault: configuration.metadataDefault)
         } else {
             runner = InProcessRunner(
-                presets: configuration.presets, limits: configuration.limits, stallTimeout: configuration.stallTimeout)
+                presets: configuration.presets, limits: configuration.limits, stallTimeout: configuration.stallTimeout,
+                metadataDefault: configuration.metadataDefault)
         }
     }
 
@@ -101,17 +108,22 @@ public final class WorkerPool: Sendable {
     /// running job has finished or been handed back.
     public func run() async {
         let start = shared.withLock { shared -> Bool in
-            guard shared.state == .idle else { return false }
-            shared.state = .running
+            guard shared.state == .idle, !shared.started else { return false }
+            shared.started = true
             return true
         }
         guard start else { return }
         metrics.slots(configuration.jobs)
         metrics.busy(0)
-        // Ready (systemd's READY=1) once the store has answered: a worker whose database is away at
-        // start waits for it, not ready meanwhile.
+        // Running (ready: systemd's READY=1, `state`) once the store has answered: a worker whose
+        // database is away at start waits for it, still `idle` meanwhile, and a stop ends the wait.
         await waitForStore()
-        if isRunning {
+        let running = shared.withLock { shared -> Bool in
+            guard shared.state == .idle else { return false }
+            shared.state = .running
+            return true
+        }
+        if running {
             configuration.onEvent?(.stateChanged(.running))
             await rescue()
             await prune()
@@ -150,7 +162,7 @@ public final class WorkerPool: Sendable {
                             "store": "\(store.location)", "error": "\(error)",
                             "retryIn": "\(String(format: "%.2f", claimBackoff.delay.seconds))",
                         ])
-                    await claimBackoff.wait()
+                    await store.waitForRecovery(timeout: claimBackoff.next())
                     continue
                 }
                 if let lease {
@@ -245,7 +257,7 @@ public final class WorkerPool: Sendable {
     /// Returns once the store answers (or the pool is stopped), trying again with backoff.
     private func waitForStore() async {
         var backoff = Backoff()
-        while isRunning {
+        while state == .idle {
             do {
                 try await store.checkReachable()
                 return
@@ -256,7 +268,7 @@ public final class WorkerPool: Sendable {
                         "store": "\(store.location)", "error": "\(error)",
                         "retryIn": "\(String(format: "%.2f", backoff.delay.seconds))",
                     ])
-                await backoff.wait()
+                await store.waitForRecovery(timeout: backoff.next())
             }
         }
     }
@@ -289,11 +301,55 @@ public final class WorkerPool: Sendable {
         let submittedAt = job.lease.attempt == 1 ? try? await store.status(job.lease.id)?.createdAt : nil
         metrics.started(job.lease, submittedAt: submittedAt, now: job.startedAt)
         configuration.onEvent?(.started(job.lease, submittedAt: submittedAt))
+        let lease = job.lease
+        var attempt: ExportAttempt
+        if let adopted = await adoptPublishedOutput(of: lease) {
+            attempt = .completed(adopted)
+        } else {
+            attempt = await run(job, threads: threads)
+            // Another attempt of this job published the file meanwhile (this one's publish found it there).
+            if case .failed(let error) = attempt, error.code == .outputExists,
+                let adopted = await adoptPublishedOutput(of: lease)
+            {
+                attempt = .completed(adopted)
+            }
+        }
+        let outcome: JobOutcome
+        switch (attempt, job.stopReason) {
+        case (_, .lost?):
+            logger.warning(
+                "lost the job's lease (it was given to another worker); its output was discarded",
+                metadata: ["job": "\(lease.id)", "attempt": "\(lease.attempt)"])
+            return
+        case (.completed(let result), _):
+            outcome = .completed(result)
+        case (_, .expired?), (_, .handedBack?), (.interrupted, nil), (.interrupted, .stalled?):
+            // A stop is not a failure: the job goes back to the queue, this attempt not counted. (After
+            // an expired lease the store may have rescued the job already; then this changes nothing.)
+            outcome = .handBack
+        case (_, .cancelled?):
+            // Only a cancel that the store delivered ends a job cancelled, whatever the export reported.
+            outcome = .cancelled
+        case (.failed(let error), _):
+            outcome = .failed(error)
+        }
+        let elapsed = ContinuousClock.now - began
+        log(outcome, of: lease, elapsed: elapsed)
+        let recorded = await record(outcome, of: lease)
+        // The receipt stays on the output only while its completion is not recorded.
+        if case .completed = outcome, recorded { await io.run { PublishReceipt.remove(for: lease) } }
+        metrics.ended(lease, outcome, elapsed: elapsed)
+        configuration.onEvent?(.ended(lease, outcome, elapsed: elapsed))
+    }
+
+    /// Runs the export with its heartbeat and, when the store has leases of limited length, its
+    /// self-fencing watch; returns how the export ended.
+    private func run(_ job: RunningJob, threads: Int) async -> ExportAttempt {
         let runner = runner
-        let attempt: ExportAttempt = await withTaskGroup(of: ExportAttempt?.self) { group in
-            group.addTask { await runner.run(job, threads: threads) { await self.confirm(job) } }
-            // The lease runs from the claim: measured from before the claim was sent, never later.
-            let lastRenewed = LastRenewal(job.claimSent)
+        // The lease runs from the claim: measured from before the claim was sent, never later.
+        let lastRenewed = LastRenewal(job.claimSent)
+        return await withTaskGroup(of: ExportAttempt?.self) { group in
+            group.addTask { await runner.run(job, threads: threads) { await self.confirm(job, lastRenewed: lastRenewed) } }
             group.addTask { [self] in
                 await heartbeat(job, lastRenewed: lastRenewed)
                 return nil
@@ -312,30 +368,28 @@ public final class WorkerPool: Sendable {
                 group.cancelAll()
             }
             return attempt
-                ?? .failed(JobError(code: "internal", message: "the export ended without an outcome", retryable: true))
+                ?? .failed(JobError(code: .internal, message: "the export ended without an outcome", retryable: true))
         }
-        let lease = job.lease
-        let outcome: JobOutcome
-        switch (attempt, job.stopReason) {
-        case (_, .lost?):
-            logger.warning(
-                "lost the job's lease (it was given to another worker); its output was discarded",
-                metadata: ["job": "\(lease.id)", "attempt": "\(lease.attempt)"])
-            return
-        case (.completed(let result), _):
-            outcome = .completed(result)
-        case (.failed, .handedBack?):
-            outcome = .handBack
-        case (.failed, .cancelled?):
-            outcome = .cancelled
-        case (.failed(let error), _):
-            outcome = error.code == "cancelled" ? .cancelled : .failed(error)
+    }
+
+    /// The result of the job's output if an earlier attempt published it and could not record it (a
+    /// `PublishReceipt` of this job names the file there); nil otherwise.
+    private func adoptPublishedOutput(of lease: Lease) async -> JobResult? {
+        let found = await io.run { () -> (PublishReceipt, ExportSession.Result)? in
+            guard let receipt = PublishReceipt.onOutput(of: lease),
+                let result = try? ExportSession.describeOutput(at: URL(fileURLWithPath: lease.spec.output))
+            else { return nil }
+            return (receipt, result)
         }
-        let elapsed = ContinuousClock.now - began
-        log(outcome, of: lease, elapsed: elapsed)
-        await record(outcome, of: lease)
-        metrics.ended(lease, outcome, elapsed: elapsed)
-        configuration.onEvent?(.ended(lease, outcome, elapsed: elapsed))
+        guard let (receipt, described) = found else { return nil }
+        var result = JobResult(described)
+        result.method = "adopted"
+        result.decision =
+            "attempt \(receipt.attempt) published this output but could not record it; adopted without exporting again"
+        logger.notice(
+            "adopted the output an earlier attempt published",
+            metadata: ["job": "\(lease.id)", "attempt": "\(lease.attempt)", "publishedBy": "\(receipt.attempt)"])
+        return result
     }
 
     /// Renews the job's lease every `renewInterval` with its latest progress, and stops the job when
@@ -367,7 +421,8 @@ public final class WorkerPool: Sendable {
     /// A worker that cannot reach its store stops its job by itself once its lease must have expired,
     /// measured on this machine's monotonic clock from the last renewal that got through: whether the
     /// renewals fail or hang (a network partition that no error reports), the job stops before
-    /// another worker could be given it.
+    /// another worker could be given it. Once the store answers again, the job is handed back if it is
+    /// still this worker's (`StopReason.expired`).
     private func selfFence(_ job: RunningJob, lease: Duration, lastRenewed: LastRenewal) async {
         let step = min(lease / 4, .seconds(1))
         while !Task.isCancelled && !job.isFinished {
@@ -375,7 +430,7 @@ public final class WorkerPool: Sendable {
                 logger.error(
                     "stopping a job whose lease has expired while the store was unreachable",
                     metadata: ["job": "\(job.lease.id)"])
-                job.stop(.lost)
+                job.stop(.expired)
                 return
             }
             try? await Task.sleep(for: step)
@@ -385,24 +440,75 @@ public final class WorkerPool: Sendable {
     /// The publish gate: a finished export is renamed into place only if renewing its lease (fenced
     /// on the token) says it is still this worker's and nobody cancelled it. An answer that took half
     /// a lease or more to arrive is not trusted: the lease it renewed may have run out since.
-    private func confirm(_ job: RunningJob) async -> PublishVerdict {
-        // An answer after half a lease is not trusted anyway, so none is waited for longer: a store
-        // that stops answering cannot hold the finished export (and the job) at the gate.
-        guard let lease = store.leaseDuration else { return await confirmNow(job) }
-        return await PublishVerdict.within(lease / 2) { [self] in await confirmNow(job) }
+    ///
+    /// While the store cannot be reached the gate waits, asking again with backoff, until the store
+    /// answers or the lease has certainly expired (a whole lease since the last renewal that got
+    /// through; for a store whose leases last as long as the worker, the stall timeout): an outage
+    /// shorter than the lease costs the job nothing. A lease that ran out stops the job
+    /// (`StopReason.expired`), which is handed back, never failed. Before saying "publish", the gate
+    /// leaves a `PublishReceipt` beside the output.
+    private func confirm(_ job: RunningJob, lastRenewed: LastRenewal) async -> PublishVerdict {
+        var backoff = Backoff()
+        let waitedSince = ContinuousClock.now
+        var warned = false
+        while true {
+            if let reason = job.stopReason, reason >= .cancelled { return .stopped }
+            let verdict: PublishVerdict
+            if let lease = store.leaseDuration {
+                // An answer after half a lease is not trusted anyway, so none is waited for longer.
+                verdict = await PublishVerdict.within(lease / 2) { [self] in
+                    await confirmNow(job, lastRenewed: lastRenewed)
+                }
+            } else {
+                verdict = await confirmNow(job, lastRenewed: lastRenewed)
+            }
+            switch verdict {
+            case .publish:
+                do {
+                    try await io.run { () throws(FileSystem.Failure) in try PublishReceipt.write(for: job.lease) }
+                } catch {
+                    // Publishing without one only loses the adoption after a long outage (a file
+                    // system without user extended attributes).
+                    logger.warning(
+                        "cannot leave a publish receipt", metadata: ["job": "\(job.lease.id)", "error": "\(error)"])
+                }
+                return .publish
+            case .stopped:
+                return .stopped
+            case .unconfirmed(let reason):
+                let deadline =
+                    store.leaseDuration.map { lastRenewed.instant + $0 }
+                    ?? waitedSince + .seconds(configuration.stallTimeout)
+                if ContinuousClock.now + backoff.delay >= deadline {
+                    logger.error(
+                        "the store did not confirm a finished job's lease before it expired; handing the job back",
+                        metadata: ["job": "\(job.lease.id)", "error": "\(reason)"])
+                    job.stop(.expired)
+                    return .stopped
+                }
+                if !warned {
+                    logger.warning(
+                        "cannot confirm a finished job's lease yet; waiting for the store",
+                        metadata: ["job": "\(job.lease.id)", "error": "\(reason)"])
+                    warned = true
+                }
+                await backoff.wait()
+            }
+        }
     }
 
-    private func confirmNow(_ job: RunningJob) async -> PublishVerdict {
+    private func confirmNow(_ job: RunningJob, lastRenewed: LastRenewal) async -> PublishVerdict {
         let sent = ContinuousClock.now
         do {
             switch try await store.renew(job.lease, progress: nil) {
             case .held:
                 if let lease = store.leaseDuration, ContinuousClock.now - sent >= lease / 2 {
                     logger.warning(
-                        "the store confirmed the job's lease too late to trust; not publishing",
+                        "the store confirmed the job's lease too late to trust; asking again",
                         metadata: ["job": "\(job.lease.id)"])
                     return .unconfirmed("the store took \(ContinuousClock.now - sent) to confirm the lease")
                 }
+                lastRenewed.advance(to: sent)
                 return .publish
             case .cancelRequested:
                 job.stop(.cancelled)
@@ -412,15 +518,14 @@ public final class WorkerPool: Sendable {
                 return .stopped
             }
         } catch {
-            logger.warning(
-                "cannot confirm a job's lease before publishing",
-                metadata: ["job": "\(job.lease.id)", "error": "\(error)"])
             return .unconfirmed("\(error)")
         }
     }
 
     /// Records an outcome, retrying while the store is unreachable and the lease may still be ours.
-    private func record(_ outcome: JobOutcome, of lease: Lease) async {
+    /// Returns whether it was recorded.
+    @discardableResult
+    private func record(_ outcome: JobOutcome, of lease: Lease) async -> Bool {
         let deadline = ContinuousClock.now + (store.leaseDuration ?? .seconds(30))
         var backoff = Backoff()
         while true {
@@ -428,14 +533,15 @@ public final class WorkerPool: Sendable {
                 if try await !store.finish(lease, outcome) {
                     logger.warning(
                         "lost the job's lease before recording its outcome", metadata: ["job": "\(lease.id)"])
+                    return false
                 }
-                return
+                return true
             } catch {
                 guard ContinuousClock.now + backoff.delay < deadline else {
                     logger.error(
                         "cannot record a job's outcome; the store will rescue the job",
                         metadata: ["job": "\(lease.id)", "error": "\(error)"])
-                    return
+                    return false
                 }
                 logger.warning(
                     "cannot record a job's outcome yet", metadata: ["job": "\(lease.id)", "error": "\(error)"])

@@ -9,9 +9,10 @@ import ServiceLifecycle
 /// A worker's HTTP side, on one port (`reel work --metrics-port`):
 ///
 /// - `GET /metrics`: Prometheus text (every metric recorded through swift-metrics, plus `reel_build_info`).
-/// - `GET /healthz`: 200 while the process runs and its store can be reached; 503 otherwise.
-/// - `GET /readyz`: 200 while the worker takes jobs (its pool is running and the store reachable);
-///   503 before it starts, while it drains or stops, and while the store is away.
+/// - `GET /healthz`: liveness, about the process alone: 200 whenever it can answer at all (a store
+///   that is away is no reason to restart the worker; restarting would not bring it back).
+/// - `GET /readyz`: 200 while the worker takes jobs (its pool is running and the store answers within
+///   `storeTimeout`); 503 before it starts, while it drains or stops, and while the store is away.
 /// - `GET /`: the status page (one HTML file, no external assets), which refreshes itself from
 /// - `GET /status.json`: this worker, the queue by state, running jobs with their progress, recent
 ///   failures and throughput per preset.
@@ -25,7 +26,7 @@ public struct OpsServer: Service {
         public var port: Int
         public var version: String
         public var commit: String
-        /// How long `/healthz` and `/readyz` wait for the store before answering 503.
+        /// How long `/readyz` waits for the store before answering 503.
         public var storeTimeout: Duration
 
         public init(
@@ -95,8 +96,7 @@ public struct OpsServer: Service {
                 body: .init(byteBuffer: ByteBuffer(bytes: PrometheusBackend.exposition())))
         }
         router.get("/healthz") { _, _ in
-            if let problem = await storeProblem() { return Self.text(.serviceUnavailable, "unhealthy: \(problem)\n") }
-            return Self.text(.ok, "ok\n")
+            Self.text(.ok, "ok\n")
         }
         router.get("/readyz") { _, _ in
             let state = pool.state
@@ -118,26 +118,18 @@ public struct OpsServer: Service {
         return router
     }
 
-    /// Why the store cannot be used now, or nil when it can (waiting at most `storeTimeout`).
+    /// Why the store cannot be used now, or nil when it can: at most `storeTimeout` after the call
+    /// (the check runs in a task of its own, left to end by itself when it takes longer).
     func storeProblem() async -> String? {
         let store = store
         let timeout = configuration.storeTimeout
-        return await withTaskGroup(of: String?.self) { group in
-            group.addTask {
-                do {
-                    try await store.checkReachable()
-                    return nil
-                } catch {
-                    return "store unavailable: \(error)"
-                }
-            }
-            group.addTask {
-                try? await Task.sleep(for: timeout)
-                return "store did not answer within \(timeout)"
-            }
-            let first = await group.next() ?? nil
-            group.cancelAll()
-            return first
+        do {
+            try await Deadline.run(within: timeout) { try await store.checkReachable() }
+            return nil
+        } catch is Deadline.Expired {
+            return "store did not answer within \(timeout)"
+        } catch {
+            return "store unavailable: \(error)"
         }
     }
 

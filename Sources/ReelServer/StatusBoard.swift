@@ -4,7 +4,8 @@ import ReelQueue
 import Synchronization
 
 /// What one worker has done since it started, kept from its pool's events for the status page:
-/// throughput per preset, and the attempts it saw fail.
+/// throughput per preset, and its recent attempts (when each started and how it ended), which correct
+/// a look at the store taken before they started or ended.
 public final class StatusBoard: Sendable {
     /// One preset's work on this worker.
     public struct PresetThroughput: Sendable, Codable, Equatable {
@@ -50,9 +51,26 @@ public final class StatusBoard: Sendable {
         }
     }
 
+    /// One attempt this worker ran: when it started and, once ended, when and in which state it left
+    /// the job.
+    struct Attempt: Sendable, Equatable {
+        var attempt: Int
+        var startedAt: Date
+        var endedAt: Date?
+        /// `completed`, `failed`, `cancelled`, or `waiting` (a retry after a retryable failure, or a
+        /// job handed back).
+        var endState: JobState?
+    }
+
     private struct State {
         var presets: [String: PresetThroughput] = [:]
+        /// The latest attempt of each job this worker ran, by job id.
+        var attempts: [String: Attempt] = [:]
     }
+
+    /// Attempts are kept this long after they end: far longer than any look at the store is kept
+    /// (`--stats-interval`, seconds to minutes).
+    static let attemptMemory: TimeInterval = 3600
 
     private let presets: PresetLibrary
     private let state = Mutex(State())
@@ -66,12 +84,25 @@ public final class StatusBoard: Sendable {
     /// Feeds a pool event in (``WorkerPool/Configuration/onEvent``).
     public func handle(_ event: WorkerPoolEvent) {
         switch event {
-        case .stateChanged, .started:
+        case .stateChanged:
             break
+        case .started(let lease, _):
+            let now = Date()
+            state.withLock { state in
+                state.attempts[lease.id] = Attempt(attempt: lease.attempt, startedAt: now)
+            }
         case .ended(let lease, let outcome, let elapsed):
             let name = presetName(lease.spec.preset)
             let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+            let now = Date()
             state.withLock { state in
+                let started = state.attempts[lease.id].flatMap { $0.attempt == lease.attempt ? $0.startedAt : nil }
+                state.attempts[lease.id] = Attempt(
+                    attempt: lease.attempt, startedAt: started ?? now.addingTimeInterval(-seconds), endedAt: now,
+                    endState: StatusBoard.state(after: outcome, of: lease))
+                state.attempts = state.attempts.filter {
+                    ($0.value.endedAt.map { now.timeIntervalSince($0) } ?? 0) < StatusBoard.attemptMemory
+                }
                 var entry = state.presets[name] ?? PresetThroughput(preset: name)
                 switch outcome {
                 case .completed(let result):
@@ -88,6 +119,19 @@ public final class StatusBoard: Sendable {
                 }
                 state.presets[name] = entry
             }
+        }
+    }
+
+    /// This worker's recent attempts by job id (the latest of each job).
+    var attempts: [String: Attempt] { state.withLock { $0.attempts } }
+
+    /// The state a job is left in when an attempt ends so (the state machine's rule, `JobStatus.end`).
+    static func state(after outcome: JobOutcome, of lease: Lease) -> JobState {
+        switch outcome {
+        case .completed: .completed
+        case .failed(let error): error.retryable && lease.attempt < lease.spec.maxAttempts ? .waiting : .failed
+        case .cancelled: .cancelled
+        case .handBack: .waiting
         }
     }
 

@@ -15,7 +15,7 @@ enum CLI {
     static func exitCode(for error: ExportError) -> Int32 {
         switch error.code {
         case .invalidArgument, .unknownPreset, .invalidPreset: 64
-        case .unreadableInput, .unsupportedCodec, .incompatiblePreset, .limitExceeded: 65
+        case .unreadableInput, .unsupportedCodec, .incompatiblePreset, .noVideo, .limitExceeded: 65
         case .noSpace, .outputFailed, .outputExists: 74
         default: 1
         }
@@ -38,7 +38,7 @@ enum CLI {
 
     /// Sets up swift-log (Reel's handler on stderr) and FFmpeg's log route, once: the level is `level`,
     /// else `$REEL_LOG_LEVEL`, else `defaultLevel`; the format likewise with `$REEL_LOG_FORMAT`, else
-    /// text. `verbose` shows FFmpeg's own log and Reel's debug messages.
+    /// text. `verbose` (or `$REEL_FFMPEG_LOG`) shows FFmpeg's own log, `verbose` Reel's debug messages.
     static func bootstrapLogging(
         verbose: Bool, level: Logger.Level? = nil, format: ReelLogHandler.Format? = nil,
         defaultLevel: Logger.Level = .warning
@@ -57,7 +57,10 @@ enum CLI {
         LoggingSystem.bootstrap { label in
             ReelLogHandler(label: label, format: settings.format, logLevel: settings.level)
         }
-        MediaLog.configure(verbose: verbose)
+        // `REEL_FFMPEG_LOG=1` (or `verbose`): FFmpeg's own log down to its info level, whatever the
+        // command's flags say (a developer's switch, e.g. for the `reel` processes tests start).
+        let ffmpeg = environment["REEL_FFMPEG_LOG"]
+        MediaLog.configure(verbose: verbose || ffmpeg == "1" || ffmpeg == "verbose")
     }
 
     /// The log settings in force (for child processes to inherit).
@@ -76,6 +79,42 @@ enum CLI {
     }
 
     static var stderrIsTerminal: Bool { isatty(STDERR_FILENO) == 1 }
+
+    /// The first argument (before `--`) that starts with a single `-` but is no short option Reel has
+    /// (`-h`, `-o`) and no negative number: a file named `-dash.mp4`, say, which the parser would
+    /// otherwise read as the flags `-d -a -s -h …` and answer with the help.
+    static func strayDashArgument(in arguments: [String]) -> String? {
+        for argument in arguments.prefix(while: { $0 != "--" }) {
+            guard argument.hasPrefix("-"), !argument.hasPrefix("--"), argument.count > 2 else { continue }
+            if Double(argument) != nil { continue }
+            return argument
+        }
+        return nil
+    }
+
+    /// What to write instead when an unknown option may be a file's name.
+    static func fileHint(_ argument: String) -> String {
+        guard argument.hasPrefix("-"), argument.count > 2, !argument.hasPrefix("--") || argument.contains(".") else {
+            return ""
+        }
+        return "; for a file of that name, write ./\(argument) or put it after --"
+    }
+
+    /// Ends the process for an argument error: with `--json` (export, submit), the error as the
+    /// command's JSON on stdout too, then one `reel: error:` line; exit 64 unless said otherwise.
+    static func refuseArguments(_ message: String, arguments: [String], exitCode: Int32 = 64) -> Never {
+        let options = arguments.prefix { $0 != "--" }
+        if options.contains("--json") {
+            let error = ExportError(.invalidArgument, message)
+            switch options.first {
+            case "export": printLine(ExportEvent.failed(.init(error)).jsonLine)
+            case "submit": printLine(jsonLine(SubmitReport(asset: nil, line: nil, refusal: error)))
+            default: break
+            }
+        }
+        printError(message)
+        exit(exitCode)
+    }
 
     /// Encodes a value as one line of JSON (sorted keys, so output is stable).
     static func jsonLine<T: Encodable>(_ value: T) -> String {

@@ -11,11 +11,11 @@ struct DatabaseCommand: AsyncParsableCommand {
         subcommands: [MigrateCommand.self, VersionCommand.self, BenchClaimsCommand.self])
 
     /// Opens the database `--store` (or `REEL_STORE`) names.
-    static func open(_ options: StoreOptions) throws -> PostgresStore {
+    static func open(_ options: DatabaseOptions) throws -> PostgresStore {
         guard let url = options.databaseURL else {
             throw CLIFailure(message: "name the database with --store postgres://… (or REEL_STORE)", exitCode: 64)
         }
-        return try options.openDatabase(url)
+        return try StoreOptions.openDatabase(url, statusFolder: nil)
     }
 
     struct MigrateCommand: AsyncParsableCommand {
@@ -25,11 +25,11 @@ struct DatabaseCommand: AsyncParsableCommand {
                 "Create or update Reel's tables (idempotent; safe while workers run: one migrator at a time).")
 
         @OptionGroup var global: GlobalOptions
-        @OptionGroup var storeOptions: StoreOptions
+        @OptionGroup var database: DatabaseOptions
 
         func run() async throws {
-            _ = try global.prepare()
-            let store = try DatabaseCommand.open(storeOptions)
+            global.bootstrapLogging()
+            let store = try DatabaseCommand.open(database)
             let applied = try await store.migrate()
             let (current, _) = try await store.schemaVersion()
             await store.close()
@@ -48,11 +48,11 @@ struct DatabaseCommand: AsyncParsableCommand {
             commandName: "version", abstract: "Show the database's schema version (exit 1 when it needs migrating).")
 
         @OptionGroup var global: GlobalOptions
-        @OptionGroup var storeOptions: StoreOptions
+        @OptionGroup var database: DatabaseOptions
 
         func run() async throws {
-            _ = try global.prepare()
-            let store = try DatabaseCommand.open(storeOptions)
+            global.bootstrapLogging()
+            let store = try DatabaseCommand.open(database)
             let (current, latest) = try await store.schemaVersion()
             await store.close()
             CLI.printLine("schema version \(current) (this reel knows \(latest))")
@@ -74,7 +74,7 @@ struct DatabaseCommand: AsyncParsableCommand {
         @Option var seconds = 10.0
 
         func run() async throws {
-            _ = try global.prepare()
+            global.bootstrapLogging()
             guard let url = storeOptions.databaseURL else { throw CLIFailure(message: "--store is required") }
             let stores = try (0..<workers).map { _ in try storeOptions.openDatabase(url, connections: 2) }
             let result = JobResult(

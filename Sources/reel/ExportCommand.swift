@@ -9,45 +9,20 @@ struct ExportCommand: AsyncParsableCommand {
         abstract: "Export one asset with a preset, in this process, showing progress.")
 
     @OptionGroup var global: GlobalOptions
+    @OptionGroup var presetOptions: PresetOptions
     @OptionGroup var input: InputOptions
 
     @Argument(help: "The media file to export.")
     var asset: String
 
-    @Option(name: .long, help: "Preset name, e.g. 1280x720, MediumQuality, Passthrough (see `reel presets`).")
-    var preset: String
-
-    @Option(
-        name: .long,
-        help:
-            "Output type: mp4, mov, m4v, m4a, or an Apple type identifier. Default: from -o's extension, else mp4 (m4a for audio presets)."
-    )
-    var type: String?
-
-    @Option(name: .shortAndLong, help: "Output file. Default: <asset name>.<preset>.<type> in the current folder.")
-    var output: String?
-
-    @Flag(name: .long, help: "Keep -o's extension even though it is not the --type's (needs --type).")
-    var forceExtension = false
+    @OptionGroup(title: ExportOptions.title) var options: ExportOptions
 
     @Flag(
         name: .long,
         help:
-            "Print the plan (method, size, rates, streams, estimated bytes) without writing anything; with --json, as one JSON object."
+            "Print the plan (method, size, rates, streams, the location and device keys it writes, estimated bytes) without writing anything; with --json, as one JSON object."
     )
     var estimate = false
-
-    @Option(
-        name: .long,
-        help: ArgumentHelp("Export only part of the asset: start-end in seconds or [hh:]mm:ss.", valueName: "start-end")
-    )
-    var timeRange: String?
-
-    @Option(name: .long, help: "Source metadata to keep: keep (default), sharing (drops location and device), strip.")
-    var metadata: String = "keep"
-
-    @Flag(name: .long, help: "Do not move the moov atom to the front (faster finish, no progressive playback).")
-    var noNetworkOptimization = false
 
     @Option(
         name: .long,
@@ -55,55 +30,17 @@ struct ExportCommand: AsyncParsableCommand {
     )
     var stallTimeout: Double = 120
 
-    @Flag(name: .long, help: "Re-encode even when the source already satisfies the preset (no smart passthrough).")
-    var forceTranscode = false
-
     @Option(
         name: .long,
         help: ArgumentHelp(
             "Threads for the video decoder and for the encoder; 0 lets them use every core.", valueName: "n"))
     var threads = 0
 
-    @Option(
-        name: .long,
-        help: ArgumentHelp(
-            "Make the file fit this size (16MB, 8MiB, 500KB; MB = 1,000,000 bytes): the rate, and if need be the picture size, is chosen to fit; the whole duration is kept.",
-            valueName: "size"))
-    var maxSize: String?
-
-    @Option(
-        name: .long,
-        help: ArgumentHelp(
-            "Colour transparent pixels of an animated GIF or APNG become: #rrggbb, black (default) or white.",
-            valueName: "colour"))
-    var background: String = "black"
-
-    @Flag(name: .long, help: "Replace the output file if it exists.")
-    var overwrite = false
-
     @Flag(name: .long, help: "Print progress and the result (or the error) as JSON lines on stdout.")
     var json = false
 
     func validate() throws {
-        if let type, OutputType(name: type) == nil {
-            throw ValidationError("unknown output type '\(type)'; use mp4, mov, m4v or m4a")
-        }
-        if forceExtension && type == nil {
-            throw ValidationError("--force-extension keeps -o's extension for an explicit --type; give --type")
-        }
-        if let timeRange, TimeRange(parsing: timeRange) == nil {
-            throw ValidationError(
-                "cannot read the time range '\(timeRange)'; write start-end, e.g. 5-12.5 or 00:01:00-00:02:30")
-        }
-        if let maxSize, SizeLimit.parseBytes(maxSize) == nil {
-            throw ValidationError("cannot read the size '\(maxSize)'; write e.g. 16MB, 8MiB or 500KB")
-        }
-        if MetadataPolicy(rawValue: metadata) == nil {
-            throw ValidationError("unknown metadata policy '\(metadata)'; use keep, sharing or strip")
-        }
-        if RGBColor(parsing: background) == nil {
-            throw ValidationError(RGBColor.unreadable(background))
-        }
+        if options.preset == nil { throw ValidationError("--preset is required") }
         if !(0...64).contains(threads) {
             throw ValidationError("--threads must be between 0 (automatic) and 64, not \(threads)")
         }
@@ -119,28 +56,21 @@ struct ExportCommand: AsyncParsableCommand {
     }
 
     private func runExport() async throws {
-        let presets = try global.prepare()
+        let presets = try presetOptions.prepare(global)
         let assetURL = URL(fileURLWithPath: asset)
         let limits = input.limits
         // Mistakes in the request fail before the asset is even opened.
-        let chosen = try presets.preset(named: preset)
-        let outputType = try OutputType.infer(
-            explicit: type, outputPath: output, preset: chosen, forceExtension: forceExtension)
+        let settings = try options.request.resolve(presets: presets)
+        let metadataDefault = try MetadataDefault.fromEnvironment() ?? .keep
         let probed = try await Asset.load(assetURL, limits: limits)
-        let session = try ExportSession(asset: probed, presetName: chosen.name, presets: presets, limits: limits)
-        session.outputFileType = outputType
-        session.timeRange = timeRange.flatMap(TimeRange.init(parsing:))
-        session.metadataPolicy = MetadataPolicy(rawValue: metadata) ?? .keep
-        session.shouldOptimizeForNetworkUse = !noNetworkOptimization
-        session.overwritesExistingFile = overwrite
+        let session = try ExportSession(
+            asset: probed, presetName: settings.preset.name, presets: presets, limits: limits)
+        session.apply(settings, metadataDefault: metadataDefault)
         session.stallTimeout = stallTimeout
-        session.forceTranscode = forceTranscode
-        session.fileLengthLimit = maxSize.flatMap(SizeLimit.parseBytes)
-        session.backgroundColor = RGBColor(parsing: background) ?? .black
         session.codecThreads = threads
         let destination = URL(
-            fileURLWithPath: output
-                ?? OutputType.defaultFileName(asset: assetURL, preset: session.preset, type: outputType))
+            fileURLWithPath: options.output
+                ?? OutputType.defaultFileName(asset: assetURL, preset: session.preset, type: settings.outputType))
         session.outputURL = destination
         // Decide compatibility before any work, so an impossible export fails at once.
         let plan = try session.determineCompatibility()
@@ -169,7 +99,8 @@ struct ExportCommand: AsyncParsableCommand {
         guard let result = session.result else { throw CLIFailure(message: "the export finished without a result") }
         if json {
             let completion = ExportEvent.Completion(
-                output: destination.path, preset: session.preset.name, type: outputType.rawValue, result: result)
+                output: destination.path, preset: session.preset.name, type: settings.outputType.rawValue,
+                result: result)
             CLI.printLine(ExportEvent.completed(completion).jsonLine)
         } else {
             var facts = [CLI.formatBytes(result.bytes), String(format: "%.2f s", result.durationSeconds)]
@@ -177,6 +108,13 @@ struct ExportCommand: AsyncParsableCommand {
             facts.append([result.videoCodec, result.audioCodec].compactMap { $0 }.joined(separator: "+"))
             if result.networkOptimized { facts.append("moov first") }
             if result.method != .transcode { facts.append(result.method.rawValue) }
+            if let range = result.timeRange, let requested = result.requestedTimeRange, range != requested {
+                facts.append(
+                    String(format: "%.3f-%.3f s of the asset", range.start, range.end ?? 0) + " (asked \(requested))")
+            }
+            if let metadata = result.metadata, !(metadata.location + metadata.device).isEmpty {
+                facts.append("metadata: " + (metadata.location + metadata.device).joined(separator: ", "))
+            }
             facts.append(String(format: "in %.1f s", result.elapsedSeconds))
             CLI.printLine("wrote \(destination.path) (\(facts.joined(separator: ", ")))")
         }
@@ -194,6 +132,9 @@ final class ProgressPrinter: Sendable {
     }
 
     func show(_ update: ExportSession.Progress) {
+        // A progress line reports an export under way: how it ended is the `completed` or `failed`
+        // event that follows, never a progress line saying `failed` before it.
+        if update.status == .failed || update.status == .cancelled { return }
         if json {
             CLI.printLine(ExportEvent.progress(.init(update)).jsonLine)
             return

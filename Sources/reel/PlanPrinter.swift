@@ -9,6 +9,12 @@ enum PlanPrinter {
         if let width = plan.width, let height = plan.height { output.append("\(width)x\(height)") }
         if let rate = plan.frameRate { output.append(String(format: "%.2f fps", rate)) }
         output.append(String(format: "%.2f s", plan.durationSeconds))
+        if let range = plan.timeRange {
+            let clamped = plan.requestedTimeRange.map { $0.end != nil && $0.end != range.end } ?? false
+            output.append(
+                String(format: "from %.3f s to %.3f s", range.start, range.end ?? 0)
+                    + (clamped ? " (asked \(plan.requestedTimeRange?.description ?? ""), clamped to the asset)" : ""))
+        }
         if plan.output.networkOptimized { output.append("moov first") }
         lines.append("  output    " + output.joined(separator: ", "))
         if let video = plan.video {
@@ -55,7 +61,11 @@ enum PlanPrinter {
                     + skipped.map { "\($0.index) (\($0.kind.rawValue) \($0.codec): \($0.reason ?? "not exported"))" }
                     .joined(separator: ", "))
         }
-        lines.append("  metadata  \(plan.metadata.policy.rawValue) (\(plan.metadata.written.count) keys)")
+        let metadata = plan.metadata
+        let list = { (keys: [String]) in keys.isEmpty ? "none" : keys.joined(separator: ", ") }
+        lines.append(
+            "  metadata  \(metadata.policy.rawValue) (\(metadata.written.count) keys; location: \(list(metadata.location)); device: \(list(metadata.device)))"
+        )
         lines.append("  estimate  \(CLI.formatBytes(plan.estimatedBytes)) (\(plan.estimatedBytes) bytes)")
         if let limit = plan.sizeLimit {
             lines.append("  limit     \(CLI.formatBytes(limit.bytes)) (\(limit.bytes) bytes): \(limit.summary)")

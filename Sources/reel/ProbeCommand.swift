@@ -16,7 +16,7 @@ struct ProbeCommand: AsyncParsableCommand {
     var json = false
 
     func run() async throws {
-        _ = try global.prepare()
+        global.bootstrapLogging()
         let probed = try await Asset.load(URL(fileURLWithPath: asset), limits: input.limits)
         let report = ProbeReport(probed)
         if json {

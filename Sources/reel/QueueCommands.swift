@@ -13,6 +13,7 @@ struct WorkCommand: AsyncParsableCommand {
             "Run queued jobs until stopped (SIGINT/SIGTERM: finish running jobs; a second signal hands them back).")
 
     @OptionGroup var global: GlobalOptions
+    @OptionGroup var presetOptions: PresetOptions
     @OptionGroup var storeOptions: StoreOptions
     @OptionGroup var input: InputOptions
     @OptionGroup(title: "Running as a service") var service: ServiceOptions
@@ -56,7 +57,21 @@ struct WorkCommand: AsyncParsableCommand {
             valueName: "seconds"))
     var rescueInterval: Double = 2
 
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Source metadata written for jobs that did not choose: keep, sharing (no location or device keys) or strip. Default: $REEL_METADATA, else keep.",
+            valueName: "policy"))
+    var metadata: String?
+
     func validate() throws {
+        if let metadata {
+            do {
+                _ = try MetadataPolicy.parse(metadata)
+            } catch {
+                throw ValidationError(error.message)
+            }
+        }
         if !(0.1...3600).contains(rescueInterval) {
             throw ValidationError("--rescue-interval must be between 0.1 and 3600 seconds")
         }
@@ -70,20 +85,25 @@ struct WorkCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let presets = try global.prepare(logLevel: .info)
+        let presets = try presetOptions.prepare(global, logLevel: .info)
+        let metadataDefault = try metadata.map { try MetadataPolicy.parse($0) } ?? MetadataDefault.fromEnvironment()
         let workers = jobs ?? WorkerPool.defaultJobs
-        // A connection per running job's renewals, plus claims, rescues and notifications.
-        let store = try storeOptions.open(create: true, connections: workers + 3, lease: lease.map { .seconds($0) })
+        // A connection per running job's renewals, plus claims and rescues. A database store runs as
+        // a service of the worker's group, which closes it last (WorkService.swift).
+        let store = try storeOptions.open(
+            create: true, connections: workers + 2, lease: lease.map { .seconds($0) }, service: true)
         var configuration = WorkerPool.Configuration(
             jobs: workers, drain: drain, presets: presets, limits: input.limits, recoveryInterval: rescueInterval,
             stallTimeout: stallTimeout, isolation: isolate ? try isolation() : nil,
             keepFinished: keepFinished.flatMap(Age.seconds))
+        configuration.metadataDefault = metadataDefault ?? .keep
         // The pool runs in a ServiceGroup, with the metrics/health/status server when asked for
         // (WorkService.swift); SIGINT/SIGTERM drain it, a second signal hands running jobs back.
         let runtime = ServiceOptions.Runtime(options: service, presets: presets)
         configuration.onEvent = runtime.observe
-        try await runtime.run(WorkerPool(store: store, configuration: configuration), store: store, slots: workers)
-        await (store as? PostgresStore)?.close()
+        try await runtime.run(
+            WorkerPool(store: store, configuration: configuration), store: store, storeService: store as? PostgresStore,
+            slots: workers)
     }
 
     /// This executable, to run `reel _run-job` for each export.
@@ -100,7 +120,7 @@ struct WorkCommand: AsyncParsableCommand {
             environment["REEL_LOG_FORMAT"] = settings.format.rawValue
         }
         return Isolation(
-            executable: executable, presetsFolder: global.presetsFolder, verbose: global.verbose,
+            executable: executable, presetsFolder: presetOptions.presetsFolder, verbose: global.verbose,
             environment: environment)
     }
 }
@@ -114,20 +134,11 @@ struct RunJobCommand: AsyncParsableCommand {
     func run() async throws {
         // The worker passes its log settings in REEL_LOG_LEVEL / REEL_LOG_FORMAT.
         CLI.bootstrapLogging(verbose: false)
-        // The request is the first line on stdin; the worker's answers to publish requests follow.
-        let request = Data((readLine(strippingNewline: true) ?? "").utf8)
         let runner = ChildRunner()
-        let sources = CLI.onTerminationSignals { runner.cancel() }
+        // A stop signal (from the worker, or anyone) stops the export; the worker decides what it means.
+        let sources = CLI.onTerminationSignals { runner.interrupt() }
         defer { sources.forEach { $0.cancel() } }
-        let status = await runner.run(request: request) { event in
-            CLI.printLine(event.jsonLine)
-        } askToPublish: {
-            CLI.printLine(CLI.jsonLine(PublishRequest()))
-            guard let line = readLine(strippingNewline: true),
-                let answer = try? JSONCoding.decoder.decode(PublishAnswer.self, from: Data(line.utf8))
-            else { return PublishAnswer(publish: false, reason: "the worker did not answer") }
-            return answer
-        }
+        let status = await runner.runFromStandardInput { CLI.printLine($0) }
         if status != 0 { throw ExitCode(status) }
     }
 }
@@ -146,7 +157,7 @@ struct StatusCommand: AsyncParsableCommand {
     var json = false
 
     func run() async throws {
-        _ = try global.prepare()
+        global.bootstrapLogging()
         let store = try storeOptions.open(create: false)
         var statuses: [JobStatus] = []
         if ids.isEmpty {
@@ -180,7 +191,7 @@ struct ListCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        _ = try global.prepare()
+        global.bootstrapLogging()
         let store = try storeOptions.open(create: false)
         let statuses = try await store.list(state: state.flatMap(JobState.init(rawValue:)))
         JobPrinter.print(statuses, json: json, table: isatty(STDOUT_FILENO) == 1)
@@ -204,7 +215,7 @@ struct WaitCommand: AsyncParsableCommand {
     var json = false
 
     func run() async throws {
-        _ = try global.prepare()
+        global.bootstrapLogging()
         let store = try storeOptions.open(create: false)
         let deadline = timeout.map { ContinuousClock.now + .seconds($0) }
         while true {
@@ -255,7 +266,7 @@ struct PruneCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        _ = try global.prepare()
+        global.bootstrapLogging()
         let store = try storeOptions.open(create: false)
         let states =
             state.isEmpty ? [.completed, .failed, .cancelled] : Set(state.compactMap(JobState.init(rawValue:)))
@@ -291,7 +302,7 @@ protocol JobIDCommand: AsyncParsableCommand {
 
 extension JobIDCommand {
     func run() async throws {
-        _ = try global.prepare()
+        global.bootstrapLogging()
         let store = try storeOptions.open(create: false)
         var missing: [String] = []
         for id in ids {

@@ -32,6 +32,13 @@ struct Reel: AsyncParsableCommand {
         // A closed stdout (`reel export --json | head`) must not kill an export half-way through and
         // leave its temporary file behind: writes then fail quietly instead.
         signal(SIGPIPE, SIG_IGN)
+        // Debug builds: tests damage the outputs of this process's exports this way (release ignores it).
+        ExportSession.injectOutputFault(named: ProcessInfo.processInfo.environment["REEL_TEST_OUTPUT_FAULT"])
+        let arguments = Self.arguments
+        // `-dash.mp4` would otherwise parse as the short flags -d -a -s -h …, and -h prints the help.
+        if let stray = CLI.strayDashArgument(in: arguments) {
+            CLI.refuseArguments("unknown option '\(stray)'\(CLI.fileHint(stray))", arguments: arguments)
+        }
         var command: any ParsableCommand
         do {
             command = try parseAsRoot(arguments)
@@ -48,8 +55,11 @@ struct Reel: AsyncParsableCommand {
                 !$0.hasPrefix("<") && !$0.hasPrefix("[") && !$0.hasPrefix("-")
             }
             let command = words.map { $0.joined(separator: " ") } ?? "reel"
-            CLI.printError("\(text) (see '\(command) --help')")
-            Foundation.exit(code == .validationFailure ? 64 : code.rawValue)
+            let unknown = text.hasPrefix("Unknown option '") ? text.dropFirst(16).prefix { $0 != "'" } : nil
+            let hint = unknown.map { CLI.fileHint(String($0)) } ?? ""
+            CLI.refuseArguments(
+                "\(text)\(hint) (see '\(command) --help')", arguments: arguments,
+                exitCode: code == .validationFailure ? 64 : code.rawValue)
         }
         do {
             if var asyncCommand = command as? AsyncParsableCommand {
@@ -72,7 +82,7 @@ struct Reel: AsyncParsableCommand {
     }
 }
 
-/// Options every command shares.
+/// Options every command shares: logging.
 struct GlobalOptions: ParsableArguments {
     @Flag(name: .long, help: "Show FFmpeg's own log and Reel's debug log on stderr.")
     var verbose = false
@@ -89,6 +99,15 @@ struct GlobalOptions: ParsableArguments {
         help: ArgumentHelp("Log lines as text or json, on stderr (env REEL_LOG_FORMAT).", valueName: "format"))
     var logFormat: ReelLogHandler.Format?
 
+    /// Sets up logging (quiet unless --verbose or --log-level): `--log-level`, else `$REEL_LOG_LEVEL`,
+    /// else the command's default.
+    func bootstrapLogging(defaultLevel: Logger.Level = .warning) {
+        CLI.bootstrapLogging(verbose: verbose, level: logLevel, format: logFormat, defaultLevel: defaultLevel)
+    }
+}
+
+/// Where presets come from, for the commands that use them (export, submit, work, presets).
+struct PresetOptions: ParsableArguments {
     @Option(
         name: .customLong("presets-dir"),
         help: ArgumentHelp(
@@ -96,16 +115,11 @@ struct GlobalOptions: ParsableArguments {
             valueName: "dir"))
     var presetsDirectory: String?
 
-    /// Sets up logging (quiet unless --verbose or --log-level) and loads the presets. `logLevel` is the
-    /// command's default level.
-    func prepare(logLevel defaultLevel: Logger.Level = .warning) throws -> PresetLibrary {
-        bootstrapLogging(defaultLevel: defaultLevel)
+    /// Sets up logging as `global` says (`logLevel` is the command's default level) and loads the
+    /// presets.
+    func prepare(_ global: GlobalOptions, logLevel: Logger.Level = .warning) throws -> PresetLibrary {
+        global.bootstrapLogging(defaultLevel: logLevel)
         return try PresetLibrary(userFolder: presetsFolder.map { URL(fileURLWithPath: $0) })
-    }
-
-    /// Sets up logging: `--log-level`, else `$REEL_LOG_LEVEL`, else the command's default.
-    func bootstrapLogging(defaultLevel: Logger.Level = .warning) {
-        CLI.bootstrapLogging(verbose: verbose, level: logLevel, format: logFormat, defaultLevel: defaultLevel)
     }
 
     /// `--presets-dir`, else `$REEL_PRESETS`.
@@ -175,25 +189,59 @@ struct StoreOptions: ParsableArguments {
     }
 
     /// Opens the store. Only commands that add work (`submit`, `work`) create a missing spool; the
-    /// others fail with an error naming it. A database store gets a pool of `connections`.
-    func open(create: Bool, connections: Int = 2, lease: Duration? = nil) throws -> any JobStore {
+    /// others fail with an error naming it. A database store gets a pool of `connections`, run by the
+    /// store itself until `close()`, or with `service` by the caller's `ServiceGroup` (`reel work`).
+    func open(create: Bool, connections: Int = 2, lease: Duration? = nil, service: Bool = false) throws
+        -> any JobStore
+    {
         if let databaseURL {
             if spool != nil { throw CLIFailure(message: "use --spool or --store, not both", exitCode: 64) }
-            return try openDatabase(databaseURL, connections: connections, lease: lease)
+            return try openDatabase(databaseURL, connections: connections, lease: lease, service: service)
         }
-        let root = spool.map { URL(fileURLWithPath: $0) } ?? SpoolStore.defaultRoot()
+        let root = spool.map { URL(fileURLWithPath: $0) } ?? SpoolStore.defaultRoot(environment: ProcessInfo.processInfo.environment)
         return try SpoolStore(root: root, create: create)
     }
 
-    func openDatabase(_ text: String, connections: Int = 2, lease: Duration? = nil) throws -> PostgresStore {
+    func openDatabase(_ text: String, connections: Int = 2, lease: Duration? = nil, service: Bool = false) throws
+        -> PostgresStore
+    {
         let folder =
             statusDirectory ?? ProcessInfo.processInfo.environment["REEL_STATUS_DIR"].flatMap { $0.isEmpty ? nil : $0 }
+        return try Self.openDatabase(
+            text, statusFolder: folder, connections: connections, lease: lease, service: service)
+    }
+
+    /// A database store with a pool of `connections`, writing status files to `statusFolder` if any;
+    /// run by the store itself until `close()`, or with `service` by the caller's `ServiceGroup`.
+    static func openDatabase(
+        _ text: String, statusFolder folder: String?, connections: Int = 2, lease: Duration? = nil,
+        service: Bool = false
+    ) throws -> PostgresStore {
+        let environment = ProcessInfo.processInfo.environment
         var options = PostgresStore.Options(statusFolder: folder, connections: connections)
         if let lease {
             options.lease = lease
             options.renew = min(.seconds(1), lease / 4)
         }
-        return try PostgresStore(url: try DatabaseURL(text), options: options)
+        // `REEL_FLEET_LISTEN=0`: poll only (measuring the fallback; poolers that cannot LISTEN).
+        options.listen = environment["REEL_FLEET_LISTEN"] != "0"
+        options.lifecycle = service ? .service : .standalone
+        return try PostgresStore(url: try DatabaseURL(text, environment: environment), options: options)
+    }
+}
+
+/// The fleet's database alone, for the commands that use nothing else of a store (`reel db migrate`,
+/// `reel db version`).
+struct DatabaseOptions: ParsableArguments {
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "The fleet's PostgreSQL database: postgres://user@host:5432/database (env REEL_STORE).", valueName: "url"))
+    var store: String?
+
+    /// `--store`, else `$REEL_STORE`.
+    var databaseURL: String? {
+        store ?? ProcessInfo.processInfo.environment["REEL_STORE"].flatMap { $0.isEmpty ? nil : $0 }
     }
 }
 

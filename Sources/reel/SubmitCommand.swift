@@ -8,38 +8,25 @@ struct SubmitCommand: AsyncParsableCommand {
         commandName: "submit", abstract: "Queue export jobs; `reel work` runs them.")
 
     @OptionGroup var global: GlobalOptions
+    @OptionGroup var presetOptions: PresetOptions
     @OptionGroup var storeOptions: StoreOptions
     @OptionGroup var input: InputOptions
 
     @Argument(help: "Media files to export (one job each).")
     var assets: [String] = []
 
-    @Option(name: .long, help: "Preset name (see `reel presets`).")
-    var preset: String?
-
-    @Option(
-        name: .long,
-        help: "Output type: mp4, mov, m4v, m4a. Default: from -o's extension, else mp4 (m4a for audio presets).")
-    var type: String?
-
-    @Option(name: .shortAndLong, help: "Output file (one asset only).")
-    var output: String?
+    @OptionGroup(title: ExportOptions.title) var options: ExportOptions
 
     @Option(
         name: .long, help: "Folder for outputs named <asset>.<preset>.<job id>.<type> (default: the current folder).")
     var outputDir: String?
 
-    @Option(name: .long, help: "Higher runs first; equal priorities run in submission order.")
+    // Taken as it comes, so a negative priority needs no '=' (`--priority -3`).
+    @Option(name: .long, parsing: .unconditional, help: "Higher runs first; equal priorities run in submission order.")
     var priority: Int = 0
 
     @Option(name: .long, help: "Idempotency key: submitting it again returns the existing job (one asset only).")
     var key: String?
-
-    @Option(name: .long, help: ArgumentHelp("Export only start-end (seconds or [hh:]mm:ss).", valueName: "start-end"))
-    var timeRange: String?
-
-    @Option(name: .long, help: "Source metadata to keep: keep, sharing, strip.")
-    var metadata: String = "keep"
 
     @Option(name: .long, help: "Attempts before a job fails for good (1 to 20).")
     var maxAttempts: Int = JobSpec.defaultAttempts
@@ -47,75 +34,70 @@ struct SubmitCommand: AsyncParsableCommand {
     @Option(
         name: .long,
         help: ArgumentHelp(
-            "Submit the jobs of a JSON-lines file, one job per line ('-' reads stdin). The whole batch is rejected if any line is invalid.",
+            "Submit the jobs of a JSON-lines file, one job per line ('-' reads stdin), each line's keys the options above in camelCase. The whole batch is rejected if any line is invalid.",
             valueName: "file"))
     var manifest: String?
 
-    @Flag(name: .long, help: "Re-encode even when the source already satisfies the preset (no smart passthrough).")
-    var forceTranscode = false
-
-    @Flag(name: .long, help: "Replace the output file if it exists when the job runs.")
-    var overwrite = false
-
-    @Flag(name: .long, help: "Keep -o's extension even though it is not the --type's (needs --type).")
-    var forceExtension = false
-
-    @Option(
+    @Flag(
         name: .long,
-        help: ArgumentHelp(
-            "Make each file fit this size (16MB, 8MiB, 500KB): the rate, and if need be the picture size, is chosen to fit; the whole duration is kept.",
-            valueName: "size"))
-    var maxSize: String?
-
-    @Option(
-        name: .long,
-        help: ArgumentHelp(
-            "Colour transparent pixels of an animated GIF or APNG become: #rrggbb, black (default) or white.",
-            valueName: "colour"))
-    var background: String?
-
-    @Flag(name: .long, help: "Print one JSON object per job.")
+        help:
+            "Print one JSON object per job: its id, status file, state and output, or why it was refused (error: code, message, retryable)."
+    )
     var json = false
 
     func validate() throws {
         if assets.isEmpty && manifest == nil { throw ValidationError("name at least one asset, or --manifest") }
-        if !assets.isEmpty && preset == nil { throw ValidationError("--preset is required") }
-        if output != nil && outputDir != nil { throw ValidationError("use -o or --output-dir, not both") }
-        if output != nil && assets.count > 1 {
+        if !assets.isEmpty && options.preset == nil { throw ValidationError("--preset is required") }
+        if options.output != nil && outputDir != nil { throw ValidationError("use -o or --output-dir, not both") }
+        if options.output != nil && assets.count > 1 {
             throw ValidationError("-o names one file; use --output-dir for several assets")
         }
         if key != nil && assets.count > 1 {
             throw ValidationError("--key identifies one job; submit one asset per key")
         }
-        if let maxSize, SizeLimit.parseBytes(maxSize) == nil {
-            throw ValidationError("cannot read the size '\(maxSize)'; write e.g. 16MB, 8MiB or 500KB")
-        }
-        if let background, RGBColor(parsing: background) == nil {
-            throw ValidationError(RGBColor.unreadable(background))
-        }
-        if forceExtension && type == nil {
-            throw ValidationError("--force-extension keeps -o's extension for an explicit --type; give --type")
-        }
     }
 
     func run() async throws {
-        let presets = try global.prepare()
+        let presets = try presetOptions.prepare(global)
         let limits = input.limits
         let workingDirectory = URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
+        let metadataDefault = try MetadataDefault.fromEnvironment()
         // Every job is checked (as `reel export` would before any work) before any is queued: one
-        // refusal queues nothing.
+        // refusal queues nothing, and each refusal is reported.
         var specs: [JobSpec] = []
+        var refusals: [(asset: String?, line: Int?, error: ExportError)] = []
+        var manifestProblems: [(line: Int, error: ExportError)] = []
         if let manifest {
-            specs += try Manifest.resolve(
-                try read(manifest), presets: presets, limits: limits, workingDirectory: workingDirectory)
+            let lines = Manifest.resolveLines(
+                try read(manifest), presets: presets, limits: limits, workingDirectory: workingDirectory,
+                metadataDefault: metadataDefault)
+            if lines.isEmpty {
+                try refuse([(nil, nil, ExportError(.invalidArgument, "the manifest has no jobs"))])
+            }
+            for line in lines {
+                switch line.spec {
+                case .success(let spec): specs.append(spec)
+                case .failure(let error):
+                    refusals.append((line.asset, line.line, error))
+                    manifestProblems.append((line.line, error))
+                }
+            }
         }
         for asset in assets {
             let request = JobRequest(
-                asset: asset, preset: preset ?? "", type: type, output: output, outputDir: outputDir,
-                priority: priority, key: key, timeRange: timeRange, metadata: metadata, maxAttempts: maxAttempts,
-                forceTranscode: forceTranscode, overwrite: overwrite, forceExtension: forceExtension, maxSize: maxSize,
-                background: background)
-            specs.append(try request.resolve(presets: presets, limits: limits, workingDirectory: workingDirectory))
+                asset: asset, export: options.request, outputDir: outputDir, priority: priority, key: key,
+                maxAttempts: maxAttempts)
+            do throws(ExportError) {
+                specs.append(
+                    try request.resolve(
+                        presets: presets, limits: limits, workingDirectory: workingDirectory,
+                        metadataDefault: metadataDefault))
+            } catch {
+                refusals.append((asset, nil, error))
+            }
+        }
+        if !refusals.isEmpty {
+            try refuse(refusals, summary: manifestProblems.isEmpty ? nil : Manifest.rejection(manifestProblems))
         }
         let store = try storeOptions.open(create: true)
         for spec in specs {
@@ -125,13 +107,27 @@ struct SubmitCommand: AsyncParsableCommand {
                 CLI.printLine(
                     CLI.jsonLine(
                         SubmitReport(
-                            id: status.id, statusFile: store.statusFile(for: status.id) ?? "",
+                            asset: spec.asset, id: status.id, statusFile: store.statusFile(for: status.id),
                             state: status.state.rawValue, output: status.output, created: created)))
             } else {
                 CLI.printLine(
                     "\(status.id)  \(created ? "queued" : "exists, \(status.state.rawValue)")  \(status.output)")
             }
         }
+    }
+
+    /// Reports the refusals (with --json, one object each on stdout) and throws the error the command
+    /// ends with: `summary` (a manifest's), else the first refusal's.
+    private func refuse(_ refusals: [(asset: String?, line: Int?, error: ExportError)], summary: ExportError? = nil)
+        throws -> Never
+    {
+        if json {
+            for refusal in refusals {
+                CLI.printLine(
+                    CLI.jsonLine(SubmitReport(asset: refusal.asset, line: refusal.line, refusal: refusal.error)))
+            }
+        }
+        throw summary ?? refusals[0].error
     }
 
     /// The manifest's bytes ('-' is stdin).
@@ -144,10 +140,48 @@ struct SubmitCommand: AsyncParsableCommand {
     }
 }
 
+/// One line of `reel submit --json`: a queued job, or a refused one (a refusal names what was refused
+/// and why in `error`, with the same code, message and retryable as `reel export --json`). Every key
+/// is present in every line, `null` where it does not apply.
 struct SubmitReport: Encodable {
-    var id: String
-    var statusFile: String
-    var state: String
-    var output: String
+    /// The asset as resolved (a queued job) or as written (a refusal), when known.
+    var asset: String?
+    /// The manifest line, for a job from a manifest that was refused.
+    var line: Int?
+    var id: String?
+    var statusFile: String?
+    var state: String?
+    var output: String?
     var created: Bool
+    var error: ExportEvent.Failure.Reason?
+
+    init(asset: String, id: String, statusFile: String?, state: String, output: String, created: Bool) {
+        self.asset = asset
+        self.id = id
+        self.statusFile = statusFile
+        self.state = state
+        self.output = output
+        self.created = created
+    }
+
+    init(asset: String?, line: Int?, refusal: ExportError) {
+        self.asset = asset
+        self.line = line
+        created = false
+        error = ExportEvent.Failure(refusal).error
+    }
+
+    private enum CodingKeys: String, CodingKey { case asset, line, id, statusFile, state, output, created, error }
+
+    func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(asset, forKey: .asset)
+        try c.encode(line, forKey: .line)
+        try c.encode(id, forKey: .id)
+        try c.encode(statusFile, forKey: .statusFile)
+        try c.encode(state, forKey: .state)
+        try c.encode(output, forKey: .output)
+        try c.encode(created, forKey: .created)
+        try c.encode(error, forKey: .error)
+    }
 }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Dispatch
 import Foundation
 import Logging
 import ReelExport
@@ -55,10 +56,13 @@ struct ServiceOptions: ParsableArguments {
         }
     }
 
-    /// What `reel work` runs: the pool, and with `--metrics-port` the queue monitor and HTTP server,
-    /// in one `ServiceGroup`. The first SIGINT/SIGTERM drains the pool (running jobs finish; the
-    /// HTTP side keeps answering, `/readyz` with 503); a second one, or `--shutdown-grace` running
-    /// out, hands running jobs back. The group ends when the pool has stopped.
+    /// What `reel work` runs, as services of one `ServiceGroup`: a database store's connection pool
+    /// (first, so it is shut down last), with `--metrics-port` the HTTP server and the queue monitor,
+    /// and the worker pool (last, so it is shut down first). The first SIGINT/SIGTERM drains the pool
+    /// (running jobs finish; the HTTP side keeps answering, `/readyz` with 503); a second one, or
+    /// `--shutdown-grace` running out, hands running jobs back; then the HTTP side stops, and the
+    /// store closes once every outcome and hand-back is recorded. The group ends when the pool has
+    /// stopped.
     final class Runtime: Sendable {
         let board: StatusBoard?
         let options: ServiceOptions
@@ -90,8 +94,9 @@ struct ServiceOptions: ParsableArguments {
             }
         }
 
-        func run(_ pool: WorkerPool, store: any JobStore, slots: Int) async throws {
+        func run(_ pool: WorkerPool, store: any JobStore, storeService: (any Service)?, slots: Int) async throws {
             var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
+            if let storeService { services.append(.init(service: storeService)) }
             if let port = options.metricsPort, let board {
                 let monitor = QueueMonitor(store: store, interval: .milliseconds(Int(options.statsInterval * 1000)))
                 let server = OpsServer(
@@ -103,20 +108,25 @@ struct ServiceOptions: ParsableArguments {
                 services.append(.init(service: monitor))
             }
             // Last in the list, so the first to be shut down gracefully: the HTTP side keeps serving
-            // while the pool drains.
+            // while the pool drains, and the store stays open until the pool has recorded everything.
             services.append(
                 .init(service: WorkerPoolService(pool), successTerminationBehavior: .gracefullyShutdownGroup))
-            var configuration = ServiceGroupConfiguration(services: services, logger: logger)
-            if let grace = options.shutdownGrace {
-                configuration.maximumGracefulShutdownDuration = .milliseconds(Int(grace * 1000))
-            }
-            let group = ServiceGroup(configuration: configuration)
+            let group = ServiceGroup(configuration: ServiceGroupConfiguration(services: services, logger: logger))
             // Signals are handled here rather than by the group, which reacts only to the first: the
-            // first drains, a second hands running jobs back (as `reel work` always did).
+            // first drains, a second hands running jobs back (as `reel work` always did). The grace
+            // is the pool's own (a hand-back when it runs out), not the group's
+            // `maximumGracefulShutdownDuration`: that would cancel every service at once, the store
+            // with the pool, and the hand-back could not be recorded.
             let signals = Signals()
+            let grace = options.shutdownGrace
             let sources = CLI.onTerminationSignals {
                 if signals.count() == 1 {
                     Task { await group.triggerGracefulShutdown() }
+                    if let grace {
+                        DispatchQueue.global().asyncAfter(deadline: .now() + grace) {
+                            pool.stop(cancelRunning: true)
+                        }
+                    }
                 } else {
                     pool.stop(cancelRunning: true)
                 }

@@ -36,6 +36,7 @@ public enum JobStoreContract {
         Case(description: "{id} in an output path becomes the job's id", body: outputNamesCarryTheJobID),
         Case(description: "a dead worker's job is queued again; a poison job fails", body: deadWorkersAndPoison),
         Case(description: "a stale owner cannot overwrite the new one", body: staleOwnerIsFenced),
+        Case(description: "finish after rescue, before re-claim, returns false", body: finishAfterRescue),
         Case(description: "a cancelled waiting job never starts and can be retried", body: cancelWaiting),
         Case(description: "a cancel reaches a running job through its lease", body: cancelRunning),
         Case(description: "a cancel asked during a shutdown wins over the hand-back", body: cancelDuringHandBack),
@@ -148,7 +149,7 @@ public enum JobStoreContract {
         }
         let status = try #require(try await store.status(id))
         #expect(status.state == .failed)
-        #expect(status.error?.code == "worker-crashed" && status.error?.retryable == false)
+        #expect(status.error?.code == .workerCrashed && status.error?.retryable == false)
         #expect(try await store.claim(worker: "next") == nil)
     }
 
@@ -164,7 +165,7 @@ public enum JobStoreContract {
         let progress = JobProgress(fraction: 0.9, phase: "transcoding", framesPerSecond: nil, secondsRemaining: nil)
         #expect(try await store.renew(stale, progress: progress) == .lost)
         #expect(
-            try await store.finish(stale, .failed(JobError(code: "internal", message: "stale", retryable: false)))
+            try await store.finish(stale, .failed(JobError(code: .internal, message: "stale", retryable: false)))
                 == false)
         #expect(try await store.status(id)?.state == .exporting)
         #expect(try await store.status(id)?.progress == 0)
@@ -175,13 +176,49 @@ public enum JobStoreContract {
         #expect(try await store.finish(fresh, .completed(emptyResult)) == false, "a finished lease is spent")
     }
 
+    static func finishAfterRescue(_ harness: any StoreHarness) async throws {
+        let store = try await harness.makeStore()
+        let id = try await submit(store)
+        let poison = try await submit(store, maxAttempts: 1)
+        let lease = try #require(try await store.claim(worker: "presumed-dead"))
+        let last = try #require(try await store.claim(worker: "presumed-dead"))
+        #expect(lease.id == id && last.id == poison)
+        let before = [
+            id: try #require(try await store.status(id)), poison: try #require(try await store.status(poison)),
+        ]
+        for held in [lease, last] { try await harness.killWorker(holding: held, in: store) }
+        #expect(try await store.rescueExpired() == 2)
+        // The rescue wrote what the state machine makes of a job whose worker died: waiting again, or
+        // failed once its attempts are used up, with the same error code and message.
+        for (job, next) in [(id, JobStatus.Next.waiting), (poison, .ended)] {
+            var expected = try #require(before[job])
+            #expect(expected.orphaned(cancelRequested: false, now: Date()) == next)
+            let rescued = try #require(try await store.status(job))
+            #expect(rescued.state == expected.state && rescued.attempts == 1 && rescued.worker == nil, "\(job)")
+            #expect(rescued.error == expected.error, "\(job): \(String(describing: rescued.error))")
+        }
+        // The presumed-dead worker wakes up and records its outcomes: refused, and nothing changes.
+        #expect(try await store.finish(lease, .completed(emptyResult)) == false)
+        #expect(try await store.finish(lease, .handBack) == false)
+        #expect(try await store.finish(last, .cancelled) == false)
+        let waiting = try #require(try await store.status(id))
+        #expect(waiting.state == .waiting && waiting.attempts == 1 && waiting.result == nil)
+        #expect(try await store.status(poison)?.state == .failed)
+        // The next claim is the job's second attempt, and only its own lease can finish it.
+        let next = try #require(try await store.claim(worker: "next"))
+        #expect(next.id == id && next.attempt == 2 && next.token != lease.token)
+        #expect(try await store.finish(lease, .completed(emptyResult)) == false)
+        #expect(try await store.finish(next, .completed(emptyResult)))
+        #expect(try await store.status(id)?.state == .completed)
+    }
+
     static func cancelWaiting(_ harness: any StoreHarness) async throws {
         let store = try await harness.makeStore()
         let id = try await submit(store)
         #expect(try await store.cancel(id) == .cancelled)
         #expect(try await store.claim(worker: "w") == nil)
         #expect(try await store.status(id)?.state == .cancelled)
-        #expect(try await store.status(id)?.error?.code == "cancelled")
+        #expect(try await store.status(id)?.error?.code == .cancelled)
         #expect(try await store.cancel(id) == .alreadyEnded(.cancelled))
         #expect(try await store.cancel("jnosuchjob0000") == .notFound)
         #expect(try await store.retry(id).state == .waiting)
@@ -227,9 +264,9 @@ public enum JobStoreContract {
         let id = try await submit(store)
         let lease = try #require(try await store.claim(worker: "w"))
         #expect(
-            try await store.finish(lease, .failed(JobError(code: "no-space", message: "disk full", retryable: true))))
+            try await store.finish(lease, .failed(JobError(code: .init(.noSpace), message: "disk full", retryable: true))))
         let waiting = try #require(try await store.status(id))
-        #expect(waiting.state == .waiting && waiting.error?.code == "no-space")
+        #expect(waiting.state == .waiting && waiting.error?.code == JobError.Code(.noSpace))
         let due = try #require(waiting.notBefore)
         #expect(due > waiting.updatedAt && due <= waiting.updatedAt.addingTimeInterval(2.01))
         #expect(try await store.claim(worker: "w") == nil, "claimed before its backoff ended")
@@ -240,9 +277,9 @@ public enum JobStoreContract {
         #expect(again.attempt == 2)
         #expect(
             try await store.finish(
-                again, .failed(JobError(code: "unreadable-input", message: "corrupt", retryable: false))))
+                again, .failed(JobError(code: .init(.unreadableInput), message: "corrupt", retryable: false))))
         let failed = try #require(try await store.status(id))
-        #expect(failed.state == .failed && failed.error?.code == "unreadable-input" && failed.notBefore == nil)
+        #expect(failed.state == .failed && failed.error?.code == JobError.Code(.unreadableInput) && failed.notBefore == nil)
     }
 
     static func handBackKeepsTheAttempt(_ harness: any StoreHarness) async throws {
@@ -260,7 +297,7 @@ public enum JobStoreContract {
         let id = try await submit(store, maxAttempts: 1)
         await #expect(throws: QueueError.self) { try await store.retry(id) }  // waiting
         let lease = try #require(try await store.claim(worker: "w"))
-        #expect(try await store.finish(lease, .failed(JobError(code: "stalled", message: "stuck", retryable: true))))
+        #expect(try await store.finish(lease, .failed(JobError(code: .stalled, message: "stuck", retryable: true))))
         #expect(try await store.status(id)?.state == .failed, "no attempts left")
         let retried = try await store.retry(id)
         #expect(retried.state == .waiting && retried.attempts == 0 && retried.error == nil && retried.finishedAt == nil)
@@ -307,7 +344,7 @@ public enum JobStoreContract {
         // The same request again is the same job, whatever became of it (a client retrying a submit).
         let lease = try #require(try await store.claim(worker: "w"))
         #expect(
-            try await store.finish(lease, .failed(JobError(code: "unreadable-input", message: "x", retryable: false))))
+            try await store.finish(lease, .failed(JobError(code: .init(.unreadableInput), message: "x", retryable: false))))
         let again = try await store.submit(try await spec(key: "upload-7"))
         #expect(!again.created && again.status.id == first.status.id && again.status.state == .failed)
         // A different request under the same key is refused, naming the job and what differs.
@@ -380,7 +417,7 @@ public enum JobStoreContract {
         // Still refused while the first runs; free once it has ended.
         let lease = try #require(try await store.claim(worker: "w"))
         await #expect(throws: QueueError.self) { try await store.submit(try await spec(output: target)) }
-        #expect(try await store.finish(lease, .failed(JobError(code: "stalled", message: "x", retryable: false))))
+        #expect(try await store.finish(lease, .failed(JobError(code: .stalled, message: "x", retryable: false))))
         let second = try await store.submit(try await spec(output: target)).status.id
         // The first cannot be retried into the second's file while the second waits.
         await #expect(throws: QueueError.self) { try await store.retry(first) }
@@ -437,7 +474,7 @@ public enum JobStoreContract {
         #expect(try await store.finish(leases[0], .completed(emptyResult)))
         // Three failures at distinct times: the summary keeps the latest two, latest first.
         for lease in leases[1...3] {
-            let failure = JobError(code: "internal", message: "failed \(lease.id)", retryable: false)
+            let failure = JobError(code: .internal, message: "failed \(lease.id)", retryable: false)
             #expect(try await store.finish(lease, .failed(failure)))
             try await Task.sleep(for: .milliseconds(20))
         }

@@ -83,7 +83,7 @@ struct OutputPublishingTests {
         let final = session.currentProgress
         // What a thread the watchdog abandoned could still send.
         session.publish(
-            TranscodeProgress(phase: .transcoding, fraction: 0.5, frames: 7, mediaSeconds: 1), started: Date())
+            TranscodeProgress(phase: .transcoding, fraction: 0.5, frames: 7, mediaSeconds: 1), started: .now)
         #expect(session.currentProgress == final)
         #expect(reports.load(ordering: .relaxed) == 0)
     }

@@ -72,7 +72,7 @@ struct VerificationTests {
         let garbage = Fixtures.scratchFolder("unreadable").appendingPathComponent("out.mp4")
         try Data(repeating: 0x5A, count: 4096).write(to: garbage)
         #expect {
-            try ExportSession.summarize(garbage, started: Date())
+            try ExportSession.summarize(garbage, started: .now)
         } throws: { error in
             let error = error as! ExportError
             return error.code == .outputInvalid && !error.isRetryable && error.message.contains("cannot be opened")

@@ -38,7 +38,7 @@ struct IsolationTests {
         }
         let failed = try #require(await spool.waitFor(crashing) { $0.state.isTerminal })
         #expect(failed.state == .failed && failed.attempts == 2)
-        #expect(failed.error?.code == "worker-crashed" && failed.error?.message.contains("signal 11") == true)
+        #expect(failed.error?.code == .workerCrashed && failed.error?.message.contains("signal 11") == true)
         // The same worker is still alive and runs the next job.
         #expect(worker.isRunning)
         let next = try await spool.submit(Fixtures.landscape, preset: "LowQuality")

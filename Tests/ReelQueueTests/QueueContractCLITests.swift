@@ -162,7 +162,7 @@ struct QueueContractCLITests {
         #expect(worker.status == 0)
         let status = try #require(spool.status(id))
         #expect(status.state == .failed && status.attempts == 1, "\(status.state) after \(status.attempts)")
-        #expect(status.error?.code == "output-failed" && status.error?.retryable == false)
+        #expect(status.error?.code == .outputFailed && status.error?.retryable == false)
     }
 
     @Test func overwriteReplacesAnExistingOutput() async throws {

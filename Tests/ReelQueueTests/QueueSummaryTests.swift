@@ -47,9 +47,9 @@ struct QueueSummaryTests {
             networkOptimized: true, elapsedSeconds: 1)
         try await store.finish(leases[0], .completed(result))
         try await store.finish(
-            leases[1], .failed(JobError(code: "unreadable-input", message: "gone", retryable: false)))
+            leases[1], .failed(JobError(code: .init(.unreadableInput), message: "gone", retryable: false)))
         try await Task.sleep(for: .milliseconds(20))
-        try await store.finish(leases[2], .failed(JobError(code: "internal", message: "later", retryable: false)))
+        try await store.finish(leases[2], .failed(JobError(code: .internal, message: "later", retryable: false)))
         _ = try await store.cancel(ids[11])
         try await Task.sleep(for: settle)
         summary = try await summarizer.summarize(recentFailures: 5)

@@ -1,3 +1,4 @@
+import CSpawn
 import Foundation
 import ReelExport
 import Synchronization
@@ -138,6 +139,111 @@ struct WorkerPoolTests {
         #expect(reason.contains("did not answer"), "\(reason)")
     }
 
+    /// The store refuses every request from the claim on for 4 s, less than the 10 s lease: the export
+    /// finishes meanwhile and waits at its publish gate, asking again, until the store answers; then it
+    /// publishes and completes on its first attempt (an outage shorter than the lease costs nothing).
+    @Test func anOutageShorterThanTheLeaseCostsAFinishedJobNothing() async throws {
+        let spool = try SpoolStore(root: Fixtures.scratchFolder("spool"))
+        let store = PartitionedStore(spool, lease: .seconds(10))
+        store.refusing.withLock { $0 = true }
+        let outputs = Fixtures.scratchFolder("outputs")
+        let spec = JobSpec(
+            asset: try await Fixtures.url(Fixtures.fourThree).path, preset: "LowQuality", outputType: .mp4,
+            output: outputs.appendingPathComponent("four.mp4").path, forceTranscode: true)
+        let id = try await spool.submit(spec).status.id
+        let pool = WorkerPool(store: store, configuration: .init(jobs: 1, recoveryInterval: 3600, isolation: nil))
+        let running = Task { await pool.run() }
+        let claimed = await eventually(within: .seconds(60)) { () -> Bool? in
+            (try? spool.status(id: id))?.state == .exporting ? true : nil
+        }
+        try #require(claimed != nil, "the job was never claimed")
+        // The export (well under a second) finishes inside the outage; the outage ends 4 s later.
+        try await Task.sleep(for: .seconds(4))
+        #expect(!FileManager.default.fileExists(atPath: spec.output), "published without a confirmed lease")
+        let refusedWhileDown = store.refusals.load(ordering: .relaxed)
+        store.refusing.withLock { $0 = false }
+        let completed = await eventually(within: .seconds(60)) { () -> JobStatus? in
+            guard let status = try? spool.status(id: id), status.state.isTerminal else { return nil }
+            return status
+        }
+        pool.stop()
+        await running.value
+        #expect(refusedWhileDown > 0, "the outage was never met")
+        #expect(completed?.state == .completed && completed?.attempts == 1, "\(String(describing: completed))")
+        #expect(try await ProbedFile.probe(URL(fileURLWithPath: spec.output)).video?.codec_name == "h264")
+    }
+
+    /// The worker publishes the output, then its completion is lost and its lease runs out (the store
+    /// away for longer than the lease). The job is rescued; the next attempt finds the output carrying
+    /// a receipt of this job and completes the job without exporting again: the same file, untouched.
+    @Test func aPublishedOutputWhoseCompletionWasLostIsAdoptedNotExportedAgain() async throws {
+        let (status, output, published) = try await loseTheFirstCompletion { _ in }
+        #expect(status.state == .completed && status.attempts == 2, "\(status)")
+        #expect(status.result?.method == "adopted" && status.result?.decision?.contains("attempt 1") == true)
+        var now = stat()
+        #expect(stat(output.path, &now) == 0 && now.st_ino == published.st_ino && now.st_size == published.st_size)
+        #expect(now.st_mtim.tv_sec == published.st_mtim.tv_sec && now.st_mtim.tv_nsec == published.st_mtim.tv_nsec)
+        #expect(status.result?.bytes == Int64(published.st_size) && status.result?.videoCodec == "h264")
+        // Once recorded, the receipt is gone from the file; nothing else is beside it.
+        #expect(getxattr(output.path, PublishReceipt.attribute) == nil)
+        let names = try FileManager.default.contentsOfDirectory(atPath: output.deletingLastPathComponent().path)
+        #expect(names == [output.lastPathComponent])
+    }
+
+    /// As above, but someone replaces the published file before the next attempt: that file is not
+    /// the job's own, and the job fails `output-exists` without touching it.
+    @Test func aFileSomeoneElseWroteAtThePathIsNeverAdopted() async throws {
+        let replacement = Data("somebody else's file".utf8)
+        let (status, output, _) = try await loseTheFirstCompletion { output in
+            let other = output.deletingLastPathComponent().appendingPathComponent("other.tmp")
+            try? replacement.write(to: other)
+            rename(other.path, output.path)
+        }
+        #expect(status.state == .failed && status.error?.code == .outputExists, "\(status)")
+        #expect(FileManager.default.contents(atPath: output.path) == replacement)
+    }
+
+    /// Runs one job whose first completion is lost after publishing (its lease then gone, as after a
+    /// store outage longer than the lease); `meanwhile` runs on the output before the rescue. Returns
+    /// the job's final status, its output and the output's identity when it was first published.
+    private func loseTheFirstCompletion(meanwhile: @escaping @Sendable (URL) -> Void) async throws -> (
+        JobStatus, URL, stat
+    ) {
+        let spool = try SpoolStore(root: Fixtures.scratchFolder("spool"))
+        let store = PartitionedStore(spool, lease: .seconds(2))
+        let outputs = Fixtures.scratchFolder("outputs")
+        let output = outputs.appendingPathComponent("four.mp4")
+        let published = Mutex<stat?>(nil)
+        store.loseCompletion.withLock {
+            $0 = { lease in
+                guard lease.attempt == 1 else { return false }
+                if published.withLock({ $0 }) == nil {
+                    var info = stat()
+                    _ = stat(output.path, &info)
+                    published.withLock { $0 = info }
+                    meanwhile(output)
+                    // The lease runs out: the lock goes, so a rescue finds the job.
+                    spool.releaseLock(of: lease)
+                }
+                return true
+            }
+        }
+        let spec = JobSpec(
+            asset: try await Fixtures.url(Fixtures.fourThree).path, preset: "LowQuality", outputType: .mp4,
+            output: output.path, forceTranscode: true)
+        let id = try await spool.submit(spec).status.id
+        let pool = WorkerPool(store: store, configuration: .init(jobs: 1, recoveryInterval: 0.2, isolation: nil))
+        let running = Task { await pool.run() }
+        let ended = await eventually(within: .seconds(120)) { () -> JobStatus? in
+            guard let status = try? spool.status(id: id), status.state.isTerminal else { return nil }
+            return status
+        }
+        pool.stop()
+        await running.value
+        let status = try #require(ended, "the job never ended")
+        return (status, output, try #require(published.withLock { $0 }, "the output was never published"))
+    }
+
     /// `reel work --keep-finished`: a running pool deletes the jobs that ended longer ago than the
     /// limit by itself (their status file and key go with them) and keeps the recent ones. The old job
     /// is made old by dating its status back, not by waiting.
@@ -177,12 +283,22 @@ struct WorkerPoolTests {
     }
 }
 
-/// A spool whose renewals hang while `partitioned` (a store behind a network partition) and whose
-/// leases last `lease`, as a database's do.
+/// A spool whose leases last `lease`, as a database's do, and whose failures a test turns on: renewals
+/// hang while `partitioned` (a network partition that no error reports), fail while `refusing` (a
+/// database that refuses connections), and recording an outcome fails while `partitioned` or when
+/// `loseCompletion` says so for a lease (its answer lost; the lease then runs out, as the hook may
+/// show by giving the lock up).
 private final class PartitionedStore: JobStore {
+    struct Refused: Error {}
+
     let spool: SpoolStore
     let lease: Duration
     let partitioned = Mutex(false)
+    let refusing = Mutex(false)
+    /// Renewals refused so far.
+    let refusals = Atomic<Int>(0)
+    /// Called instead of recording a completion; true when the completion is lost.
+    let loseCompletion = Mutex<(@Sendable (Lease) -> Bool)?>(nil)
 
     init(_ spool: SpoolStore, lease: Duration) {
         self.spool = spool
@@ -206,14 +322,26 @@ private final class PartitionedStore: JobStore {
         if partitioned.withLock({ $0 }) {
             try await Task.sleep(for: .seconds(3600))
         }
+        if refusing.withLock({ $0 }) {
+            refusals.add(1, ordering: .relaxed)
+            throw Refused()
+        }
         return try await spool.renew(lease, progress: progress)
     }
     func finish(_ lease: Lease, _ outcome: JobOutcome) async throws -> Bool {
         if partitioned.withLock({ $0 }) { throw CancellationError() }
+        if case .completed = outcome, let lose = loseCompletion.withLock({ $0 }), lose(lease) { throw Refused() }
         return try await spool.finish(lease, outcome)
     }
     func rescueExpired() async throws -> Int { try await spool.rescueExpired() }
     func pendingWork() async throws -> PendingWork { try await spool.pendingWork() }
     func waitForWork(timeout: Duration) async { await spool.waitForWork(timeout: timeout) }
     func statusFile(for id: String) -> String? { spool.statusFile(for: id) }
+}
+
+/// The value of an extended attribute of a file, or nil without one.
+private func getxattr(_ path: String, _ name: String) -> Data? {
+    var buffer = [UInt8](repeating: 0, count: 512)
+    let count = reel_getxattr(path, name, &buffer, UInt(buffer.count))
+    return count >= 0 ? Data(buffer.prefix(count)) : nil
 }

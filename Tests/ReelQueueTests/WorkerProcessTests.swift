@@ -191,7 +191,7 @@ struct WorkerProcessTests {
         let failed = try await store.submit(try await spec("failed")).status.id
         try await store.finish(
             try #require(try await store.claim(worker: "old")),
-            .failed(JobError(code: "unreadable-input", message: "bad", retryable: false)))
+            .failed(JobError(code: .init(.unreadableInput), message: "bad", retryable: false)))
         let cancelled = try await store.submit(try await spec("cancelled")).status.id
         _ = try await store.cancel(cancelled)
         let orphan = try await store.submit(try await spec("orphan")).status.id
@@ -202,7 +202,7 @@ struct WorkerProcessTests {
         let delayed = try await store.submit(try await spec("delayed")).status.id
         let retrying = try #require(try await store.claim(worker: "old"))
         #expect(retrying.id == delayed)
-        try await store.finish(retrying, .failed(JobError(code: "no-space", message: "full", retryable: true)))
+        try await store.finish(retrying, .failed(JobError(code: .init(.noSpace), message: "full", retryable: true)))
         let waiting = try await store.submit(try await spec("waiting")).status.id
         #expect(spool.status(delayed)?.state == .waiting)
 
@@ -234,7 +234,7 @@ struct WorkerProcessTests {
         try await worker.exit()
         let status = try #require(spool.status(id))
         #expect(status.state == .failed && status.attempts == 1)
-        #expect(status.error?.code == "unreadable-input" && status.error?.retryable == false)
+        #expect(status.error?.code == JobError.Code(.unreadableInput) && status.error?.retryable == false)
         #expect(spool.outputFiles().isEmpty)
     }
 

@@ -50,10 +50,11 @@ struct ServedWorker {
 
     /// Starts a worker on `queue` and waits for its HTTP side.
     static func start(
-        queue: Queue = Queue(), _ extra: [String] = [], environment: [String: String] = [:]
+        queue: Queue = Queue(), _ extra: [String] = [], environment: [String: String] = [:],
+        statsInterval: String = "0.2"
     ) async throws -> ServedWorker {
         let process = try ReelBinary.start(
-            ["work", "--metrics-port", "0", "--stats-interval", "0.2"] + extra,
+            ["work", "--metrics-port", "0", "--stats-interval", statsInterval] + extra,
             environment: environment.merging(queue.environment) { $1 })
         let port = await eventually(within: .seconds(60)) { () -> Int? in
             guard let range = process.output.range(of: "url=http://127.0.0.1:") else { return nil }

@@ -135,6 +135,9 @@ public enum Fixtures {
     public static let tinyOdd = Recipe(
         "tiny-odd.mkv", video("33x17") + audio() + ["-c:v", "ffv1", "-pix_fmt", "yuv420p", "-c:a", "flac"])
 
+    /// 12x12: smaller than x265 encodes (it refuses pictures under 16 pixels a side).
+    public static let tiny12 = Recipe("tiny12.mkv", video("12x12") + ["-c:v", "ffv1", "-pix_fmt", "yuv420p"])
+
     /// 4:4:4 chroma (H.264 High 4:4:4 Predictive).
     public static let chroma444 = Recipe(
         "chroma444.mp4",

@@ -60,6 +60,14 @@ public struct ProbedFile: Decodable, Sendable {
         public var frames: Int? { (nb_read_frames ?? nb_frames).flatMap(Int.init) }
         public var startSeconds: Double? { start_time.flatMap(Double.init) }
         public var durationSeconds: Double? { duration.flatMap(Double.init) }
+        /// Width over height as the picture is displayed (its sample aspect ratio applied; an unknown
+        /// or `0:1` ratio counts as square), or nil without a size.
+        public var displayAspect: Double? {
+            guard let width, let height, width > 0, height > 0 else { return nil }
+            let parts = (sample_aspect_ratio ?? "1:1").split(separator: ":").compactMap { Double($0) }
+            let pixel = parts.count == 2 && parts[0] > 0 && parts[1] > 0 ? parts[0] / parts[1] : 1
+            return Double(width) * pixel / Double(height)
+        }
         public var hasDisplayMatrix: Bool {
             (side_data_list ?? []).contains { $0.side_data_type == "Display Matrix" }
         }

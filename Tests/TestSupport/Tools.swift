@@ -54,14 +54,13 @@ public enum Tools {
         }
         if let toChild = child.input, let input {
             startThread(named: "reel-test-tool") {
-                try? toChild.write(contentsOf: input)
-                try? toChild.close()
+                toChild.write(input)
+                toChild.close()
             }
         }
-        let pid = child.pid
         let kill = DispatchWorkItem {
             collected.withLock { $0.timedOut = true }
-            Foundation.kill(pid, SIGKILL)
+            child.signal(SIGKILL)
         }
         DispatchQueue.global().asyncAfter(deadline: .now() + timeLimit.seconds, execute: kill)
         await withCheckedContinuation { continuation in
@@ -125,14 +124,18 @@ public final class BackgroundProcess: Sendable {
     /// Where its stdout and stderr go, if anywhere.
     public let log: URL?
     private let shared = Shared()
+    private let process: SpawnedProcess
 
-    /// Starts `executable`; stdout and stderr go to `log` (a file) or are discarded.
+    /// Starts `executable`; stdout and stderr go to `log` (a file) or are discarded. It leads a process
+    /// group of its own (its id is `pid`), so a test can signal the group as a terminal's Ctrl-C would
+    /// without reaching the test process.
     public init(
         _ executable: String, _ arguments: [String], environment: [String: String]? = nil, log: URL? = nil
     ) throws {
         let child = try SpawnedProcess.start(
             executable, arguments: arguments,
-            environment: ProcessInfo.processInfo.environment.merging(environment ?? [:]) { $1 }, withInput: false)
+            environment: ProcessInfo.processInfo.environment.merging(environment ?? [:]) { $1 }, withInput: false,
+            newProcessGroup: true)
         let sink: FileHandle?
         if let log {
             _ = FileManager.default.createFile(atPath: log.path, contents: nil)
@@ -171,11 +174,12 @@ public final class BackgroundProcess: Sendable {
             for waiter in waiters { waiter.resume() }
         }
         pid = child.pid
+        process = child
         self.log = log
     }
 
     /// A process still running when its owner lets go of it (a test that failed half-way) is killed.
-    deinit { if isRunning { kill(pid, SIGKILL) } }
+    deinit { process.signal(SIGKILL) }
 
     /// What it has written so far (stdout and stderr), or "" without a log.
     public var output: String {
@@ -185,8 +189,11 @@ public final class BackgroundProcess: Sendable {
     /// Whether it is still running.
     public var isRunning: Bool { shared.state.withLock { $0.ended == nil } }
 
-    /// Sends a signal.
-    public func signal(_ number: Int32) { if isRunning { kill(pid, number) } }
+    /// Sends a signal (through its pidfd: never to another process once it has ended).
+    public func signal(_ number: Int32) { process.signal(number) }
+
+    /// Sends a signal to its whole process group, as a terminal's Ctrl-C or `kill -- -PGID` does.
+    public func signalGroup(_ number: Int32) { process.signalGroup(number) }
 
     /// Waits for it to end; kills it and throws when it outlives `timeLimit`.
     @discardableResult

@@ -1,0 +1,157 @@
+import Foundation
+
+/// One export as a person or a program asks for it, with the values as written: the options
+/// `reel export` and `reel submit` share, and the keys of a manifest line. The names are the same
+/// everywhere: the option `--time-range` is the key `timeRange`, `--no-network-optimization` is
+/// `noNetworkOptimization`. An option is added here once and every entry point has it.
+///
+/// `check()` and `resolve(presets:)` are the one validation, with one set of messages: what `reel
+/// export` refuses, `reel submit` and a manifest line refuse in the same words.
+public struct ExportRequest: Sendable, Codable, Equatable {
+    /// Preset name, alias or Apple name (`1280x720`, `720p`, `AVAssetExportPreset1280x720`).
+    public var preset: String?
+    /// `mp4`, `mov`, `m4v`, `m4a` or an Apple type identifier; default from `output`'s extension, else
+    /// the preset's.
+    public var type: String?
+    /// The output file.
+    public var output: String?
+    /// Keep `output`'s extension even though it is not the type's (needs `type`).
+    public var forceExtension: Bool?
+    /// `start-end`, in seconds or `[hh:]mm:ss`; an end past the asset's is clamped to it.
+    public var timeRange: String?
+    /// `keep`, `sharing` or `strip` (`MetadataPolicy`); nil leaves it to the caller's default.
+    public var metadata: String?
+    /// Leave the moov atom at the end (no progressive playback).
+    public var noNetworkOptimization: Bool?
+    /// Re-encode even when the source already satisfies the preset.
+    public var forceTranscode: Bool?
+    /// Under a video preset, export an asset without video as audio alone instead of refusing it
+    /// (`no-video`).
+    public var allowAudioOnly: Bool?
+    /// The largest file to write: `16MB`, `8MiB`, `500KB` or bytes (`SizeLimit.parseBytes`).
+    public var maxSize: String?
+    /// What transparent pixels of an animated GIF or APNG become: `#rrggbb`, `black` (default) or `white`.
+    public var background: String?
+    /// Replace an existing output file.
+    public var overwrite: Bool?
+
+    public init(
+        preset: String? = nil, type: String? = nil, output: String? = nil, forceExtension: Bool? = nil,
+        timeRange: String? = nil, metadata: String? = nil, noNetworkOptimization: Bool? = nil,
+        forceTranscode: Bool? = nil, allowAudioOnly: Bool? = nil, maxSize: String? = nil, background: String? = nil,
+        overwrite: Bool? = nil
+    ) {
+        self.preset = preset
+        self.type = type
+        self.output = output
+        self.forceExtension = forceExtension
+        self.timeRange = timeRange
+        self.metadata = metadata
+        self.noNetworkOptimization = noNetworkOptimization
+        self.forceTranscode = forceTranscode
+        self.allowAudioOnly = allowAudioOnly
+        self.maxSize = maxSize
+        self.background = background
+        self.overwrite = overwrite
+    }
+
+    /// The keys a request has (a manifest line's export keys): its stored properties' names.
+    package static let keys = StrictKeys.propertyNames(of: ExportRequest())
+
+    /// Checks every value that needs no preset library (types, ranges, sizes, colours, the metadata
+    /// policy). Throws `invalid-argument` with the message `resolve` would give.
+    public func check() throws(ExportError) {
+        _ = try parsed()
+    }
+
+    /// Checks the request and returns it as settings, the preset looked up in `presets`. Throws
+    /// `unknown-preset`, or `invalid-argument` naming the value that cannot be read. The output's
+    /// path is not checked here: it depends on where the caller writes (`OutputPublisher.check`).
+    public func resolve(presets: PresetLibrary) throws(ExportError) -> ExportSettings {
+        let values = try parsed()
+        guard let name = preset else { throw ExportError(.invalidArgument, "no preset was named") }
+        let chosen = try presets.preset(named: name)
+        let outputType = try OutputType.infer(
+            explicit: type, outputPath: output, preset: chosen, forceExtension: forceExtension ?? false)
+        return ExportSettings(
+            preset: chosen, outputType: outputType, timeRange: values.range, metadata: values.metadata,
+            optimizeForNetwork: noNetworkOptimization != true, forceTranscode: forceTranscode ?? false,
+            allowsAudioOnly: allowAudioOnly ?? false, fileLengthLimit: values.limit, background: values.background,
+            overwrite: overwrite ?? false)
+    }
+
+    private func parsed() throws(ExportError) -> (
+        range: TimeRange?, metadata: MetadataPolicy?, limit: Int64?, background: RGBColor
+    ) {
+        if let type, OutputType(name: type) == nil {
+            throw ExportError(.invalidArgument, "unknown output type '\(type)'; use mp4, mov, m4v or m4a")
+        }
+        if forceExtension == true && type == nil {
+            throw ExportError(
+                .invalidArgument, "forcing the output's extension needs an explicit type (--type, or \"type\")")
+        }
+        var range: TimeRange?
+        if let timeRange {
+            guard let parsed = TimeRange(parsing: timeRange) else {
+                throw ExportError(
+                    .invalidArgument,
+                    "cannot read the time range '\(timeRange)'; write start-end, e.g. 5-12.5 or 00:01:00-00:02:30")
+            }
+            range = parsed
+        }
+        let policy = try metadata.map { text throws(ExportError) in try MetadataPolicy.parse(text) }
+        var limit: Int64?
+        if let maxSize {
+            guard let bytes = SizeLimit.parseBytes(maxSize) else {
+                throw ExportError(.invalidArgument, "cannot read the size '\(maxSize)'; write e.g. 16MB, 8MiB or 500KB")
+            }
+            limit = bytes
+        }
+        var colour = RGBColor.black
+        if let background {
+            guard let parsed = RGBColor(parsing: background) else {
+                throw ExportError(.invalidArgument, RGBColor.unreadable(background))
+            }
+            colour = parsed
+        }
+        return (range, policy, limit, colour)
+    }
+}
+
+/// An `ExportRequest` checked: what an `ExportSession` is set up with (`ExportSession.apply(_:)`) and
+/// what a queued job records.
+public struct ExportSettings: Sendable, Equatable {
+    public var preset: Preset
+    public var outputType: OutputType
+    public var timeRange: TimeRange?
+    /// Nil when the request did not choose: the caller's default applies (`keep` for `reel export`,
+    /// as `AVAssetExportSession`; a worker's `--metadata` for a queued job).
+    public var metadata: MetadataPolicy?
+    public var optimizeForNetwork: Bool
+    public var forceTranscode: Bool
+    public var allowsAudioOnly: Bool
+    public var fileLengthLimit: Int64?
+    public var background: RGBColor
+    public var overwrite: Bool
+}
+
+extension MetadataPolicy {
+    /// The policy named `text` (`keep`, `sharing`, `strip`), or `invalid-argument` saying which exist.
+    public static func parse(_ text: String) throws(ExportError) -> MetadataPolicy {
+        guard let policy = MetadataPolicy(rawValue: text) else {
+            throw ExportError(.invalidArgument, "unknown metadata policy '\(text)'; use keep, sharing or strip")
+        }
+        return policy
+    }
+
+    /// The default a service sets once for every export that does not choose: `$REEL_METADATA` in
+    /// `environment`, nil when unset or empty. Throws `invalid-argument` for an unknown policy.
+    public static func serviceDefault(in environment: [String: String]) throws(ExportError) -> MetadataPolicy? {
+        guard let text = environment["REEL_METADATA"], !text.isEmpty else { return nil }
+        do {
+            return try parse(text)
+        } catch {
+            throw ExportError(.invalidArgument, "REEL_METADATA: \(error.message)")
+        }
+    }
+}

@@ -1,0 +1,105 @@
+import ArgumentParser
+import Foundation
+import ReelExport
+
+/// The options of one export, shared by `reel export` and `reel submit`: an `ExportRequest`, whose
+/// keys are these options' names in camelCase (what a manifest line says). Declared once here, checked
+/// once by `ExportRequest`, so an option means the same in all three.
+struct ExportOptions: ParsableArguments {
+    /// The help section these options appear under, in every command that has them.
+    static let title = "Export options"
+
+    @Option(name: .long, help: "Preset name, e.g. 1280x720, MediumQuality, Passthrough (see `reel presets`).")
+    var preset: String?
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Output type: mp4, mov, m4v, m4a, or an Apple type identifier. Default: from -o's extension, else mp4 (m4a for audio presets).",
+            valueName: "type"))
+    var type: String?
+
+    @Option(
+        name: .shortAndLong,
+        help: ArgumentHelp(
+            "Output file (one asset). Default: <asset name>.<preset>.<type> in the current folder (submit: with the job id before the type, in --output-dir).",
+            valueName: "file"))
+    var output: String?
+
+    @Flag(name: .long, help: "Keep -o's extension even though it is not the --type's (needs --type).")
+    var forceExtension = false
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Export only part of the asset: start-end in seconds or [hh:]mm:ss; an end past the asset is clamped to it.",
+            valueName: "start-end"))
+    var timeRange: String?
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Source metadata to write: keep (all of it, as AVFoundation does), sharing (no location or device keys), strip (none). Default: $REEL_METADATA, else keep; a queued job without either takes its worker's default.",
+            valueName: "policy"))
+    var metadata: String?
+
+    @Flag(name: .long, help: "Do not move the moov atom to the front (faster finish, no progressive playback).")
+    var noNetworkOptimization = false
+
+    @Flag(name: .long, help: "Re-encode even when the source already satisfies the preset (no smart passthrough).")
+    var forceTranscode = false
+
+    @Flag(
+        name: .long,
+        help:
+            "Under a video preset, export an asset without video as its audio alone (otherwise it fails with no-video)."
+    )
+    var allowAudioOnly = false
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Make the file fit this size (16MB, 8MiB, 500KB; MB = 1,000,000 bytes): the rate, and if need be the picture size, is chosen to fit; the whole duration is kept.",
+            valueName: "size"))
+    var maxSize: String?
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Colour transparent pixels of an animated GIF or APNG become: #rrggbb, black (default) or white.",
+            valueName: "colour"))
+    var background: String?
+
+    @Flag(name: .long, help: "Replace the output file if it exists (for a queued job: when it runs).")
+    var overwrite = false
+
+    /// The options as a request (a flag not given is nil, as a manifest line without the key).
+    var request: ExportRequest {
+        ExportRequest(
+            preset: preset, type: type, output: output, forceExtension: forceExtension ? true : nil,
+            timeRange: timeRange, metadata: metadata, noNetworkOptimization: noNetworkOptimization ? true : nil,
+            forceTranscode: forceTranscode ? true : nil, allowAudioOnly: allowAudioOnly ? true : nil,
+            maxSize: maxSize, background: background, overwrite: overwrite ? true : nil)
+    }
+
+    /// `ExportRequest.check()`: what can be checked before the presets are loaded, in its words.
+    func validate() throws {
+        do {
+            try request.check()
+        } catch {
+            throw ValidationError(error.message)
+        }
+    }
+}
+
+/// `--metadata` for `reel work`, and `$REEL_METADATA` for every command: a service's default policy.
+enum MetadataDefault {
+    /// `$REEL_METADATA`, nil when unset; an unknown policy is an argument error.
+    static func fromEnvironment() throws -> MetadataPolicy? {
+        do {
+            return try MetadataPolicy.serviceDefault(in: ProcessInfo.processInfo.environment)
+        } catch {
+            throw CLIFailure(message: error.message, exitCode: 64)
+        }
+    }
+}

@@ -1,0 +1,243 @@
+import Foundation
+import Logging
+import PostgresNIO
+import ReelExport
+import ReelQueue
+import TestSupport
+import Testing
+
+@testable import ReelFleet
+
+/// How the PostgreSQL store fails safe: a rescued row is never taken for one's own outcome; the
+/// server drops what the store gave up on; a refused connection fails at once and a returning
+/// database is found again; a running job's status file keeps its heartbeat.
+@Suite("PostgreSQL store: failing safe", .serialized, .timeLimit(.minutes(6)))
+struct PostgresFailSafeTests {
+    /// A store whose worker requests have 1 s (a 3 s lease), on a fresh database of `server`.
+    static func store(on server: PostgresServer? = nil, lease: Duration = .seconds(3)) async throws -> PostgresStore {
+        let harness = PostgresHarness(
+            options: PostgresStore.Options(lease: lease, renew: .seconds(1), requestTimeout: .seconds(30)))
+        if let server {
+            var options = harness.options
+            options.statusFolder = Fixtures.scratchFolder("status").path
+            let store = try PostgresStore(url: try DatabaseURL(try await server.makeDatabase()), options: options)
+            _ = try await store.migrate()
+            return store
+        }
+        return try await harness.makeStore() as! PostgresStore
+    }
+
+    /// A job for the store alone: no worker runs it, so its asset need not exist (and no fixture need
+    /// be made first, which on a loaded machine can take minutes).
+    static func spec() -> JobSpec {
+        JobSpec(
+            asset: "/nonexistent/in.mp4", preset: "LowQuality", outputType: .mp4,
+            output: Fixtures.folder.appendingPathComponent("never-{id}.mp4").path)
+    }
+
+    /// A connection of the test's own, with none of the store's time limits.
+    static func connection(to store: PostgresStore) async throws -> PostgresConnection {
+        let configuration = try store.url.connectionConfiguration(connectTimeout: .seconds(10), startupParameters: [])
+        return try await PostgresConnection.connect(configuration: configuration, id: 1, logger: log)
+    }
+
+    static let log = Logger(label: "test")
+
+    @Test func aLostCommitIsNeverTakenForOneAfterSomeoneElseTookTheJob() async throws {
+        let store = try await Self.store()
+        let first = try await store.submit(Self.spec()).status.id
+        let second = try await store.submit(Self.spec()).status.id
+        let rescued = try #require(try await store.claim(worker: "w"))
+        let cancelled = try #require(try await store.claim(worker: "w"))
+        #expect(rescued.id == first && cancelled.id == second)
+        // A job whose worker died and was rescued; another whose dead worker's job was cancelled.
+        try await PostgresHarness().killWorker(holding: rescued, in: store)
+        #expect(try await store.rescueExpired() == 1)
+        try await PostgresHarness().killWorker(holding: cancelled, in: store)
+        #expect(try await store.cancel(second) == .cancelled)
+        #expect(try await store.status(first)?.state == .waiting)
+        #expect(try await store.status(second)?.state == .cancelled)
+        // What `finish` reads after a commit whose answer was lost: neither row shows that lease's outcome.
+        #expect(try await store.outcomeRecorded(by: rescued) == nil)
+        #expect(try await store.outcomeRecorded(by: cancelled) == nil)
+        // While a finish of its own is recognised.
+        let again = try #require(try await store.claim(worker: "w"))
+        #expect(try await store.finish(again, .completed(JobStoreFixtures.result)))
+        #expect(try await store.outcomeRecorded(by: again)?.state == .completed)
+        await store.close()
+    }
+
+    @Test func everyConnectionCarriesTheWorkersTimeLimitsToTheServer() async throws {
+        let store = try await Self.store()
+        let settings = try await store.perform("read the settings") {
+            var found: [String: String] = [:]
+            let rows = try await store.client.query(
+                """
+                SELECT name, setting FROM pg_settings WHERE name IN
+                    ('statement_timeout', 'lock_timeout', 'idle_in_transaction_session_timeout', 'application_name')
+                """)
+            for try await (name, setting) in rows.decode((String, String).self) { found[name] = setting }
+            return found
+        }
+        // A 3 s lease: worker requests have a third of it.
+        #expect(settings["statement_timeout"] == "1000", "\(settings)")
+        #expect(settings["lock_timeout"] == "500", "\(settings)")
+        #expect(settings["idle_in_transaction_session_timeout"] == "1000", "\(settings)")
+        #expect(settings["application_name"] == "reel", "\(settings)")
+        await store.close()
+    }
+
+    @Test func aRequestTheStoreGaveUpOnNoLongerHoldsItsRowLockOnTheServer() async throws {
+        let store = try await Self.store()
+        let id = try await store.submit(Self.spec()).status.id
+        let lease = try #require(try await store.claim(worker: "w"))
+        // A renewal that stalls on the server once it has locked the row (a trigger sleeping a minute,
+        // as a slow disk or a stuck extension would).
+        let test = try await Self.connection(to: store)
+        try await test.query(
+            """
+            CREATE FUNCTION stall() RETURNS trigger AS $$
+            BEGIN IF NEW.phase = 'stall' THEN PERFORM pg_sleep(60); END IF; RETURN NEW; END $$ LANGUAGE plpgsql
+            """, logger: Self.log)
+        try await test.query(
+            "CREATE TRIGGER stall BEFORE UPDATE ON reel_jobs FOR EACH ROW EXECUTE FUNCTION stall()", logger: Self.log)
+        let stall = JobProgress(fraction: 0.5, phase: "stall", framesPerSecond: nil, secondsRemaining: nil)
+        let began = ContinuousClock.now
+        await #expect(throws: QueueError.self) { try await store.renew(lease, progress: stall) }
+        #expect(ContinuousClock.now - began < .seconds(10), "the store did not give up at its time limit")
+        // The server ended it too: the row can be locked again at once, well before the minute is up.
+        let free = await eventually(within: .seconds(10), every: .milliseconds(100)) { () -> Bool? in
+            (try? await test.query("SELECT id FROM reel_jobs WHERE id = \(id) FOR UPDATE NOWAIT", logger: Self.log)
+                .collect()) != nil
+                ? true : nil
+        }
+        #expect(free == true, "the abandoned renewal still holds the row")
+        #expect(ContinuousClock.now - began < .seconds(30))
+        try await test.query("DROP TRIGGER stall ON reel_jobs", logger: Self.log)
+        #expect(try await store.renew(lease, progress: nil) == .held)
+        try await test.close()
+        await store.close()
+    }
+
+    @Test func aFinishTheStoreGaveUpOnIsNotAppliedLater() async throws {
+        let store = try await Self.store()
+        let id = try await store.submit(Self.spec()).status.id
+        let lease = try #require(try await store.claim(worker: "w"))
+        // Someone holds the job's row (a long transaction elsewhere) while the worker records its outcome.
+        let holder = try await Self.connection(to: store)
+        try await holder.query("BEGIN", logger: Self.log)
+        try await holder.query("SELECT id FROM reel_jobs WHERE id = \(id) FOR UPDATE", logger: Self.log)
+        do {
+            _ = try await store.finish(lease, .completed(JobStoreFixtures.result))
+            Issue.record("recorded an outcome through a row locked elsewhere")
+        } catch let error as QueueError {
+            #expect(error.kind == .unavailable, "\(error)")
+        }
+        // The server gave up waiting for the lock too, so when the row is free again the finish the
+        // worker was told had failed does not happen behind its back.
+        try await Task.sleep(for: .seconds(2))
+        try await holder.query("COMMIT", logger: Self.log)
+        try await Task.sleep(for: .milliseconds(500))
+        #expect(try await store.status(id)?.state == .exporting)
+        #expect(try await store.finish(lease, .completed(JobStoreFixtures.result)))
+        #expect(try await store.status(id)?.state == .completed)
+        try await holder.close()
+        await store.close()
+    }
+
+    @Test func aRunningJobsStatusFileKeepsItsHeartbeatWithoutProgress() async throws {
+        let store = try await Self.store(lease: .seconds(30))
+        let id = try await store.submit(Self.spec()).status.id
+        let lease = try #require(try await store.claim(worker: "w"))
+        let path = try #require(store.statusFile(for: id))
+        func file() throws -> JobStatus {
+            try JSONCoding.decoder.decode(JobStatus.self, from: Data(contentsOf: URL(fileURLWithPath: path)))
+        }
+        // A job in a long flush: renewals every second, no progress, for 9 s. After each, the file a
+        // poller reads is never more than 5 s behind the database's heartbeat.
+        // (That holds however late the renewals come; and the file is not rewritten at every renewal.)
+        var writes = [try #require(try file().heartbeatAt)]
+        for _ in 0..<9 {
+            try await Task.sleep(for: store.renewInterval)
+            #expect(try await store.renew(lease, progress: nil) == .held)
+            let database = try #require(try await store.status(id)?.heartbeatAt)
+            let written = try #require(try file().heartbeatAt)
+            #expect(database.timeIntervalSince(written) <= 5, "the status file's heartbeat is stale")
+            if let last = writes.last, written > last { writes.append(written) }
+        }
+        #expect(writes.count >= 2, "never rewritten in 9 s without progress")
+        for (earlier, later) in zip(writes, writes.dropFirst()) {
+            #expect(later.timeIntervalSince(earlier) >= 3.5, "rewritten \(later.timeIntervalSince(earlier)) s apart")
+        }
+        #expect(try file().state == .exporting && file().progress == 0)
+        await store.close()
+    }
+
+    @Test func aRefusedConnectionFailsAtOnceAndSaysSo() async throws {
+        // Nothing listens on port 1: each connection is refused at once. The request may wait 30 s.
+        let store = try PostgresStore(
+            url: try DatabaseURL("postgres://reel@127.0.0.1:1/nothing?sslmode=disable"),
+            options: PostgresStore.Options(requestTimeout: .seconds(30)))
+        for attempt in 0..<2 {
+            let began = ContinuousClock.now
+            do {
+                _ = try await store.list(state: nil)
+                Issue.record("listed jobs of a database that is not there")
+            } catch let error as QueueError {
+                #expect(error.kind == .unavailable, "\(error)")
+                #expect(error.message.contains("refused the connection") && error.message.contains("127.0.0.1:1"))
+            }
+            // Documented: within 2 s (here generous, for a loaded machine), not the 30 s limit; the
+            // second request, with the refusal known, at once.
+            #expect(ContinuousClock.now - began < .seconds(attempt == 0 ? 5 : 2), "attempt \(attempt)")
+        }
+        await store.close()
+    }
+
+    @Test func aLoginTheServerRefusesFailsAtOnceWithTheServersReason() async throws {
+        let server = try await PostgresServer.shared()
+        let store = try PostgresStore(
+            url: try DatabaseURL(server.url("reel_no_such_database")),
+            options: PostgresStore.Options(requestTimeout: .seconds(30)))
+        let began = ContinuousClock.now
+        do {
+            _ = try await store.list(state: nil)
+            Issue.record("listed jobs of a database that does not exist")
+        } catch let error as QueueError {
+            #expect(error.kind == .unavailable)
+            #expect(error.message.contains("refused the connection"), "\(error)")
+            #expect(error.message.contains("reel_no_such_database\" does not exist"), "\(error)")
+        }
+        #expect(ContinuousClock.now - began < .seconds(5))
+        await store.close()
+    }
+
+    @Test func aDatabaseThatComesBackIsFoundWithinAboutASecond() async throws {
+        let server = try await PostgresServer.start(label: "comeback")
+        defer { server.destroy() }
+        let store = try await Self.store(on: server)
+        _ = try await store.submit(Self.spec())
+        try await server.stopServer()
+        // Requests during a 15 s outage: each refused, and the pool behind them backing off.
+        let outage = ContinuousClock.now
+        var refusals = 0
+        while ContinuousClock.now - outage < .seconds(15) {
+            do {
+                _ = try await store.list(state: nil)
+            } catch let error as QueueError where error.message.contains("refused") {
+                refusals += 1
+            }
+            try await Task.sleep(for: .milliseconds(300))
+        }
+        #expect(refusals >= 10)
+        try await server.startServer()
+        let back = ContinuousClock.now
+        // The store's probe finds it within half a second; the first request after that uses a new pool.
+        let listed = await eventually(within: .seconds(30), every: .milliseconds(100)) {
+            try? await store.list(state: nil)
+        }
+        #expect(listed?.count == 1)
+        #expect(ContinuousClock.now - back < .seconds(5), "found again after \(ContinuousClock.now - back)")
+        await store.close()
+    }
+}
