@@ -22,6 +22,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio", from: "2.80.0"),
         // `swift package generate-documentation` (Scripts/docs): DocC for ReelExport and ReelQueue.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.4.0"),
+        // The photo library's embedded store (ReelLibrary only): SQLite through GRDB, WAL, migrations.
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.0.0"),
     ],
     targets: [
         // FFmpeg 5.1's libraries and headers, as Debian 12 ships them; the module map links every library.
@@ -84,10 +86,20 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // ISO-BMFF boxes (MP4, QuickTime, HEIC): one bounds-checked reader and writer, no dependencies.
+        .target(name: "ReelBoxes"),
+        // The photo library: PhotoKit's model over folders of phone media, indexed in SQLite (GRDB, kept
+        // out of every other module). Videos are probed through ReelExport's and ReelMedia's public
+        // probes; CFFmpeg is never imported here.
+        .target(
+            name: "ReelLibrary",
+            dependencies: ["ReelBoxes", "ReelExport", "ReelMedia", .product(name: "GRDB", package: "GRDB.swift")]
+        ),
         .executableTarget(
             name: "reel",
             dependencies: [
                 "ReelExport",
+                "ReelLibrary",
                 "ReelQueue",
                 "ReelFleet",
                 "ReelServer",
@@ -124,6 +136,12 @@ let package = Package(
             ]
         ),
         .testTarget(name: "ReelCLITests", dependencies: ["TestSupport"]),
+        // The photo library's store contract as test cases any LibraryStore runs (SQLite in ReelLibraryTests).
+        .target(name: "LibraryContract", dependencies: ["ReelLibrary", "TestSupport"], path: "Tests/LibraryContract"),
+        .testTarget(name: "ReelBoxesTests", dependencies: ["ReelBoxes"]),
+        // Fields against exiftool and ffprobe, pairing, scans, resources, hostile files, `reel library`.
+        .testTarget(
+            name: "ReelLibraryTests", dependencies: ["ReelLibrary", "ReelBoxes", "LibraryContract", "TestSupport"]),
         // The contract and the fleet's failure cases against a private PostgreSQL server the tests start.
         .testTarget(
             name: "ReelFleetTests",
