@@ -1,4 +1,4 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.1
 import PackageDescription
 
 let package = Package(
@@ -7,6 +7,16 @@ let package = Package(
         .executable(name: "reel", targets: ["reel"]),
         .library(name: "ReelExport", targets: ["ReelExport"]),
         .library(name: "ReelQueue", targets: ["ReelQueue"]),
+    ],
+    // What only a service needs sits behind traits, all on by default (building Reel itself builds
+    // everything). An app that wants the libraries alone depends on the package with `traits: []`:
+    // SwiftPM then neither fetches nor builds the database driver, NIO's SSL stack, the HTTP server or
+    // SQLite (checked by PackageTraitTests).
+    traits: [
+        .trait(name: "Fleet", description: "The PostgreSQL store (ReelFleet): postgres-nio and swift-nio-ssl."),
+        .trait(name: "Server", description: "The worker's HTTP side (ReelServer): Hummingbird, swift-prometheus."),
+        .trait(name: "PhotoLibrary", description: "The photo library's index (ReelLibrary): GRDB and SQLite."),
+        .default(enabledTraits: ["Fleet", "Server", "PhotoLibrary"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -67,8 +77,8 @@ let package = Package(
         .target(
             name: "ReelFleet",
             dependencies: [
-                "ReelQueue", "ReelExport", .product(name: "PostgresNIO", package: "postgres-nio"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                "ReelQueue", "ReelExport", .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["Fleet"])),
+                .product(name: "NIOSSL", package: "swift-nio-ssl", condition: .when(traits: ["Fleet"])),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
@@ -78,9 +88,9 @@ let package = Package(
         .target(
             name: "ReelServer",
             dependencies: [
-                "ReelQueue", .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "Prometheus", package: "swift-prometheus"),
+                "ReelQueue", .product(name: "Hummingbird", package: "hummingbird", condition: .when(traits: ["Server"])),
+                .product(name: "NIOCore", package: "swift-nio", condition: .when(traits: ["Server"])),
+                .product(name: "Prometheus", package: "swift-prometheus", condition: .when(traits: ["Server"])),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
@@ -93,7 +103,10 @@ let package = Package(
         // probes; CFFmpeg is never imported here.
         .target(
             name: "ReelLibrary",
-            dependencies: ["ReelBoxes", "ReelExport", "ReelMedia", .product(name: "GRDB", package: "GRDB.swift")]
+            dependencies: [
+                "ReelBoxes", "ReelExport", "ReelMedia",
+                .product(name: "GRDB", package: "GRDB.swift", condition: .when(traits: ["PhotoLibrary"])),
+            ]
         ),
         .executableTarget(
             name: "reel",
@@ -147,7 +160,7 @@ let package = Package(
             name: "ReelFleetTests",
             dependencies: [
                 "ReelFleet", "ReelQueue", "ReelExport", "QueueContract", "TestSupport",
-                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["Fleet"])),
             ]
         ),
         // A running worker's HTTP side, black box: metrics scraped and parsed, health, the status page
