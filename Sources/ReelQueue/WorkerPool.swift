@@ -336,10 +336,13 @@ public final class WorkerPool: Sendable {
         let elapsed = ContinuousClock.now - began
         log(outcome, of: lease, elapsed: elapsed)
         let recorded = await record(outcome, of: lease)
-        // The receipt stays on the output only while its completion is not recorded.
-        if case .completed = outcome, recorded { await io.run { PublishReceipt.remove(for: lease) } }
+        // Told at once, before any further I/O: between the store's record and this event a look at the
+        // store no longer lists the job as running while this pool still does, and the status page would
+        // show it running again (issue 24 item 8).
         metrics.ended(lease, outcome, elapsed: elapsed)
         configuration.onEvent?(.ended(lease, outcome, elapsed: elapsed))
+        // The receipt stays on the output only while its completion is not recorded.
+        if case .completed = outcome, recorded { await io.run { PublishReceipt.remove(for: lease) } }
     }
 
     /// Runs the export with its heartbeat and, when the store has leases of limited length, its
