@@ -163,7 +163,10 @@ public struct ExportSettings: Sendable, Equatable {
     public var fileLengthLimit: Int64?
     public var background: RGBColor
     public var overwrite: Bool
-    /// Import the finished output into the library as a new asset.
+    /// Import the finished output into the library as a new asset. Not a session's business
+    /// (`ExportSession.apply(_:metadataDefault:)` leaves it): the caller saves through its
+    /// `AssetLibrary` once the export completed, and sets the session's `metadataOverrides` from the
+    /// `LibrarySource` (`LibrarySource.metadata(saving:keepContentIdentifier:)`).
     public var saveToLibrary: Bool = false
     /// Keep a Live Photo's content identifier in the saved copy.
     public var keepContentIdentifier: Bool = false
