@@ -13,7 +13,7 @@ struct InProcessRunner: ExportRunner {
     func run(_ job: RunningJob, threads: Int, confirm: @escaping @Sendable () async -> PublishVerdict) async
         -> ExportAttempt
     {
-        let spec = job.lease.spec
+        let spec = job.spec
         do throws(ExportError) {
             let asset = try await spec.loadAsset(limits: limits)
             let session = try ExportSession(asset: asset, presetName: spec.preset, presets: presets, limits: limits)

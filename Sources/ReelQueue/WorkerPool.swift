@@ -310,7 +310,7 @@ public final class WorkerPool: Sendable {
         var attempt: ExportAttempt
         if let adopted = await adoptPublishedOutput(of: lease) {
             attempt = .completed(adopted)
-        } else if let refusal = await checkLibrarySource(of: lease.spec) {
+        } else if let refusal = await checkLibrarySource(of: job) {
             attempt = .failed(refusal)
         } else {
             attempt = await run(job, threads: threads)
@@ -324,7 +324,7 @@ public final class WorkerPool: Sendable {
         // The job is completed only once its output is an asset of the library; a failed save leaves
         // the published output and its receipt, so the next attempt adopts it and saves again.
         if case .completed(let result) = attempt, lease.spec.saveToLibrary, job.stopReason != .lost {
-            attempt = await save(result, of: lease)
+            attempt = await save(result, of: job)
         }
         let outcome: JobOutcome
         switch (attempt, job.stopReason) {
@@ -384,26 +384,43 @@ public final class WorkerPool: Sendable {
         }
     }
 
-    /// Why a `library:<id>` job must not run, or nil: the library (when the worker has one) must still
-    /// resolve the identifier to the very bytes recorded at submit, and the file must be unchanged.
-    /// Either way it is `asset-changed`, not retryable, naming the identifier; a library that cannot
-    /// be read is a retryable failure.
-    private func checkLibrarySource(of spec: JobSpec) async -> JobError? {
+    /// Why a `library:<id>` job must not run, or nil. A worker with a library resolves the identifier
+    /// again: the same bytes run; the same content found at another path (the file was renamed or
+    /// moved and the library rescanned) runs from there (`RunningJob.export(_:)`); anything else (other
+    /// bytes, none, a file changed since) is `asset-changed`, not retryable, naming the identifier. A
+    /// worker without a library checks the recorded file. A library that cannot be read is a retryable
+    /// failure.
+    private func checkLibrarySource(of job: RunningJob) async -> JobError? {
+        let spec = job.lease.spec
         guard let source = spec.library else { return nil }
         do throws(ExportError) {
-            if let library = configuration.library {
-                let now: LibrarySource
-                do throws(ExportError) {
-                    now = try await library.resolve(source.identifier, resource: source.resource)
-                } catch {
-                    guard error.code == .unknownAsset || error.code == .assetChanged else { throw error }
-                    throw source.changed("the library no longer resolves it (\(error.message))")
-                }
-                if !now.sameBytes(as: source) {
-                    throw source.changed("the library now resolves it to other bytes (\(now.path))")
-                }
+            guard let library = configuration.library else {
+                try source.checkUnchanged()
+                return nil
             }
-            try source.checkUnchanged()
+            let now: LibrarySource
+            do throws(ExportError) {
+                now = try await library.resolve(source.identifier, resource: source.resource)
+            } catch {
+                guard error.code == .unknownAsset || error.code == .assetChanged else { throw error }
+                throw source.changed("the library no longer resolves it (\(error.message))")
+            }
+            if now.sameBytes(as: source) {
+                try source.checkUnchanged()
+                return nil
+            }
+            guard let hash = source.contentHash, now.contentHash == hash, now.byteRange == source.byteRange else {
+                throw source.changed("the library now resolves it to other bytes (\(now.path))")
+            }
+            try now.checkUnchanged()
+            var moved = spec
+            moved.asset = now.path
+            moved.library = now
+            job.export(moved)
+            let metadata: Logger.Metadata = [
+                "job": "\(job.lease.id)", "asset": "\(source.reference)", "from": "\(source.path)", "to": "\(now.path)",
+            ]
+            logger.info("the library asset moved; exporting it from its new path", metadata: metadata)
             return nil
         } catch {
             return JobError(error)
@@ -412,14 +429,15 @@ public final class WorkerPool: Sendable {
 
     /// Saves a completed job's output to the library (`JobSpec.saveToLibrary`): the result with the
     /// new asset's identifier, or the failure that keeps the job from completing.
-    private func save(_ result: JobResult, of lease: Lease) async -> ExportAttempt {
+    private func save(_ result: JobResult, of job: RunningJob) async -> ExportAttempt {
+        let lease = job.lease
         guard let library = configuration.library else {
             let error = ExportError(.saveFailed, "this worker has no library to save the output to", retryable: false)
             return .failed(JobError(error))
         }
         do throws(ExportError) {
             var saved = result
-            saved.savedLocalIdentifier = try await library.saveOutput(at: lease.spec.output, from: lease.spec.library)
+            saved.savedLocalIdentifier = try await library.saveOutput(at: lease.spec.output, from: job.spec.library)
             logger.info(
                 "saved the output to the library",
                 metadata: ["job": "\(lease.id)", "asset": "\(saved.savedLocalIdentifier ?? "")"])

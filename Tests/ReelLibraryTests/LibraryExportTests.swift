@@ -229,6 +229,37 @@ struct LibraryExportTests {
             (try Self.json(unknown.stdout).first?["error"] as? [String: Any])?["code"] as? String == "unknown-asset")
     }
 
+    @Test("a job whose asset was renamed and moved (and rescanned) runs from its new path: identifiers follow content")
+    func movedFileIsFollowed() async throws {
+        let setup = try Setup("moved")
+        let spool = LibraryFixtures.folder("export-moved-spool")
+        let first = setup.root.appendingPathComponent("a/clip.mov")
+        try await LibraryFixtures.movie(nil, at: first, seconds: 1.5)
+        _ = try await setup.library.scan([setup.root.path])
+        let id = try #require(try await setup.library.fetchAssets().first?.localIdentifier)
+        let environment = ["REEL_SPOOL": spool.path]
+        let submitted = try await setup.reel(
+            ["submit", "library:\(id)", "--preset", "LowQuality", "--output-dir", setup.outputs.path, "--json"],
+            environment: environment)
+        let job = try #require(try Self.json(submitted.stdout).first?["id"] as? String, "\(submitted.stderr)")
+
+        let moved = setup.root.appendingPathComponent("b/renamed.mov")
+        try FileManager.default.createDirectory(
+            at: moved.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try FileManager.default.moveItem(at: first, to: moved)
+        _ = try await setup.library.scan([setup.root.path])
+        #expect(try await setup.library.asset(id).path == moved.path, "the rescan kept the identifier")
+
+        let worker = try await setup.reel(["work", "--drain", "--jobs", "1"], environment: environment)
+        #expect(worker.status == 0, "\(worker.stderr)")
+        let status = try Self.status(spool, job)
+        #expect(status["state"] as? String == "completed", "\(status)")
+        let output = try #require(status["output"] as? String)
+        let probe = try await LibraryFixtures.ffprobe(output)
+        #expect(abs(Self.videoSeconds(probe) - 1.5) < 0.05, "\(Self.videoSeconds(probe))")
+        #expect(worker.stderr.contains("exporting it from its new path"), "\(worker.stderr)")
+    }
+
     /// A manifest line saving back: the worker's first save fails as a crash would, before the import
     /// or after it; the retry adopts the published output (no second export) and the library holds
     /// exactly one new asset, with the source's capture date and place.
