@@ -15,7 +15,9 @@ enum CLI {
     static func exitCode(for error: ExportError) -> Int32 {
         switch error.code {
         case .invalidArgument, .unknownPreset, .invalidPreset: 64
-        case .unreadableInput, .unsupportedCodec, .incompatiblePreset, .noVideo, .limitExceeded: 65
+        case .unreadableInput, .unsupportedCodec, .incompatiblePreset, .noVideo, .limitExceeded, .unknownAsset,
+            .assetChanged:
+            65
         case .noSpace, .outputFailed, .outputExists: 74
         default: 1
         }
