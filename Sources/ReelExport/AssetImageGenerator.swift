@@ -82,9 +82,10 @@ public struct AssetImageGenerator: Sendable {
         self.limits = limits
     }
 
-    /// Pictures at `times` (seconds), one result per time, in time order; a time outside the asset
-    /// (below 0 or past its duration) gets a failure (`invalid-argument`) and the others are made.
-    /// Cancelling the consuming task stops the decoding.
+    /// Pictures at `times` (seconds), one result per time: first a failure (`invalid-argument`) for
+    /// each time outside the asset (below 0 or past its duration), then the pictures in time order.
+    /// When the reading fails part-way, every time not yet made gets a failure with the reason.
+    /// Ending the iteration (or cancelling its task) stops the decoding.
     public func images(for times: [Double]) -> AsyncStream<Result> {
         let (stream, continuation) = AsyncStream<Result>.makeStream()
         let valid = times.filter { inside($0) }
