@@ -34,12 +34,15 @@ public struct ExportRequest: Sendable, Codable, Equatable {
     public var background: String?
     /// Replace an existing output file.
     public var overwrite: Bool?
+    /// Also write a poster, `<output without its extension>.jpg`, beside the video, from the same
+    /// decode, published with it (both or neither).
+    public var poster: Bool?
 
     public init(
         preset: String? = nil, type: String? = nil, output: String? = nil, forceExtension: Bool? = nil,
         timeRange: String? = nil, metadata: String? = nil, noNetworkOptimization: Bool? = nil,
         forceTranscode: Bool? = nil, allowAudioOnly: Bool? = nil, maxSize: String? = nil, background: String? = nil,
-        overwrite: Bool? = nil
+        overwrite: Bool? = nil, poster: Bool? = nil
     ) {
         self.preset = preset
         self.type = type
@@ -53,6 +56,7 @@ public struct ExportRequest: Sendable, Codable, Equatable {
         self.maxSize = maxSize
         self.background = background
         self.overwrite = overwrite
+        self.poster = poster
     }
 
     /// The keys a request has (a manifest line's export keys): its stored properties' names.
@@ -77,7 +81,7 @@ public struct ExportRequest: Sendable, Codable, Equatable {
             preset: chosen, outputType: outputType, timeRange: values.range, metadata: values.metadata,
             optimizeForNetwork: noNetworkOptimization != true, forceTranscode: forceTranscode ?? false,
             allowsAudioOnly: allowAudioOnly ?? false, fileLengthLimit: values.limit, background: values.background,
-            overwrite: overwrite ?? false)
+            overwrite: overwrite ?? false, poster: poster ?? false)
     }
 
     private func parsed() throws(ExportError) -> (
@@ -133,6 +137,8 @@ public struct ExportSettings: Sendable, Equatable {
     public var fileLengthLimit: Int64?
     public var background: RGBColor
     public var overwrite: Bool
+    /// Write `<output>.jpg` beside the video (`ExportSession.writesPoster`).
+    public var poster: Bool = false
 }
 
 extension MetadataPolicy {

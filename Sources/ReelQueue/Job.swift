@@ -43,6 +43,9 @@ public struct JobSpec: Sendable, Codable, Equatable {
     /// Under a video preset, an asset without video is exported as its audio alone
     /// (`ExportSession.allowsAudioOnly`); false in specs written before the field existed.
     public var allowAudioOnly: Bool = false
+    /// Also write a poster JPEG beside the output, published with it (`ExportSession.writesPoster`);
+    /// false in specs written before the field existed.
+    public var poster: Bool = false
     /// Moov first (default true).
     public var optimizeForNetwork: Bool
     /// Attempts before the job is failed for good.
@@ -84,7 +87,7 @@ public struct JobSpec: Sendable, Codable, Equatable {
 extension JobSpec {
     private enum CodingKeys: String, CodingKey {
         case asset, preset, outputType, output, priority, key, timeRange, metadata, optimizeForNetwork, maxAttempts
-        case forceTranscode, overwrite, fileLengthLimit, background, metadataChosen, allowAudioOnly
+        case forceTranscode, overwrite, fileLengthLimit, background, metadataChosen, allowAudioOnly, poster
     }
 
     /// Decodes specs written by older versions too (no `overwrite`, no `fileLengthLimit`, no `background`).
@@ -106,6 +109,7 @@ extension JobSpec {
         background = try c.decodeIfPresent(RGBColor.self, forKey: .background) ?? .black
         metadataChosen = try c.decodeIfPresent(Bool.self, forKey: .metadataChosen) ?? true
         allowAudioOnly = try c.decodeIfPresent(Bool.self, forKey: .allowAudioOnly) ?? false
+        poster = try c.decodeIfPresent(Bool.self, forKey: .poster) ?? false
     }
 
     /// The metadata policy to export with: the spec's when chosen, else `workerDefault`.
@@ -145,6 +149,7 @@ extension JobSpec {
             let describe = { (spec: JobSpec) in spec.metadataChosen ? spec.metadata.rawValue : "the worker's default" }
             fields.append("metadata (\(describe(other)), not \(describe(self)))")
         }
+        if poster != other.poster { fields.append("poster (\(other.poster), not \(poster))") }
         if allowAudioOnly != other.allowAudioOnly {
             fields.append("allow audio only (\(other.allowAudioOnly), not \(allowAudioOnly))")
         }

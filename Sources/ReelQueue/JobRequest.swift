@@ -125,6 +125,9 @@ public struct JobRequest: Sendable, Codable, Equatable {
                 background: settings.background, allowAudioOnly: settings.allowsAudioOnly)
         }
         try OutputPublisher.check(destination: outputURL, asset: assetURL, overwrite: settings.overwrite)
+        if settings.poster {
+            try PosterOutput.check(video: outputURL, asset: assetURL, overwrite: settings.overwrite)
+        }
         var spec = JobSpec(
             asset: assetURL.path, preset: settings.preset.name, outputType: settings.outputType, output: outputURL.path,
             priority: priority ?? 0, key: key, timeRange: settings.timeRange, metadata: metadata ?? .keep,
@@ -133,6 +136,7 @@ public struct JobRequest: Sendable, Codable, Equatable {
             fileLengthLimit: settings.fileLengthLimit, background: settings.background)
         spec.metadataChosen = metadata != nil
         spec.allowAudioOnly = settings.allowsAudioOnly
+        spec.poster = settings.poster
         return spec
     }
 

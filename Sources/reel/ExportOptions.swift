@@ -73,13 +73,20 @@ struct ExportOptions: ParsableArguments {
     @Flag(name: .long, help: "Replace the output file if it exists (for a queued job: when it runs).")
     var overwrite = false
 
+    @Flag(
+        name: .long,
+        help:
+            "Also write a poster JPEG beside the video (<output name>.jpg): its frame at 10 % of the export, from the same decode, published with it."
+    )
+    var poster = false
+
     /// The options as a request (a flag not given is nil, as a manifest line without the key).
     var request: ExportRequest {
         ExportRequest(
             preset: preset, type: type, output: output, forceExtension: forceExtension ? true : nil,
             timeRange: timeRange, metadata: metadata, noNetworkOptimization: noNetworkOptimization ? true : nil,
             forceTranscode: forceTranscode ? true : nil, allowAudioOnly: allowAudioOnly ? true : nil,
-            maxSize: maxSize, background: background, overwrite: overwrite ? true : nil)
+            maxSize: maxSize, background: background, overwrite: overwrite ? true : nil, poster: poster ? true : nil)
     }
 
     /// `ExportRequest.check()`: what can be checked before the presets are loaded, in its words.
