@@ -72,16 +72,25 @@ public struct ThumbnailImage: Sendable {
 /// in time order, seeking only forward and only when a keyframe lies between where it is and the
 /// next picture.
 public enum ThumbnailReader {
+    /// What a read cost: how often it moved the read position and how many video packets it
+    /// decoded.
+    public struct Statistics: Sendable, Equatable {
+        public var seeks: Int
+        public var packetsDecoded: Int
+    }
+
     /// Takes every requested picture, handing each finished image to `deliver` in time order, on
     /// the calling thread (which this blocks). Throws `MediaError` for an input it cannot read, a
     /// time outside 0...duration (`invalidArgument`), an image format this FFmpeg cannot write, or
     /// `cancelled` once `cancel` is raised.
+    @discardableResult
     public static func read(
         _ request: ThumbnailRequest, cancel: CancellationFlag? = nil,
         deliver: (ThumbnailImage) throws(MediaError) -> Void
-    ) throws(MediaError) {
+    ) throws(MediaError) -> Statistics {
         let session = try ThumbnailSession(request, cancel: cancel)
         try session.run(deliver: deliver)
+        return Statistics(seeks: session.seeks, packetsDecoded: session.packetsDecoded)
     }
 }
 
@@ -113,6 +122,8 @@ private final class ThumbnailSession {
     var pending: Frame?
     /// The last keyframe decoded alone, by its index in `keyframes`.
     var lastKey: (index: Int, frame: Frame)?
+    private(set) var seeks = 0
+    private(set) var packetsDecoded = 0
 
     init(_ request: ThumbnailRequest, cancel: CancellationFlag?) throws(MediaError) {
         self.request = request
@@ -298,6 +309,7 @@ private final class ThumbnailSession {
             guard isKey, (sane(packet.pointer.pointee.dts) ?? sane(packet.pointer.pointee.pts) ?? time) >= time
             else { continue }
             avcodec_flush_buffers(decoder.context)
+            packetsDecoded += 1
             if try decoder.send(packet) == .skipped { continue }
             _ = try decoder.send(nil)
             let result = try decoder.receive(frame)
@@ -357,6 +369,7 @@ private final class ThumbnailSession {
                 if try readPacket() {
                     defer { packet.unref() }
                     // The decoder asked for input, so it takes this packet (or skips a corrupt one).
+                    packetsDecoded += 1
                     _ = try decoder.send(packet)
                 } else {
                     atEnd = true
@@ -390,6 +403,7 @@ private final class ThumbnailSession {
                 "avformat_seek_file", kind: .unreadableInput, context: "cannot seek in the input")
         }
         positioned = true
+        seeks += 1
         readPosition = Int64.min
         held = nil
         pending = nil

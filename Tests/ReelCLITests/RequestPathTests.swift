@@ -54,6 +54,7 @@ struct RequestPathTests {
         "max-size": ("50MB", "huge"),
         "background": ("white", "orange"),
         "overwrite": (nil, nil),
+        "poster": (nil, nil),
     ]
 
     @Test func exportAndSubmitShareTheExportOptions() async throws {

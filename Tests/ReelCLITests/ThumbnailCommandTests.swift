@@ -34,7 +34,7 @@ struct ThumbnailCommandTests {
     @Test func keyframeModeTakesTheNearestKeyframeAndItIsFfmpegsFrame() async throws {
         let source = try await Fixtures.url(Fixtures.gop)
         let folder = Fixtures.scratchFolder("thumbs-key")
-        let lines = try await Self.run([source.path, "--at", "0,3.1,50%,7.3,11.9", "-o", folder.path])
+        let lines = try await Self.run([source.path, "--at", "0,3.1,50%,00:00:07.300,11.9", "-o", folder.path])
         #expect(lines.map(\.requestedTime) == [0, 3.1, 6, 7.3, 11.9])
         let frames = try await Stills.frames(source)
         let keyframes = frames.filter(\.key).map(\.time)
@@ -77,6 +77,26 @@ struct ThumbnailCommandTests {
             let neighbour = line.actualTime + Self.frame < 11.98 ? line.actualTime + Self.frame : line.actualTime - Self.frame
             let next = try await Stills.psnr(image, against: source, at: neighbour)
             #expect(right.average >= 35 && right.average > next.average + 5, "\(line.file): \(right) vs next \(next)")
+        }
+    }
+
+    /// `--count` spreads the times over the asset (the starts of equal parts); `--quality` sets the
+    /// JPEG quantiser (a lower quality makes a smaller file that is further from the frame).
+    @Test func countAndQuality() async throws {
+        let source = try await Fixtures.url(Fixtures.gop)
+        let folder = Fixtures.scratchFolder("thumbs-count")
+        let good = try await Self.run(
+            [source.path, "--count", "4", "--exact", "--quality", "95", "-o", folder.appendingPathComponent("good-%d.jpg").path])
+        #expect(good.map(\.requestedTime) == [0, 3, 6, 9])
+        #expect(good.map { URL(fileURLWithPath: $0.file).lastPathComponent } == ["good-1.jpg", "good-2.jpg", "good-3.jpg", "good-4.jpg"])
+        let poor = try await Self.run(
+            [source.path, "--count", "4", "--exact", "--quality", "10", "-o", folder.appendingPathComponent("poor-%d.jpg").path])
+        for (a, b) in zip(good, poor) {
+            let sizes = try [a.file, b.file].map { try FileManager.default.attributesOfItem(atPath: $0)[.size] as! Int }
+            #expect(sizes[1] < sizes[0] / 2, "\(sizes)")
+            let high = try await Stills.psnr(URL(fileURLWithPath: a.file), against: source, at: a.actualTime)
+            let low = try await Stills.psnr(URL(fileURLWithPath: b.file), against: source, at: b.actualTime)
+            #expect(high.average > low.average + 3, "\(high) vs \(low)")
         }
     }
 
