@@ -240,7 +240,7 @@ public final class ExportSession: Sendable {
     /// pixels) take the same moment from the source with `ThumbnailReader` instead, tone-mapped and
     /// upright as a thumbnail is. The poster is published in the same step as the video: renamed
     /// into place just before it, and removed again if the video cannot be; an export that fails
-    /// leaves neither. Default false.
+    /// leaves neither. An export without video writes none. Default false.
     public var writesPoster: Bool {
         get { state.withLock { $0.writesPoster } }
         set { state.withLock { $0.writesPoster = newValue } }

@@ -109,7 +109,8 @@ private final class ThumbnailSession {
     let startPts: Int64
     let frameDuration: Int64
     /// Keyframe timestamps from the demuxer's index (decode times), ascending; empty when the
-    /// container has no index, and every move is then a seek.
+    /// container has no index: keyframe mode then seeks to every time, and exact mode seeks when the
+    /// next time is more than 5 s ahead.
     let keyframes: [Int64]
     let packet: Packet
     /// The last packet of the stream read, as a decode time (Int64.min: nothing read since a seek).
@@ -189,15 +190,15 @@ private final class ThumbnailSession {
         var sheetPicks: [ThumbnailPick] = []
         let picture = try renderer.makePicture()
         // The same frame asked for twice is rendered once.
-        var lastRendered: (pts: Int64, key: Bool)?
+        var lastRendered: Int64?
         for requested in request.times.sorted() {
             if cancel?.isRaised == true { throw MediaError.cancelled() }
             let target = startPts + Int64((requested / av_q2d(timeBase)).rounded())
             let (frame, key) = try pick(target)
             let pts = Self.pts(of: frame.pointer) ?? target
-            if lastRendered?.pts != pts {
+            if lastRendered != pts {
                 try renderer.render(frame.pointer, into: picture)
-                lastRendered = (pts, key)
+                lastRendered = pts
             }
             var chosen = ThumbnailPick(
                 requestedSeconds: requested, actualSeconds: seconds(pts - startPts, timeBase), isKeyframe: key)

@@ -35,7 +35,7 @@ struct ThumbnailCommand: AsyncParsableCommand {
             valueName: "WxH"))
     var maxSize: String?
 
-    @Flag(name: .long, help: "Decode to the exact frame at each time (default: the nearest keyframe, faster).")
+    @Flag(name: .long, help: "Decode the frame shown at each time (default: the nearest keyframe, faster).")
     var exact = false
 
     @Flag(name: .long, help: "Keep the pixels as stored: do not apply the rotation and mirroring.")
@@ -44,7 +44,7 @@ struct ThumbnailCommand: AsyncParsableCommand {
     @Option(
         name: [.short, .long],
         help: ArgumentHelp(
-            "A folder (default: the current one), or a file pattern such as out/thumb-%03d.jpg (numbered from 1).",
+            "A folder (default: the current one; files <asset name>-001.jpg …), or a file pattern such as out/thumb-%03d.jpg; numbered from 1 in time order.",
             valueName: "folder or pattern"))
     var output: String?
 
