@@ -196,8 +196,14 @@ struct ThumbnailCommand: AsyncParsableCommand {
         CLI.printLine(json ? CLI.jsonLine(TrackLine(track: track.path)) : "wrote \(track.path)")
     }
 
-    /// Refuses before any work when a file to write exists (unless --overwrite).
+    /// Refuses before any work when two files would share a name (`-o` named one file for several)
+    /// or a file to write exists (unless --overwrite).
     private func checkFree(_ files: [URL]) throws {
+        if Set(files).count < files.count {
+            throw ExportError(
+                .invalidArgument,
+                "-o names one file but \(files.count) are to be written; name a folder or a pattern such as thumb-%03d.jpg")
+        }
         guard !overwrite else { return }
         for file in files where FileManager.default.fileExists(atPath: file.path) {
             throw ExportError(.outputExists, "\(file.path) already exists (ask to overwrite it: --overwrite)")
@@ -229,6 +235,8 @@ struct ThumbnailCommand: AsyncParsableCommand {
         var digits: Int
         var format: ImageFormat
         var stem: String
+        /// `-o` named one image file (`poster.jpg`): fine for one image, refused for several.
+        var single: URL?
 
         /// `sheets`: the default names are `<asset name>-sprite-001.jpg`, not `<asset name>-001.jpg`.
         init(output: String?, asset: URL, format explicit: String?, sheets: Bool) throws {
@@ -257,6 +265,20 @@ struct ThumbnailCommand: AsyncParsableCommand {
                 }
                 self.format = chosen ?? fromExtension ?? .jpeg
                 if fromExtension == nil { suffix += "." + self.format.fileExtension }
+            } else if let named = ImageFormat(fileExtension: URL(fileURLWithPath: path).pathExtension),
+                !FileManager.default.fileExists(atPath: path)
+            {
+                let url = URL(fileURLWithPath: path)
+                if let chosen, chosen != named {
+                    throw ExportError(
+                        .invalidArgument, "the file's extension says \(named.rawValue) but --format says \(chosen.rawValue)")
+                }
+                single = url
+                folder = url.deletingLastPathComponent()
+                self.format = named
+                prefix = ""
+                suffix = ""
+                digits = 0
             } else {
                 folder = URL(fileURLWithPath: path, isDirectory: true)
                 self.format = chosen ?? .jpeg
@@ -272,6 +294,7 @@ struct ThumbnailCommand: AsyncParsableCommand {
         }
 
         func file(number: Int) -> URL {
+            if let single { return single }
             let text = String(number)
             let padded = String(repeating: "0", count: max(0, digits - text.count)) + text
             return folder.appendingPathComponent(prefix + padded + suffix)

@@ -33,6 +33,21 @@ struct PosterTests {
         #expect(right.average >= 33 && right.average > next.average + 5, "\(right) vs next \(next)")
     }
 
+    /// An HLG export's poster is taken after the tone mapping: the SDR video's own frame (at 10 % of
+    /// 0.5 s: the first frame at or after 0.05 s, 0.067 s at 30 fps).
+    @Test func anHDRExportsPosterIsToneMappedLikeItsVideo() async throws {
+        let source = try await Fixtures.url(Fixtures.hlg)
+        let folder = Fixtures.scratchFolder("poster-hdr")
+        let video = folder.appendingPathComponent("clip.mp4")
+        let result = try await ReelBinary.run(["export", source.path, "--preset", "1280x720", "--poster", "-o", video.path])
+        #expect(result.status == 0, "\(result.stderr)")
+        let poster = folder.appendingPathComponent("clip.jpg")
+        let matrix = Self.matrix(["--preset", "1280x720"])
+        let right = try await Stills.psnr(poster, against: video, at: 1.0 / 15, imageFilters: matrix)
+        let raw = try await Stills.psnr(poster, against: source, at: 1.0 / 15, imageFilters: matrix)
+        #expect(right.average >= 35 && right.average > raw.average + 5, "\(right) vs the HLG frame \(raw)")
+    }
+
     /// An export that fails after the poster was taken (its video fails verification) leaves
     /// neither file, nor any temporary one.
     @Test func aFailedExportLeavesNoPoster() async throws {

@@ -221,6 +221,14 @@ struct ThumbnailCommandTests {
         #expect(first.status == 0, "\(first.stderr)")
         let again = try await ReelBinary.run(["thumbnail", source.path, "--at", "1", "-o", folder.path])
         #expect(again.status == 74 && again.stderr.contains("already exists"), "\(again.stderr)")
+        // -o naming one file: one image is written there; several are refused before any work.
+        let named = folder.appendingPathComponent("cover.png")
+        let several = try await ReelBinary.run(["thumbnail", source.path, "--at", "1,2", "-o", named.path])
+        #expect(several.status == 64 && several.stderr.contains("-o names one file"), "\(several.stderr)")
+        let one = try await ReelBinary.run(["thumbnail", source.path, "--at", "2", "-o", named.path])
+        #expect(one.status == 0, "\(one.stderr)")
+        #expect(try await ProbedFile.probe(named).video?.codec_name == "png")
+        try FileManager.default.removeItem(at: named)
         // No temporary file is left behind by any of these.
         let names = try FileManager.default.contentsOfDirectory(atPath: folder.path)
         #expect(names.sorted() == ["gop-12s-001.jpg", "junk.mp4"], "\(names)")
