@@ -18,7 +18,7 @@ struct PosterPublishingTests {
         session.codecThreads = 1
         session.writesPoster = true
         // Another writer takes the video's name after the checks, just before publishing.
-        session.publishGate = { FileManager.default.createFile(atPath: video.path, contents: Data("theirs".utf8)) }
+        session.publishGate = { _ = FileManager.default.createFile(atPath: video.path, contents: Data("theirs".utf8)) }
         let error = await #expect(throws: ExportError.self) { try await session.export() }
         #expect(error?.code == .outputExists, "\(String(describing: error))")
         #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path) == ["clip.mp4"])
