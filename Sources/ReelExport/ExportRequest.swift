@@ -43,13 +43,16 @@ public struct ExportRequest: Sendable, Codable, Equatable {
     /// Saving a Live Photo's motion back: keep its content identifier in the new file (needs
     /// `saveToLibrary`); otherwise it is removed, so the copy never pairs with the original's still.
     public var keepContentIdentifier: Bool?
+    /// Also write a poster, `<output without its extension>.jpg`, beside the video, from the same
+    /// decode, published with it (both or neither).
+    public var poster: Bool?
 
     public init(
         preset: String? = nil, type: String? = nil, output: String? = nil, forceExtension: Bool? = nil,
         timeRange: String? = nil, metadata: String? = nil, noNetworkOptimization: Bool? = nil,
         forceTranscode: Bool? = nil, allowAudioOnly: Bool? = nil, maxSize: String? = nil, background: String? = nil,
         overwrite: Bool? = nil, resource: String? = nil, saveToLibrary: Bool? = nil,
-        keepContentIdentifier: Bool? = nil
+        keepContentIdentifier: Bool? = nil, poster: Bool? = nil
     ) {
         self.resource = resource
         self.saveToLibrary = saveToLibrary
@@ -66,6 +69,7 @@ public struct ExportRequest: Sendable, Codable, Equatable {
         self.maxSize = maxSize
         self.background = background
         self.overwrite = overwrite
+        self.poster = poster
     }
 
     /// The keys a request has (a manifest line's export keys): its stored properties' names.
@@ -91,7 +95,7 @@ public struct ExportRequest: Sendable, Codable, Equatable {
             optimizeForNetwork: noNetworkOptimization != true, forceTranscode: forceTranscode ?? false,
             allowsAudioOnly: allowAudioOnly ?? false, fileLengthLimit: values.limit, background: values.background,
             overwrite: overwrite ?? false, saveToLibrary: saveToLibrary ?? false,
-            keepContentIdentifier: keepContentIdentifier ?? false)
+            keepContentIdentifier: keepContentIdentifier ?? false, poster: poster ?? false)
     }
 
     /// Checks `resource` against the asset it goes with: a resource is chosen only for a
@@ -170,6 +174,8 @@ public struct ExportSettings: Sendable, Equatable {
     public var saveToLibrary: Bool = false
     /// Keep a Live Photo's content identifier in the saved copy.
     public var keepContentIdentifier: Bool = false
+    /// Write `<output>.jpg` beside the video (`ExportSession.writesPoster`).
+    public var poster: Bool = false
 }
 
 extension MetadataPolicy {

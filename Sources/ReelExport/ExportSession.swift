@@ -169,6 +169,7 @@ public final class ExportSession: Sendable {
         var metadataPolicy = MetadataPolicy.keep
         var metadataOverrides: [String: String] = [:]
         var overwrite = false
+        var writesPoster = false
         var stallTimeout: TimeInterval = 120
         var forceTranscode = false
         var fileLengthLimit: Int64?
@@ -240,6 +241,18 @@ public final class ExportSession: Sendable {
         get { state.withLock { $0.metadataOverrides } }
         set { state.withLock { $0.metadataOverrides = newValue } }
     }
+    /// Also write a poster beside the video: `outputURL` with its extension replaced by `jpg`, the
+    /// video's frame at 10 % of the export (the first frame at or after it, past any fade-in from
+    /// black at the start), taken from the export's own decode as the frame goes to the encoder.
+    /// Exports whose frames cannot be taken as they are (streams copied, 10-bit HDR kept, non-square
+    /// pixels) take the same moment from the source with `ThumbnailReader` instead, tone-mapped and
+    /// upright as a thumbnail is. The poster is published in the same step as the video: renamed
+    /// into place just before it, and removed again if the video cannot be; an export that fails
+    /// leaves neither. An export without video writes none. Default false.
+    public var writesPoster: Bool {
+        get { state.withLock { $0.writesPoster } }
+        set { state.withLock { $0.writesPoster = newValue } }
+    }
     /// Replace an existing file at `outputURL` (default false: an existing file is an error).
     public var overwritesExistingFile: Bool {
         get { state.withLock { $0.overwrite } }
@@ -291,6 +304,7 @@ public final class ExportSession: Sendable {
             state.fileLengthLimit = settings.fileLengthLimit.map { max(1, $0) }
             state.backgroundColor = settings.background
             state.overwrite = settings.overwrite
+            state.writesPoster = settings.poster
         }
     }
     /// Threads the video decoder and encoder may each use; 0 (the default) lets them use every core.
@@ -445,15 +459,23 @@ public final class ExportSession: Sendable {
             throw ExportError(.invalidArgument, "no output URL was set")
         }
         let exportPlan = try determineCompatibility()
-        let (overwrite, tag, gate) = state.withLock { ($0.overwrite, $0.temporaryTag, $0.publishGate) }
-        let output = try OutputPublisher(
-            destination: destination, asset: asset.url, tag: tag ?? TemporaryOutput.randomTag(), overwrite: overwrite)
+        let (overwrite, tag, gate, writesPoster) = state.withLock {
+            ($0.overwrite, $0.temporaryTag, $0.publishGate, $0.writesPoster)
+        }
+        let attempt = tag ?? TemporaryOutput.randomTag()
+        let output = try OutputPublisher(destination: destination, asset: asset.url, tag: attempt, overwrite: overwrite)
+        let poster = try writesPoster && exportPlan.video != nil
+            ? PosterOutput(video: destination, asset: asset.url, tag: attempt, overwrite: overwrite) : nil
         setStatus(.exporting)
-        defer { output.discard() }
+        defer {
+            output.discard()
+            poster?.publisher.discard()
+        }
         // What an export that crashed here left behind (an FFmpeg assertion, a kill): never a live one's.
         TemporaryOutput.removeLeftovers(for: destination)
         do throws(ExportError) {
-            return try run(exportPlan, into: output, destination: destination, gate: gate, started: started)
+            return try run(
+                exportPlan, into: output, poster: poster, destination: destination, gate: gate, started: started)
         } catch {
             // The temporary file is the export's business: errors name the file the caller named.
             throw output.naming(error)
@@ -463,7 +485,7 @@ public final class ExportSession: Sendable {
     /// Produces the file into `output`'s temporary name (twice when a size limit was missed), lets
     /// `gate` stop it, publishes it and reads it back.
     private func run(
-        _ plan: ExportPlan, into output: OutputPublisher, destination: URL,
+        _ plan: ExportPlan, into output: OutputPublisher, poster: PosterOutput?, destination: URL,
         gate: (@Sendable () throws(ExportError) -> Void)?, started: ContinuousClock.Instant
     ) throws(ExportError) -> Result {
         var exportPlan = plan
@@ -475,7 +497,8 @@ public final class ExportSession: Sendable {
             }
         #endif
         // Holds the temporary file's lock (`OutputLock`) until it is published or discarded.
-        var (verificationSeconds, hold) = try produce(exportPlan, into: output, started: started)
+        var (verificationSeconds, hold, posterBytes) = try produce(
+            exportPlan, into: output, poster: poster != nil, started: started)
         var passes = 1
         if let limit = exportPlan.sizeLimit?.bytes, let bytes = ExportSession.fileBytes(output.temporary),
             bytes > limit
@@ -486,16 +509,31 @@ public final class ExportSession: Sendable {
             }
             output.discard()
             exportPlan = corrected
-            let again = try produce(exportPlan, into: output, started: started)
+            let again = try produce(exportPlan, into: output, poster: poster != nil, started: started)
             verificationSeconds += again.seconds
             hold = again.lock
+            posterBytes = again.poster
             passes = 2
             if let again = ExportSession.fileBytes(output.temporary), again > limit {
                 throw ExportSession.overLimit(bytes: again, limit: limit, passes: 2)
             }
         }
+        if let poster {
+            if let posterBytes {
+                try poster.write(posterBytes)
+            } else {
+                try poster.write(try takePosterFromSource(exportPlan))
+            }
+        }
         try gate?()
-        try withExtendedLifetime(hold) { () throws(ExportError) in try output.publish() }
+        // Both or neither: the poster goes into place first, and comes out again if the video cannot.
+        try poster?.publisher.publish()
+        do throws(ExportError) {
+            try withExtendedLifetime(hold) { () throws(ExportError) in try output.publish() }
+        } catch {
+            poster.map { _ = unlink($0.publisher.destination.path) }
+            throw error
+        }
         do {
             var result = try ExportSession.summarize(destination, started: started)
             result.method = exportPlan.method
@@ -507,6 +545,7 @@ public final class ExportSession: Sendable {
             return result
         } catch {
             unlink(destination.path)
+            poster.map { _ = unlink($0.publisher.destination.path) }
             throw error
         }
     }
@@ -514,12 +553,13 @@ public final class ExportSession: Sendable {
     /// Runs one encode (or copy) of `plan` into the temporary file and verifies it against what was
     /// written; returns the seconds the verification took and the file's lock.
     private func produce(
-        _ exportPlan: ExportPlan, into output: OutputPublisher, started: ContinuousClock.Instant
-    ) throws(ExportError) -> (seconds: Double, lock: OutputLock?)
+        _ exportPlan: ExportPlan, into output: OutputPublisher, poster: Bool, started: ContinuousClock.Instant
+    ) throws(ExportError) -> (seconds: Double, lock: OutputLock?, poster: [UInt8]?)
     {
         var transcode = exportPlan.transcodePlan(limits: limits)
         transcode.outputPath = output.temporary.path
         transcode.threads = codecThreads
+        if poster { transcode.posterSeconds = PosterOutput.moment(of: exportPlan) }
         let watchdog = Watchdog(timeout: stallTimeout, cancel: cancelFlag)
         let plan = transcode
         let produced = Mutex<TranscodeOutcome?>(nil)
@@ -551,7 +591,30 @@ public final class ExportSession: Sendable {
         injectFault(into: output.temporary)
         let verifying = ContinuousClock.now
         try OutputVerification.check(output.temporary, plan: exportPlan, asset: asset, written: made?.written)
-        return (ExportSession.seconds(since: verifying), made?.lock)
+        return (ExportSession.seconds(since: verifying), made?.lock, made?.poster)
+    }
+
+    /// The poster of an export whose frames could not be taken as they were encoded: the same
+    /// moment read from the source, exactly, upright and tone-mapped, at the video's size.
+    private func takePosterFromSource(_ plan: ExportPlan) throws(ExportError) -> [UInt8] {
+        let start = plan.timeRange?.start ?? 0
+        var request = ThumbnailRequest(
+            inputPath: asset.url.path, policy: limits,
+            times: [min(asset.duration, start + PosterOutput.moment(of: plan))], toleranceBefore: 0, toleranceAfter: 0,
+            format: .jpeg, quality: 90)
+        if let width = plan.width, let height = plan.height {
+            request.maximumWidth = width
+            request.maximumHeight = height
+        }
+        var bytes: [UInt8]?
+        do {
+            try ThumbnailReader.read(request, cancel: cancelFlag) { image in bytes = image.data }
+        } catch {
+            if cancelFlag.isRaised { throw ExportSession.cancelled() }
+            throw ExportError(error.kind == .internalFailure ? .internal : .outputFailed, "cannot make the poster: \(error.message)")
+        }
+        guard let bytes else { throw ExportError(.internal, "the poster was not made") }
+        return bytes
     }
 
     /// Seconds on the monotonic clock from `start` to `end` (now by default).

@@ -47,6 +47,9 @@ final class TranscodePipeline {
                 input: input, streamIndex: video.stream, encoding: video.encoding, window: window,
                 pool: queues.freeFrames, poolSize: poolSize, decoderThreads: plan.threads,
                 emit: { (frame: Frame) throws(MediaError) in try queues.work.push(.frame(frame)) })
+            if let seconds = plan.posterSeconds, PosterGrab.accepts(video.encoding) {
+                decode.poster = PosterGrab(seconds: seconds, quality: plan.posterQuality)
+            }
             let source = try decode.describeSource()
             videoEncode = try VideoEncodeStage(
                 encoding: video.encoding, source: source.parameters, language: source.language,
@@ -150,6 +153,6 @@ final class TranscodePipeline {
         reader.report(phase: .finalizing, fraction: 1)
         return TranscodeOutcome(
             bytes: bytes, videoFramesEncoded: frames, audioFramesEncoded: audioFrames, packetsCopied: 0,
-            written: writer.written, lock: try writer.lock())
+            written: writer.written, lock: try writer.lock(), poster: reader.video?.poster?.bytes)
     }
 }

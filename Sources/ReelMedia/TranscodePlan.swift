@@ -138,6 +138,11 @@ public struct TranscodePlan: Sendable {
     /// choose (every core; x264 takes 1.5 per core); 1 keeps them single-threaded, for a worker that
     /// runs one job per core, where frame threads would only add synchronisation and memory.
     public var threads: Int
+    /// Take a poster from the video as it is encoded: the first frame at or after this many seconds
+    /// into the export, as a JPEG of `posterQuality` (`TranscodeOutcome.poster`). Taken only when the
+    /// frames are 8-bit BT.709 with square pixels (`PosterGrab`); nil takes none.
+    public var posterSeconds: Double?
+    public var posterQuality = 90
 
     public init(
         inputPath: String, outputPath: String, container: Container, mode: Mode, faststart: Bool = true,
@@ -188,6 +193,9 @@ public struct TranscodeOutcome: Sendable {
     public var written: [WrittenStream] = []
     /// Holds the file's lock (`OutputLock`) until the caller has published or removed it.
     public var lock: OutputLock? = nil
+    /// The poster JPEG `TranscodePlan.posterSeconds` asked for, when it could be taken from the
+    /// encoded frames; nil otherwise.
+    public var poster: [UInt8]? = nil
 }
 
 extension VideoEncoding {

@@ -49,6 +49,8 @@ final class VideoDecodeStage {
     private let emit: (Frame) throws(MediaError) -> Void
     private(set) var mediaSeconds = 0.0
     private(set) var finished = false
+    /// Takes the export's poster from the frames on their way to the encoder, when asked.
+    var poster: PosterGrab?
 
     /// Opens the decoder for stream `streamIndex` of `input` and fills `pool` with `poolSize` frames.
     init(
@@ -211,6 +213,7 @@ final class VideoDecodeStage {
         target.pointer.pointee.pict_type = AV_PICTURE_TYPE_NONE
         target.pointer.pointee.sample_aspect_ratio = encoding.avPixelAspect
         mediaSeconds = seconds(outputPts, timeBase)
+        try poster?.offer(target.pointer, at: mediaSeconds)
         try emit(target)
     }
 }

@@ -54,6 +54,7 @@ extension JobSpec {
         session.overwritesExistingFile = overwrite
         session.fileLengthLimit = fileLengthLimit
         session.backgroundColor = background
+        session.writesPoster = poster
         session.codecThreads = threads
         if let library {
             session.metadataOverrides = library.metadata(

@@ -43,6 +43,9 @@ public struct JobSpec: Sendable, Codable, Equatable {
     /// Under a video preset, an asset without video is exported as its audio alone
     /// (`ExportSession.allowsAudioOnly`); false in specs written before the field existed.
     public var allowAudioOnly: Bool = false
+    /// Also write a poster JPEG beside the output, published with it (`ExportSession.writesPoster`);
+    /// false in specs written before the field existed.
+    public var poster: Bool = false
     /// Moov first (default true).
     public var optimizeForNetwork: Bool
     /// Attempts before the job is failed for good.
@@ -93,7 +96,7 @@ extension JobSpec {
     private enum CodingKeys: String, CodingKey {
         case asset, preset, outputType, output, priority, key, timeRange, metadata, optimizeForNetwork, maxAttempts
         case forceTranscode, overwrite, fileLengthLimit, background, metadataChosen, allowAudioOnly
-        case library, saveToLibrary, keepContentIdentifier
+        case library, saveToLibrary, keepContentIdentifier, poster
     }
 
     /// Decodes specs written by older versions too (no `overwrite`, no `fileLengthLimit`, no `background`).
@@ -118,6 +121,7 @@ extension JobSpec {
         library = try c.decodeIfPresent(LibrarySource.self, forKey: .library)
         saveToLibrary = try c.decodeIfPresent(Bool.self, forKey: .saveToLibrary) ?? false
         keepContentIdentifier = try c.decodeIfPresent(Bool.self, forKey: .keepContentIdentifier) ?? false
+        poster = try c.decodeIfPresent(Bool.self, forKey: .poster) ?? false
     }
 
     /// The asset as the client named it: `library:<id>` for a library asset, else its path.
@@ -169,6 +173,7 @@ extension JobSpec {
             let describe = { (spec: JobSpec) in spec.metadataChosen ? spec.metadata.rawValue : "the worker's default" }
             fields.append("metadata (\(describe(other)), not \(describe(self)))")
         }
+        if poster != other.poster { fields.append("poster (\(other.poster), not \(poster))") }
         if allowAudioOnly != other.allowAudioOnly {
             fields.append("allow audio only (\(other.allowAudioOnly), not \(allowAudioOnly))")
         }

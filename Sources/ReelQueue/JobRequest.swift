@@ -150,6 +150,9 @@ public struct JobRequest: Sendable, Codable, Equatable {
                 background: settings.background, allowAudioOnly: settings.allowsAudioOnly)
         }
         try OutputPublisher.check(destination: outputURL, asset: assetURL, overwrite: settings.overwrite)
+        if settings.poster {
+            try PosterOutput.check(video: outputURL, asset: assetURL, overwrite: settings.overwrite)
+        }
         var spec = JobSpec(
             asset: assetURL.path, preset: settings.preset.name, outputType: settings.outputType, output: outputURL.path,
             priority: priority ?? 0, key: key, timeRange: settings.timeRange, metadata: metadata ?? .keep,
@@ -161,6 +164,7 @@ public struct JobRequest: Sendable, Codable, Equatable {
         spec.library = source
         spec.saveToLibrary = settings.saveToLibrary
         spec.keepContentIdentifier = settings.keepContentIdentifier
+        spec.poster = settings.poster
         return spec
     }
 

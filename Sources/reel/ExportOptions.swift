@@ -92,6 +92,13 @@ struct ExportOptions: ParsableArguments {
         help: "With --save-to-library: keep a Live Photo's content identifier in the saved copy (removed otherwise).")
     var keepContentIdentifier = false
 
+    @Flag(
+        name: .long,
+        help:
+            "Also write a poster JPEG beside the video (<output name>.jpg): its frame at 10 % of the export, from the same decode, published with it."
+    )
+    var poster = false
+
     /// The options as a request (a flag not given is nil, as a manifest line without the key).
     var request: ExportRequest {
         ExportRequest(
@@ -99,7 +106,8 @@ struct ExportOptions: ParsableArguments {
             timeRange: timeRange, metadata: metadata, noNetworkOptimization: noNetworkOptimization ? true : nil,
             forceTranscode: forceTranscode ? true : nil, allowAudioOnly: allowAudioOnly ? true : nil,
             maxSize: maxSize, background: background, overwrite: overwrite ? true : nil, resource: resource,
-            saveToLibrary: saveToLibrary ? true : nil, keepContentIdentifier: keepContentIdentifier ? true : nil)
+            saveToLibrary: saveToLibrary ? true : nil, keepContentIdentifier: keepContentIdentifier ? true : nil,
+            poster: poster ? true : nil)
     }
 
     /// `ExportRequest.check()`: what can be checked before the presets are loaded, in its words.

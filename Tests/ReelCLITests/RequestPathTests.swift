@@ -59,6 +59,7 @@ struct RequestPathTests {
         "resource": (nil, "pairedVideo"),
         "save-to-library": (nil, nil),
         "keep-content-identifier": (nil, nil),
+        "poster": (nil, nil),
     ]
 
     @Test func exportAndSubmitShareTheExportOptions() async throws {

@@ -1,0 +1,334 @@
+import ArgumentParser
+import Foundation
+import ReelExport
+
+/// `reel thumbnail`: still images from a video, like `AVAssetImageGenerator`, and sprite sheets
+/// with a WebVTT track for scrubbing previews.
+struct ThumbnailCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "thumbnail",
+        abstract: "Write still images (or sprite sheets and a WebVTT track) from a video, upright and SDR.")
+
+    @OptionGroup var global: GlobalOptions
+    @OptionGroup var input: InputOptions
+
+    @Argument(help: "The video file.")
+    var asset: String
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "A time: seconds (12.5), hh:mm:ss.fff or a percentage (50%); repeatable, or comma-separated.",
+            valueName: "time"))
+    var at: [String] = []
+
+    @Option(name: .long, help: ArgumentHelp("This many images, evenly spaced from the start.", valueName: "n"))
+    var count: Int?
+
+    @Option(name: .long, help: ArgumentHelp("One image every interval (10s, 500ms, 2m) from the start.", valueName: "interval"))
+    var every: String?
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Fit each image into WxH (320x180, 320x, x180), aspect kept, never enlarged. Sheets default to 160x.",
+            valueName: "WxH"))
+    var maxSize: String?
+
+    @Flag(name: .long, help: "Decode the frame shown at each time (default: the nearest keyframe, faster).")
+    var exact = false
+
+    @Flag(name: .long, help: "Keep the pixels as stored: do not apply the rotation and mirroring.")
+    var noTransform = false
+
+    @Option(
+        name: [.short, .long],
+        help: ArgumentHelp(
+            "A folder (default: the current one; files <asset name>-001.jpg …), or a file pattern such as out/thumb-%03d.jpg; numbered from 1 in time order.",
+            valueName: "folder or pattern"))
+    var output: String?
+
+    @Option(name: .long, help: ArgumentHelp("jpeg, png or webp. Default: the pattern's extension, else jpeg.", valueName: "format"))
+    var format: String?
+
+    @Option(name: .long, help: ArgumentHelp("1-100, higher is better (JPEG, WebP).", valueName: "1-100"))
+    var quality = 90
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Paste the images into sprite sheets of COLSxROWS cells and write a WebVTT track (default every 10s).",
+            valueName: "COLSxROWS"))
+    var sheet: String?
+
+    @Option(name: .long, help: ArgumentHelp("With --sheet: the WebVTT file (default <asset name>-thumbnails.vtt beside the sheets).", valueName: "file"))
+    var vtt: String?
+
+    @Flag(name: .long, help: "Replace files that exist.")
+    var overwrite = false
+
+    @Flag(name: .long, help: "Print one JSON line per image (requestedTime, actualTime, file, …) on stdout.")
+    var json = false
+
+    func validate() throws {
+        let chosen = [!at.isEmpty, count != nil, every != nil].filter { $0 }.count
+        if chosen > 1 { throw ValidationError("use one of --at, --count and --every") }
+        if chosen == 0 && sheet == nil { throw ValidationError("say when: --at, --count or --every") }
+        if let count, count < 1 { throw ValidationError("--count must be at least 1, not \(count)") }
+        if !(1...100).contains(quality) { throw ValidationError("--quality must be between 1 and 100, not \(quality)") }
+        if let maxSize, Self.size(maxSize) == nil {
+            throw ValidationError("cannot read --max-size '\(maxSize)'; write WxH, e.g. 320x180, 320x or x180")
+        }
+        if let sheet, Self.grid(sheet) == nil {
+            throw ValidationError("cannot read --sheet '\(sheet)'; write COLSxROWS, e.g. 10x10")
+        }
+        if vtt != nil && sheet == nil { throw ValidationError("--vtt needs --sheet") }
+        if let format, ImageFormat(rawValue: format.lowercased()) == nil && ImageFormat(fileExtension: format) == nil {
+            throw ValidationError("unknown image format '\(format)'; use jpeg, png or webp")
+        }
+    }
+
+    func run() async throws {
+        global.bootstrapLogging()
+        let when: ThumbnailTimes
+        if let count {
+            when = .count(count)
+        } else if let every {
+            when = .every(try ThumbnailTimes.interval(every))
+        } else if !at.isEmpty {
+            var instants: [ThumbnailTimes.Instant] = []
+            for text in at.flatMap({ $0.split(separator: ",").map(String.init) }) {
+                instants.append(try ThumbnailTimes.instant(text))
+            }
+            when = .at(instants)
+        } else {
+            when = .every(10)
+        }
+        let assetURL = URL(fileURLWithPath: asset)
+        let naming = try Naming(output: output, asset: assetURL, format: format, sheets: sheet != nil)
+        let imageFormat = naming.format
+        guard imageFormat.isAvailable else {
+            throw ExportError(
+                .unsupportedCodec,
+                "this FFmpeg's libavcodec has no \(imageFormat == .webp ? "libwebp" : imageFormat.rawValue) encoder, so it cannot write \(imageFormat.rawValue) images; use jpeg or png")
+        }
+        let limits = input.limits
+        let probed = try await Asset.load(assetURL, limits: limits)
+        guard probed.videoTrack != nil else { throw ExportError(.noVideo, "\(asset) has no video track") }
+        let times = try when.seconds(duration: probed.duration)
+
+        var generator = AssetImageGenerator(asset: probed, limits: limits)
+        generator.appliesPreferredTrackTransform = !noTransform
+        generator.format = imageFormat
+        generator.quality = quality
+        if exact {
+            generator.requestedTimeToleranceBefore = 0
+            generator.requestedTimeToleranceAfter = 0
+        }
+        let grid = sheet.flatMap(Self.grid)
+        let box = maxSize.flatMap(Self.size) ?? (grid != nil ? (160, 0) : (0, 0))
+        generator.maximumSize = .init(width: box.0, height: box.1)
+
+        if let grid {
+            try await writeSheets(generator, times: times, grid: grid, naming: naming, duration: probed.duration)
+        } else {
+            try await writeImages(generator, times: times, naming: naming)
+        }
+    }
+
+    private func writeImages(_ generator: AssetImageGenerator, times: [Double], naming: Naming) async throws {
+        let files = (1...max(1, times.count)).map { naming.file(number: $0) }
+        try checkFree(files)
+        var number = 0
+        for await result in generator.images(for: times) {
+            let image = try result.image
+            let file = files[number]
+            number += 1
+            try AtomicFile.write(image.data, to: file, overwrite: overwrite)
+            if json {
+                CLI.printLine(
+                    CLI.jsonLine(
+                        Line(
+                            requestedTime: image.requestedTime, actualTime: image.actualTime,
+                            keyframe: image.isKeyframe, file: file.path, width: image.width, height: image.height)))
+            } else {
+                CLI.printLine(
+                    String(
+                        format: "wrote %@ (%dx%d, asked %.3f s, frame at %.3f s%@)", file.path, image.width,
+                        image.height, image.requestedTime, image.actualTime, image.isKeyframe ? ", keyframe" : ""))
+            }
+        }
+    }
+
+    private func writeSheets(
+        _ generator: AssetImageGenerator, times: [Double], grid: (Int, Int), naming: Naming, duration: Double
+    ) async throws {
+        let perSheet = grid.0 * grid.1
+        let sheetCount = (times.count + perSheet - 1) / perSheet
+        let files = (1...max(1, sheetCount)).map { naming.file(number: $0) }
+        let track = vtt.map { URL(fileURLWithPath: $0) } ?? naming.track
+        try checkFree(files + [track])
+        var cues: [ThumbnailTrack.Cue] = []
+        var number = 0
+        for try await sheet in generator.sheets(for: times, columns: grid.0, rows: grid.1) {
+            let file = files[number]
+            number += 1
+            try AtomicFile.write(Data(sheet.data), to: file, overwrite: overwrite)
+            let reference = Self.relativePath(of: file, from: track.deletingLastPathComponent())
+            for pick in sheet.picks {
+                let cue = ThumbnailTrack.Cue(
+                    start: pick.requestedSeconds, sheet: reference, x: pick.x ?? 0, y: pick.y ?? 0,
+                    width: sheet.pictureWidth, height: sheet.pictureHeight)
+                cues.append(cue)
+                if json {
+                    CLI.printLine(
+                        CLI.jsonLine(
+                            Line(
+                                requestedTime: pick.requestedSeconds, actualTime: pick.actualSeconds,
+                                keyframe: pick.isKeyframe, file: file.path, width: sheet.pictureWidth,
+                                height: sheet.pictureHeight, x: pick.x, y: pick.y)))
+                }
+            }
+            if !json { CLI.printLine("wrote \(file.path) (\(sheet.width)x\(sheet.height), \(sheet.picks.count) images)") }
+        }
+        try AtomicFile.write(
+            Data(ThumbnailTrack.webVTT(cues: cues, duration: duration).utf8), to: track, overwrite: overwrite)
+        CLI.printLine(json ? CLI.jsonLine(TrackLine(track: track.path)) : "wrote \(track.path)")
+    }
+
+    /// Refuses before any work when two files would share a name (`-o` named one file for several)
+    /// or a file to write exists (unless --overwrite).
+    private func checkFree(_ files: [URL]) throws {
+        if Set(files).count < files.count {
+            throw ExportError(
+                .invalidArgument,
+                "-o names one file but \(files.count) are to be written; name a folder or a pattern such as thumb-%03d.jpg")
+        }
+        guard !overwrite else { return }
+        for file in files where FileManager.default.fileExists(atPath: file.path) {
+            throw ExportError(.outputExists, "\(file.path) already exists (ask to overwrite it: --overwrite)")
+        }
+    }
+
+    /// One image in `--json`.
+    struct Line: Encodable {
+        var requestedTime: Double
+        var actualTime: Double
+        var keyframe: Bool
+        var file: String
+        var width: Int
+        var height: Int
+        var x: Int? = nil
+        var y: Int? = nil
+    }
+
+    struct TrackLine: Encodable {
+        var track: String
+    }
+
+    /// Where files go: a folder and a name pattern with one `%d`-style number.
+    struct Naming {
+        var folder: URL
+        /// Text before and after the number, and the number's width (`%03d` → 3).
+        var prefix: String
+        var suffix: String
+        var digits: Int
+        var format: ImageFormat
+        var stem: String
+        /// `-o` named one image file (`poster.jpg`): fine for one image, refused for several.
+        var single: URL?
+
+        /// `sheets`: the default names are `<asset name>-sprite-001.jpg`, not `<asset name>-001.jpg`.
+        init(output: String?, asset: URL, format explicit: String?, sheets: Bool) throws {
+            stem = asset.deletingPathExtension().lastPathComponent
+            let path = output ?? "."
+            let chosen = explicit.flatMap { ImageFormat(rawValue: $0.lowercased()) ?? ImageFormat(fileExtension: $0) }
+            if let percent = path.lastIndex(of: "%"), !path[percent...].contains("/") {
+                let url = URL(fileURLWithPath: path)
+                folder = url.deletingLastPathComponent()
+                let name = url.lastPathComponent
+                guard let range = name.range(of: #"%0?[0-9]*d"#, options: .regularExpression),
+                    !name[range.upperBound...].contains("%")
+                else {
+                    throw ExportError(
+                        .invalidArgument, "the pattern '\(path)' needs one number like %d or %03d in its file name")
+                }
+                prefix = String(name[..<range.lowerBound])
+                suffix = String(name[range.upperBound...])
+                digits = Int(name[range].dropFirst().dropLast()) ?? 0
+                let fromExtension = suffix.contains(".")
+                    ? ImageFormat(fileExtension: String(suffix.split(separator: ".", omittingEmptySubsequences: false).last!))
+                    : nil
+                if let chosen, let fromExtension, chosen != fromExtension {
+                    throw ExportError(
+                        .invalidArgument, "the pattern's extension says \(fromExtension.rawValue) but --format says \(chosen.rawValue)")
+                }
+                self.format = chosen ?? fromExtension ?? .jpeg
+                if fromExtension == nil { suffix += "." + self.format.fileExtension }
+            } else if let named = ImageFormat(fileExtension: URL(fileURLWithPath: path).pathExtension),
+                !FileManager.default.fileExists(atPath: path)
+            {
+                let url = URL(fileURLWithPath: path)
+                if let chosen, chosen != named {
+                    throw ExportError(
+                        .invalidArgument, "the file's extension says \(named.rawValue) but --format says \(chosen.rawValue)")
+                }
+                single = url
+                folder = url.deletingLastPathComponent()
+                self.format = named
+                prefix = ""
+                suffix = ""
+                digits = 0
+            } else {
+                folder = URL(fileURLWithPath: path, isDirectory: true)
+                self.format = chosen ?? .jpeg
+                prefix = stem + (sheets ? "-sprite-" : "-")
+                suffix = "." + self.format.fileExtension
+                digits = 3
+            }
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: folder.path, isDirectory: &isDirectory), isDirectory.boolValue
+            else {
+                throw ExportError(.outputFailed, "the output folder \(folder.path) does not exist")
+            }
+        }
+
+        func file(number: Int) -> URL {
+            if let single { return single }
+            let text = String(number)
+            let padded = String(repeating: "0", count: max(0, digits - text.count)) + text
+            return folder.appendingPathComponent(prefix + padded + suffix)
+        }
+
+        /// The WebVTT track's default place.
+        var track: URL { folder.appendingPathComponent(stem + "-thumbnails.vtt") }
+    }
+
+    /// `file`'s path relative to `folder` when inside it, else absolute (a WebVTT cue's URL).
+    static func relativePath(of file: URL, from folder: URL) -> String {
+        let base = folder.standardizedFileURL.path
+        let path = file.standardizedFileURL.path
+        let prefix = base.hasSuffix("/") ? base : base + "/"
+        return path.hasPrefix(prefix) ? String(path.dropFirst(prefix.count)) : path
+    }
+
+    /// `WxH`, `Wx`, `xH` → (W, H), 0 for a missing side.
+    static func size(_ text: String) -> (Int, Int)? {
+        let parts = text.lowercased().split(separator: "x", omittingEmptySubsequences: false)
+        guard parts.count == 2 else { return nil }
+        let width = parts[0].isEmpty ? 0 : Int(parts[0])
+        let height = parts[1].isEmpty ? 0 : Int(parts[1])
+        guard let width, let height, width >= 0, height >= 0, width + height > 0 else { return nil }
+        guard width == 0 || width >= 2, height == 0 || height >= 2 else { return nil }
+        return (width, height)
+    }
+
+    /// `COLSxROWS` → (columns, rows), each 1...100.
+    static func grid(_ text: String) -> (Int, Int)? {
+        let parts = text.lowercased().split(separator: "x")
+        guard parts.count == 2, let columns = Int(parts[0]), let rows = Int(parts[1]), (1...100).contains(columns),
+            (1...100).contains(rows)
+        else { return nil }
+        return (columns, rows)
+    }
+}
