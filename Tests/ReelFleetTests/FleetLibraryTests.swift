@@ -54,10 +54,11 @@ struct FleetLibraryTests {
         #expect(status.state == .completed, "\(status.state): \(status.error?.message ?? "")")
         let saved = try #require(status.result?.savedLocalIdentifier, "no asset saved")
         #expect(saved != id)
-        #expect(status.spec.library?.identifier == id, "the job records the identifier it resolved")
+        let spec = try #require(status.spec)
+        #expect(spec.library?.identifier == id, "the job records the identifier it resolved")
 
         // The new asset is the output file, in the fleet's library (read with psql, not through Reel).
-        let output = status.spec.output
+        let output = spec.output
         #expect(
             try await fleet.sql("SELECT path FROM reel_library_asset WHERE local_identifier = '\(saved)'") == output)
         #expect(try await fleet.sql("SELECT count(*) FROM reel_library_asset") == "2")

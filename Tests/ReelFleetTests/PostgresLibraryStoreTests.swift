@@ -67,27 +67,32 @@ struct PostgresLibraryStoreTests {
         let writers = 4
         let batches = 25
         let start = try await store.currentChangeToken()
-        async let written: [String] = withThrowingTaskGroup(of: [String].self) { group in
-            for writer in 0..<writers {
-                group.addTask {
-                    var ids: [String] = []
-                    for batch in 0..<batches {
-                        let seed = 1000 + writer * batches + batch
-                        let asset = LibraryStoreContract.asset(
-                            seed, path: "/w\(writer)/IMG_\(batch).HEIC", hash: String(format: "%064x", seed))
-                        ids.append(try await store.apply([.insertAsset(asset)])[0]!)
+        let writing = Task {
+            try await withThrowingTaskGroup(of: [String].self) { group in
+                for writer in 0..<writers {
+                    group.addTask {
+                        var ids: [String] = []
+                        for batch in 0..<batches {
+                            let seed = 1000 + writer * batches + batch
+                            let asset = LibraryStoreContract.asset(
+                                seed, path: "/w\(writer)/IMG_\(batch).HEIC",
+                                // Identifiers come from the hash's first 128 bits: the seed goes there.
+                                hash: String(format: "%032x", seed) + String(repeating: "0", count: 32))
+                            ids.append(try await store.apply([.insertAsset(asset)])[0]!)
+                        }
+                        return ids
                     }
-                    return ids
                 }
+                return try await group.reduce(into: [String]()) { $0 += $1 }
             }
-            return try await group.reduce(into: [String]()) { $0 += $1 }
         }
         // A client syncing while the writers run: every token it is handed must cover all it will
         // ever be told about before that point, or an insertion is lost to it for good.
         var seen: [String] = []
         var token = start
         let total = Int64(writers * batches)
-        let deadline = ContinuousClock.now + .seconds(300)
+        // (Bounded, so that a writer's failure ends the test with its error rather than at the time limit.)
+        let deadline = ContinuousClock.now + .seconds(120)
         while token.sequence - start.sequence < total, ContinuousClock.now < deadline {
             let changes = try await store.changes(since: token)
             seen += changes.insertedLocalIdentifiers
@@ -95,7 +100,7 @@ struct PostgresLibraryStoreTests {
             token = changes.token
             try await Task.sleep(for: .milliseconds(5))
         }
-        let all = try await written
+        let all = try await writing.value
         let last = try await store.changes(since: token)
         #expect(last.insertedLocalIdentifiers.isEmpty, "nothing committed below a token already handed out")
         #expect(Set(seen) == Set(all) && seen.count == all.count, "each insertion reported once")
