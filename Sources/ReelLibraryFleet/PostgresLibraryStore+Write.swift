@@ -11,8 +11,10 @@ extension PostgresLibraryStore {
         return try await run("write to the library", within: .seconds(120)) { client, logger in
             try await client.withTransaction(logger: logger) { connection in
                 // Waiting for another writer's turn (see the type's description) may take longer than
-                // a worker's lock limit; a scan's batch holds the turn for well under a second.
+                // a worker's limits (lock 5 s, statement 10 s with the default lease), which also bound
+                // that wait; a scan's batch holds the turn for well under a second.
                 try await connection.query("SET LOCAL lock_timeout = '60s'", logger: logger)
+                try await connection.query("SET LOCAL statement_timeout = '90s'", logger: logger)
                 let next = try await connection.rows(
                     "UPDATE reel_library_state SET sequence = sequence + 1 RETURNING sequence", logger)
                 guard let sequence = try next.first?["sequence"].decode(Int64.self) else {

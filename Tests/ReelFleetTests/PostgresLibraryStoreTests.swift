@@ -109,4 +109,24 @@ struct PostgresLibraryStoreTests {
             "one change number per batch, no gaps")
         await database.close()
     }
+
+    @Test("scans and saves take turns across machines: while one holds the library, another is refused as busy")
+    func scanLock() async throws {
+        let (database, store) = try await PostgresLibraryHarness.make()
+        let elsewhere = try PostgresStore(url: database.url)
+        let other = PostgresLibraryStore(database: elsewhere)
+        let refusal = try await store.exclusively(waitingUpTo: .zero) { () async throws -> LibraryError? in
+            do {
+                try await other.exclusively(waitingUpTo: .milliseconds(600)) {}
+                return nil
+            } catch let error as LibraryError {
+                return error
+            }
+        }
+        #expect(refusal?.code == .busy, "\(String(describing: refusal))")
+        // Released when the holder is done: the other machine gets it at once.
+        #expect(try await other.exclusively(waitingUpTo: .zero) { 42 } == 42)
+        await elsewhere.close()
+        await database.close()
+    }
 }
