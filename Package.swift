@@ -110,11 +110,22 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift", condition: .when(traits: ["PhotoLibrary"])),
             ]
         ),
+        // The photo library in the fleet's PostgreSQL database (PostgresLibraryStore): the one module that
+        // sees both ReelLibrary (GRDB) and ReelFleet (postgres-nio), so neither pulls in the other's driver.
+        .target(
+            name: "ReelLibraryFleet",
+            dependencies: [
+                "ReelLibrary", "ReelFleet",
+                .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["Fleet"])),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .executableTarget(
             name: "reel",
             dependencies: [
                 "ReelExport",
                 "ReelLibrary",
+                "ReelLibraryFleet",
                 "ReelQueue",
                 "ReelFleet",
                 "ReelServer",
@@ -157,11 +168,13 @@ let package = Package(
         // Fields against exiftool and ffprobe, pairing, scans, resources, hostile files, `reel library`.
         .testTarget(
             name: "ReelLibraryTests", dependencies: ["ReelLibrary", "ReelBoxes", "LibraryContract", "TestSupport"]),
-        // The contract and the fleet's failure cases against a private PostgreSQL server the tests start.
+        // The contract and the fleet's failure cases against a private PostgreSQL server the tests start;
+        // the photo library's store contract there too (PostgresLibraryStore).
         .testTarget(
             name: "ReelFleetTests",
             dependencies: [
-                "ReelFleet", "ReelQueue", "ReelExport", "QueueContract", "TestSupport",
+                "ReelFleet", "ReelQueue", "ReelExport", "QueueContract", "TestSupport", "ReelLibrary",
+                "ReelLibraryFleet", "LibraryContract",
                 .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["Fleet"])),
             ]
         ),

@@ -21,7 +21,7 @@ import Synchronization
 ///   about one probe interval.
 ///
 /// `run()` runs the pools and the probing: requests wait for it to start and fail once it returned.
-final class DatabaseLink: Sendable {
+package final class DatabaseLink: Sendable {
     /// How long a request may go unanswered before the probe looks at the database.
     static let probeAfter = Duration.milliseconds(500)
     /// How often a database that refused is probed again.
@@ -188,7 +188,7 @@ final class DatabaseLink: Sendable {
     }
 
     /// Runs `body` on a connection of its own (not the pool's), closed when it returns.
-    func withOwnConnection<T: Sendable>(
+    package func withOwnConnection<T: Sendable>(
         connectTimeout: Duration = .seconds(5), _ body: (PostgresConnection) async throws -> T
     ) async throws -> T {
         let connection = try await connect(timeout: connectTimeout)

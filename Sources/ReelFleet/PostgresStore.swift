@@ -91,8 +91,8 @@ public final class PostgresStore: JobStore, Service {
 
     public let url: DatabaseURL
     let options: Options
-    let link: DatabaseLink
-    let logger: Logger
+    package let link: DatabaseLink
+    package let logger: Logger
     let statusFiles: StatusFolder?
     let notifications: Notifications
     /// When each lease this store holds last wrote its status file (renewals without progress still
@@ -102,7 +102,7 @@ public final class PostgresStore: JobStore, Service {
     private let running = Mutex<Task<Void, Never>?>(nil)
 
     /// The pool requests use now (a new one after the database refused connections and came back).
-    var client: PostgresClient { link.client }
+    package var client: PostgresClient { link.client }
 
     public var location: String { "database \(url)" }
     public var renewInterval: Duration { options.renew }
@@ -201,7 +201,7 @@ public final class PostgresStore: JobStore, Service {
     /// `QueueError`s a person can act on. The request runs in a task of its own: a connection that
     /// stopped answering cannot hold the caller past `limit`; a database that refuses connections
     /// fails it within `DatabaseLink.probeAfter` (at once once known).
-    func perform<T: Sendable>(
+    package func perform<T: Sendable>(
         _ what: String, within limit: Duration? = nil, _ body: @escaping @Sendable () async throws -> T
     ) async throws(QueueError) -> T {
         let limit = limit ?? options.requestTimeout

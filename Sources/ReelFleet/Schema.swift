@@ -11,11 +11,18 @@ import ReelQueue
 /// refuses that in a transaction): a later migration that must not block running workers needs the
 /// runner to learn to run such a statement on its own first. Until then, migrations only add what
 /// does not rewrite or long lock the table (columns with defaults PostgreSQL fills without a rewrite).
-enum Schema {
-    struct Migration: Sendable {
-        let version: Int
-        let description: String
-        let statements: [String]
+package enum Schema {
+    /// One numbered migration: statements run in one transaction, recorded once they all ran.
+    package struct Migration: Sendable {
+        package let version: Int
+        package let description: String
+        package let statements: [String]
+
+        package init(version: Int, description: String, statements: [String]) {
+            self.version = version
+            self.description = description
+            self.statements = statements
+        }
     }
 
     /// The advisory lock key migrations hold (any constant: "reel" in ASCII).
@@ -80,6 +87,18 @@ enum Schema {
     /// `limit` replaces the session's time limits (a worker's, a few seconds) for the transaction: a
     /// migration may take long, and waits for the one before it.
     static func migrate(_ client: PostgresClient, limit: Duration, logger: Logger) async throws -> [Int] {
+        try await migrate(
+            client, migrations: migrations, versionTable: "reel_schema_version", lockKey: lockKey, limit: limit,
+            logger: logger)
+    }
+
+    /// Applies the `migrations` a database lacks, recording them in `versionTable`, one migrator at a time
+    /// under the advisory lock `lockKey`: the queue's migrations above, and another module's own set
+    /// (the photo library's) with a table and a lock of its own, so neither waits for nor renumbers the other.
+    package static func migrate(
+        _ client: PostgresClient, migrations: [Migration], versionTable: String, lockKey: Int64, limit: Duration,
+        logger: Logger
+    ) async throws -> [Int] {
         var applied: [Int] = []
         let milliseconds = Int(limit.components.seconds * 1000)
         for migration in migrations {
@@ -92,20 +111,20 @@ enum Schema {
                 try await connection.query("SELECT pg_advisory_xact_lock(\(lockKey))", logger: logger)
                 try await connection.query(
                     """
-                    CREATE TABLE IF NOT EXISTS reel_schema_version (
+                    CREATE TABLE IF NOT EXISTS \(unescaped: versionTable) (
                         version integer PRIMARY KEY,
                         description text NOT NULL,
                         applied_at timestamptz NOT NULL DEFAULT now())
                     """, logger: logger)
                 let rows = try await connection.query(
-                    "SELECT 1 FROM reel_schema_version WHERE version = \(migration.version)", logger: logger)
+                    "SELECT 1 FROM \(unescaped: versionTable) WHERE version = \(migration.version)", logger: logger)
                 for try await _ in rows { return false }
                 for statement in migration.statements {
                     try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
                 }
                 try await connection.query(
                     """
-                    INSERT INTO reel_schema_version (version, description)
+                    INSERT INTO \(unescaped: versionTable) (version, description)
                     VALUES (\(migration.version), \(migration.description))
                     """, logger: logger)
                 return true
@@ -117,11 +136,16 @@ enum Schema {
 
     /// The version the database is at (0 before the first migration).
     static func version(_ client: PostgresClient, logger: Logger) async throws -> Int {
+        try await version(client, versionTable: "reel_schema_version", logger: logger)
+    }
+
+    /// The newest version recorded in `versionTable` (0 when it does not exist yet).
+    package static func version(_ client: PostgresClient, versionTable: String, logger: Logger) async throws -> Int {
         let exists = try await client.query(
-            "SELECT to_regclass('reel_schema_version') IS NOT NULL", logger: logger)
+            "SELECT to_regclass(\(versionTable)) IS NOT NULL", logger: logger)
         for try await present in exists.decode(Bool.self) where !present { return 0 }
         let rows = try await client.query(
-            "SELECT coalesce(max(version), 0) FROM reel_schema_version", logger: logger)
+            "SELECT coalesce(max(version), 0) FROM \(unescaped: versionTable)", logger: logger)
         for try await version in rows.decode(Int.self) { return version }
         return 0
     }

@@ -84,8 +84,20 @@ extension PhotoLibrary: AssetLibrary {
         } catch {
             throw LibraryError(.invalidArgument, error.message)
         }
+        guard databasePath != nil else {
+            // A store without a file: its own lock, shared with every machine saving to it.
+            return try await store.exclusively(waitingUpTo: lockWait) {
+                try await self.addFileHoldingLock(absolute, stamp: stamp, named: path)
+            }
+        }
         let lock = try await ScanLock.waiting(databasePath: databasePath, for: lockWait)
         defer { lock.release() }
+        return try await addFileHoldingLock(absolute, stamp: stamp, named: path)
+    }
+
+    private func addFileHoldingLock(_ absolute: String, stamp: FileStamp, named path: String) async throws
+        -> LibraryAsset
+    {
         let known = try await store.files(atPaths: [absolute]).first
         if let known, known.stamp == stamp, let stored = try await store.asset(containingPath: absolute) {
             return stored.asset

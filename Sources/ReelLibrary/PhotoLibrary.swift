@@ -30,8 +30,19 @@ public final class PhotoLibrary: Sendable {
     // MARK: - Scanning and importing
 
     /// Indexes `folders` (see `LibraryScanner`): one scan at a time per library (a lock file beside
-    /// the database; another scan waiting is refused with `.busy`).
+    /// the database, or the store's own lock, `LibraryStore.exclusively`; another scan waiting is
+    /// refused with `.busy`).
     public func scan(_ folders: [String], progress: (@Sendable (ScanProgress) -> Void)? = nil) async throws
+        -> ScanReport
+    {
+        guard databasePath != nil else {
+            // A store without a file: its own lock (shared across machines), not waited for either.
+            return try await store.exclusively(waitingUpTo: .zero) { try await self.scanHoldingLock(folders, progress) }
+        }
+        return try await scanHoldingLock(folders, progress)
+    }
+
+    private func scanHoldingLock(_ folders: [String], _ progress: (@Sendable (ScanProgress) -> Void)?) async throws
         -> ScanReport
     {
         let lock = try ScanLock(databasePath: databasePath)

@@ -63,7 +63,7 @@ struct ExportCommand: AsyncParsableCommand {
         let settings = try options.request.resolve(presets: presets)
         try options.request.checkResource(asset: asset)
         let metadataDefault = try MetadataDefault.fromEnvironment() ?? .keep
-        let link = library.link(limits: limits)
+        let link = library.link(limits: limits, queueDatabase: StoreOptions.environmentDatabaseURL)
         // A library asset is the file (or a Motion Photo's byte range) the library says, checked to be
         // as it was indexed; its output is named after the resource.
         var source: LibrarySource?

@@ -1,7 +1,9 @@
 import ArgumentParser
 import Foundation
 import ReelExport
+import ReelFleet
 import ReelLibrary
+import ReelLibraryFleet
 import ReelQueue
 import Synchronization
 
@@ -17,60 +19,101 @@ struct LibraryCommand: AsyncParsableCommand {
         ])
 }
 
-/// Which library: `--library`, else `$REEL_LIBRARY`, else `library.sqlite` in Reel's state folder
-/// (`$XDG_STATE_HOME/reel`, else `~/.local/state/reel`, where the spool lives by default).
+/// Which library: `--library`, else `$REEL_LIBRARY` (a database file, or a `postgres://` URL for the
+/// library in a fleet's database); else the queue's PostgreSQL database when the queue is there
+/// (`--store`/`$REEL_STORE`), so a fleet's workers and clients share one library; else
+/// `library.sqlite` in Reel's state folder (`$XDG_STATE_HOME/reel`, else `~/.local/state/reel`, where
+/// the spool lives by default).
 struct LibraryOptions: ParsableArguments {
     @Option(
         name: .customLong("library"),
         help: ArgumentHelp(
-            "The library database (env REEL_LIBRARY; default library.sqlite in $XDG_STATE_HOME/reel, else ~/.local/state/reel).",
-            valueName: "file"))
+            "The library: a database file, or postgres://… (env REEL_LIBRARY; default: the queue's database with --store/REEL_STORE, else library.sqlite in $XDG_STATE_HOME/reel, else ~/.local/state/reel).",
+            valueName: "file|url"))
     var path: String?
 
-    var resolvedPath: String {
-        if let path { return path }
+    /// Where the library is.
+    enum Location: Equatable {
+        /// The embedded SQLite file.
+        case file(String)
+        /// The library's tables in a PostgreSQL database (a fleet's).
+        case database(String)
+    }
+
+    /// Where the library is, given the queue's database URL when the queue is in PostgreSQL (for
+    /// `reel library …`, which has no `--store`: `$REEL_STORE`).
+    func location(queueDatabase: String? = StoreOptions.environmentDatabaseURL) -> Location {
         var environment = ProcessInfo.processInfo.environment
-        if let value = environment["REEL_LIBRARY"], !value.isEmpty { return value }
+        if let named = path ?? environment["REEL_LIBRARY"].flatMap({ $0.isEmpty ? nil : $0 }) {
+            return Self.isDatabaseURL(named) ? .database(named) : .file(named)
+        }
+        if let queueDatabase { return .database(queueDatabase) }
         environment["REEL_SPOOL"] = nil
-        return SpoolStore.defaultRoot(environment: environment).appendingPathComponent("library.sqlite").path
+        return .file(SpoolStore.defaultRoot(environment: environment).appendingPathComponent("library.sqlite").path)
+    }
+
+    static func isDatabaseURL(_ text: String) -> Bool {
+        text.hasPrefix("postgres://") || text.hasPrefix("postgresql://")
     }
 
     func open(limits: InputLimits = Asset.defaultLimits) throws -> PhotoLibrary {
-        try LibraryCLI.mapping { try PhotoLibrary(path: resolvedPath, limits: limits) }
+        try Self.open(location(), limits: limits)
+    }
+
+    /// Opens the library at `location`; a database one on `sharing` (a worker's queue store on that
+    /// database, whose pool it then uses), else on a pool of its own.
+    static func open(_ location: Location, limits: InputLimits, sharing: PostgresStore? = nil) throws -> PhotoLibrary {
+        switch location {
+        case .file(let path):
+            return try LibraryCLI.mapping { try PhotoLibrary(path: path, limits: limits) }
+        case .database(let url):
+            let database = try sharing ?? StoreOptions.openDatabase(url, statusFolder: nil)
+            return PhotoLibrary(store: PostgresLibraryStore(database: database), limits: limits)
+        }
     }
 
     /// The library for `library:<id>` inputs and `--save-to-library`, opened on first use (so a
-    /// command that names no library asset never creates the database).
-    func link(limits: InputLimits) -> LazyLibrary { LazyLibrary(path: resolvedPath, limits: limits) }
+    /// command that names no library asset never creates the database or connects). `queueDatabase`
+    /// is the queue's database URL when the queue is in PostgreSQL; `sharing`, a worker's store on it.
+    func link(limits: InputLimits, queueDatabase: String? = nil, sharing: PostgresStore? = nil) -> LazyLibrary {
+        let location = location(queueDatabase: queueDatabase)
+        // The worker's own store only when the library is in the queue's database, not another named one.
+        let shared = queueDatabase.map { location == .database($0) } == true ? sharing : nil
+        return LazyLibrary(location: location, limits: limits, sharing: shared)
+    }
 }
 
 /// A `PhotoLibrary` opened when an export first needs it: `export`, `submit` and `work` take
 /// `--library` and reach the library only for `library:<id>` assets and saves.
 final class LazyLibrary: AssetLibrary {
-    private let path: String
+    private let location: LibraryOptions.Location
     private let limits: InputLimits
+    private let sharing: PostgresStore?
     private let opened = Mutex<PhotoLibrary?>(nil)
 
-    init(path: String, limits: InputLimits) {
-        self.path = path
+    init(location: LibraryOptions.Location, limits: InputLimits, sharing: PostgresStore? = nil) {
+        self.location = location
         self.limits = limits
+        self.sharing = sharing
     }
 
     private func library() throws(ExportError) -> PhotoLibrary {
-        let result: Result<PhotoLibrary, LibraryError> = opened.withLock { opened in
+        let result: Result<PhotoLibrary, CLIFailure> = opened.withLock { opened in
             if let opened { return .success(opened) }
-            do throws(LibraryError) {
-                let library = try PhotoLibrary(path: path, limits: limits)
+            do {
+                let library = try LibraryOptions.open(location, limits: limits, sharing: sharing)
                 opened = library
                 return .success(library)
+            } catch let failure as CLIFailure {
+                return .failure(failure)
             } catch {
-                return .failure(error)
+                return .failure(CLIFailure(message: "\(error)"))
             }
         }
         do {
             return try result.get()
         } catch {
-            throw ExportError(.internal, "cannot open the library \(path): \(error.message)")
+            throw ExportError(.internal, "cannot open the library: \(error.message)")
         }
     }
 

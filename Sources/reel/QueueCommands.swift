@@ -98,7 +98,10 @@ struct WorkCommand: AsyncParsableCommand {
             stallTimeout: stallTimeout, isolation: isolate ? try isolation() : nil,
             keepFinished: keepFinished.flatMap(Age.seconds))
         configuration.metadataDefault = metadataDefault ?? .keep
-        configuration.library = library.link(limits: input.limits)
+        // With the queue in PostgreSQL, the library is there too (unless --library names another), on
+        // the worker's own pool: every worker of the fleet resolves identifiers and saves back alike.
+        configuration.library = library.link(
+            limits: input.limits, queueDatabase: storeOptions.databaseURL, sharing: store as? PostgresStore)
         // The pool runs in a ServiceGroup, with the metrics/health/status server when asked for
         // (WorkService.swift); SIGINT/SIGTERM drain it, a second signal hands running jobs back.
         let runtime = ServiceOptions.Runtime(options: service, presets: presets)

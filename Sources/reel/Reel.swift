@@ -185,8 +185,11 @@ struct StoreOptions: ParsableArguments {
     var statusDirectory: String?
 
     /// `--store`, else `$REEL_STORE`.
-    var databaseURL: String? {
-        store ?? ProcessInfo.processInfo.environment["REEL_STORE"].flatMap { $0.isEmpty ? nil : $0 }
+    var databaseURL: String? { store ?? Self.environmentDatabaseURL }
+
+    /// `$REEL_STORE` when set: the queue's database for commands without `--store` (`reel library …`).
+    static var environmentDatabaseURL: String? {
+        ProcessInfo.processInfo.environment["REEL_STORE"].flatMap { $0.isEmpty ? nil : $0 }
     }
 
     /// Opens the store. Only commands that add work (`submit`, `work`) create a missing spool; the

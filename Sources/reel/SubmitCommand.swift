@@ -68,7 +68,7 @@ struct SubmitCommand: AsyncParsableCommand {
         var specs: [JobSpec] = []
         var refusals: [(asset: String?, line: Int?, error: ExportError)] = []
         var manifestProblems: [(line: Int, error: ExportError)] = []
-        let link = library.link(limits: limits)
+        let link = library.link(limits: limits, queueDatabase: storeOptions.databaseURL)
         if let manifest {
             let lines = await Manifest.resolveLines(
                 try read(manifest), presets: presets, limits: limits, workingDirectory: workingDirectory,

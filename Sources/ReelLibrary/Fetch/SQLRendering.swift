@@ -87,3 +87,133 @@ public struct SQLRenderer: Sendable {
         return terms.joined(separator: ", ")
     }
 }
+
+/// What differs between the SQL the stores speak, for `AssetSelect`: placeholders, table names, how
+/// a list bound as one JSON array is read back as rows, and where NULLs sort.
+public struct SQLDialect: Sendable {
+    /// The placeholder for the n-th parameter of a statement (1-based).
+    public var placeholder: @Sendable (Int) -> String
+    /// Prepended to every table name (`reel_library_` in a database the fleet's queue shares).
+    public var tablePrefix: String
+    /// A subquery giving one row per string of the JSON array bound at `placeholder`.
+    public var jsonTextList: @Sendable (_ placeholder: String) -> String
+    /// Whether `ASC` must say `NULLS FIRST` (and `DESC` `NULLS LAST`) to sort as SQLite does, where NULL
+    /// is smaller than any value (PostgreSQL's default is the opposite).
+    public var explicitNullOrder: Bool
+
+    public init(
+        placeholder: @escaping @Sendable (Int) -> String, tablePrefix: String,
+        jsonTextList: @escaping @Sendable (String) -> String, explicitNullOrder: Bool
+    ) {
+        self.placeholder = placeholder
+        self.tablePrefix = tablePrefix
+        self.jsonTextList = jsonTextList
+        self.explicitNullOrder = explicitNullOrder
+    }
+
+    /// SQLite (`SQLiteLibraryStore`): `?`, plain table names, `json_each`.
+    public static let sqlite = SQLDialect(
+        placeholder: { _ in "?" }, tablePrefix: "", jsonTextList: { "SELECT value FROM json_each(\($0))" },
+        explicitNullOrder: false)
+
+    /// PostgreSQL (the fleet's database): `$n`, tables prefixed `reel_library_`, `jsonb_array_elements_text`.
+    public static let postgres = SQLDialect(
+        placeholder: { "$\($0)" }, tablePrefix: "reel_library_",
+        jsonTextList: { "SELECT jsonb_array_elements_text(\($0)::jsonb)" }, explicitNullOrder: true)
+
+    /// `ASC` or `DESC`, with NULLs where SQLite puts them.
+    func direction(ascending: Bool) -> String {
+        switch (ascending, explicitNullOrder) {
+        case (true, false): "ASC"
+        case (false, false): "DESC"
+        case (true, true): "ASC NULLS FIRST"
+        case (false, true): "DESC NULLS LAST"
+        }
+    }
+}
+
+/// The asset fetch both stores run, written once over a dialect: the query's scope, PhotoKit's
+/// default filters (hidden assets, one asset per burst), the predicate (`SQLRenderer`, bound
+/// parameters only), the order and the limit. Both stores' `asset` tables have the same columns.
+public enum AssetSelect {
+    /// The column of each PhotoKit key in the `asset` table (aliased `a`).
+    public static func column(_ key: FetchKey) -> String {
+        switch key {
+        case .localIdentifier: "a.local_identifier"
+        case .creationDate: "a.creation_date"
+        case .modificationDate: "a.modification_date"
+        case .mediaType: "a.media_type"
+        case .mediaSubtypes: "a.media_subtypes"
+        case .duration: "a.duration"
+        case .pixelWidth: "a.pixel_width"
+        case .pixelHeight: "a.pixel_height"
+        case .isFavorite: "a.is_favorite"
+        case .isHidden: "a.is_hidden"
+        case .burstIdentifier: "a.burst_identifier"
+        }
+    }
+
+    /// Whether `a` stands for its burst: no burst, or the first of it by capture time (undated first).
+    public static func representsBurstCondition(_ dialect: SQLDialect) -> String {
+        """
+        (a.burst_identifier IS NULL OR a.local_identifier = (SELECT b.local_identifier FROM \(dialect.tablePrefix)asset b \
+        WHERE b.burst_identifier = a.burst_identifier ORDER BY b.creation_date \(dialect.direction(ascending: true)), \
+        b.local_identifier LIMIT 1))
+        """
+    }
+
+    /// The burst condition as the `represents_burst` column every asset read selects.
+    public static func representsBurst(_ dialect: SQLDialect) -> String {
+        "\(representsBurstCondition(dialect)) AS represents_burst"
+    }
+
+    /// The statement for `query`: `SELECT a.*, represents_burst …`, or `SELECT count(*) …` with `count`.
+    /// Booleans are bound as 0 or 1 and dates as seconds since 1970, as both stores keep them.
+    public static func statement(_ query: AssetQuery, count: Bool, dialect: SQLDialect) throws -> SQLFragment {
+        var conditions: [String] = []
+        var values: [FetchValue] = []
+        func bind(_ value: FetchValue) -> String {
+            values.append(value)
+            return dialect.placeholder(values.count)
+        }
+        let table = dialect.tablePrefix + "asset"
+        var join = ""
+        switch query.scope {
+        case .library: break
+        case .userAlbum(let identifier):
+            join =
+                "JOIN \(dialect.tablePrefix)album_asset m ON m.local_identifier = a.local_identifier AND m.album = \(bind(.string(identifier)))"
+        case .folder(let folder):
+            conditions.append("a.folder = \(bind(.string(folder)))")
+        case .identifiers(let identifiers):
+            let list = String(decoding: try JSONEncoder().encode(identifiers), as: UTF8.self)
+            conditions.append("a.local_identifier IN (\(dialect.jsonTextList(bind(.string(list)))))")
+        }
+        if !query.includeHiddenAssets { conditions.append("a.is_hidden = 0") }
+        if !query.includeAllBurstAssets { conditions.append(representsBurstCondition(dialect)) }
+        if let since = query.addedSince {
+            conditions.append("a.added_date >= \(bind(.real(since.timeIntervalSince1970)))")
+        }
+        if let style = query.playbackStyle {
+            conditions.append("a.playback_style = \(bind(.integer(Int64(style.rawValue))))")
+        }
+        let renderer = SQLRenderer(
+            column: column, placeholder: dialect.placeholder, firstParameter: values.count + 1)
+        if let predicate = query.predicate {
+            let fragment = renderer.render(predicate)
+            conditions.append(fragment.sql)
+            values += fragment.arguments
+        }
+        let whereClause = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
+        if count {
+            return SQLFragment("SELECT count(*) FROM \(table) a \(join) \(whereClause)", values)
+        }
+        var order = query.sort.map { "\(column($0.key)) \(dialect.direction(ascending: $0.ascending))" }
+        if case .userAlbum = query.scope, query.sort.isEmpty { order = ["m.position ASC"] }
+        if !query.sort.contains(where: { $0.key == .localIdentifier }) { order.append("a.local_identifier ASC") }
+        var sql =
+            "SELECT a.*, \(representsBurst(dialect)) FROM \(table) a \(join) \(whereClause) ORDER BY \(order.joined(separator: ", "))"
+        if query.limit > 0 { sql += " LIMIT \(bind(.integer(Int64(query.limit))))" }
+        return SQLFragment(sql, values)
+    }
+}

@@ -65,4 +65,22 @@ public protocol LibraryStore: Sendable {
     /// What changed after `token`. Throws `LibraryError` (`.invalidToken`) for another library's
     /// token or one from the future.
     func changes(since token: LibraryChangeToken) async throws -> LibraryChanges
+
+    // MARK: One writer at a time
+
+    /// Runs `body` holding the library's scan lock, which scans and saves hold while they decide what
+    /// to write from what they read, waiting up to `limit` for another holder (then `LibraryError`
+    /// `.busy`). A store shared by several machines takes it in the store (PostgreSQL: an advisory
+    /// lock); the default runs `body` as is, for stores whose lock `PhotoLibrary` takes itself (the
+    /// SQLite store's is a file beside the database).
+    func exclusively<T: Sendable>(waitingUpTo limit: Duration, _ body: @Sendable () async throws -> T) async throws
+        -> T
+}
+
+extension LibraryStore {
+    public func exclusively<T: Sendable>(waitingUpTo limit: Duration, _ body: @Sendable () async throws -> T)
+        async throws -> T
+    {
+        try await body()
+    }
 }

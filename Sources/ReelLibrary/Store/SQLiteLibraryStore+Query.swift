@@ -2,29 +2,8 @@ import Foundation
 import GRDB
 
 extension SQLiteLibraryStore {
-    /// The column of each PhotoKit key in the `asset` table (aliased `a`).
-    static func column(_ key: FetchKey) -> String {
-        switch key {
-        case .localIdentifier: "a.local_identifier"
-        case .creationDate: "a.creation_date"
-        case .modificationDate: "a.modification_date"
-        case .mediaType: "a.media_type"
-        case .mediaSubtypes: "a.media_subtypes"
-        case .duration: "a.duration"
-        case .pixelWidth: "a.pixel_width"
-        case .pixelHeight: "a.pixel_height"
-        case .isFavorite: "a.is_favorite"
-        case .isHidden: "a.is_hidden"
-        case .burstIdentifier: "a.burst_identifier"
-        }
-    }
-
-    /// Whether `a` stands for its burst: no burst, or the first of it by capture time.
-    static let representsBurstCondition = """
-        (a.burst_identifier IS NULL OR a.local_identifier = (SELECT b.local_identifier FROM asset b \
-        WHERE b.burst_identifier = a.burst_identifier ORDER BY b.creation_date, b.local_identifier LIMIT 1))
-        """
-    static let representsBurst = "\(representsBurstCondition) AS represents_burst"
+    /// Every asset read selects `represents_burst` too (`AssetSelect`, shared with other stores).
+    static let representsBurst = AssetSelect.representsBurst(.sqlite)
 
     static func databaseValue(_ value: FetchValue) -> DatabaseValue {
         switch value {
@@ -37,52 +16,10 @@ extension SQLiteLibraryStore {
         }
     }
 
-    /// The SELECT for `query`: its scope, PhotoKit's default filters, the predicate (bound
-    /// parameters only), the order and the limit.
+    /// The SELECT for `query` (`AssetSelect` in SQLite's dialect), its parameters bound.
     static func select(_ query: AssetQuery, count: Bool) throws -> (sql: String, arguments: StatementArguments) {
-        var conditions: [String] = []
-        var values: [DatabaseValue] = []
-        var join = ""
-        switch query.scope {
-        case .library: break
-        case .userAlbum(let identifier):
-            join = "JOIN album_asset m ON m.local_identifier = a.local_identifier AND m.album = ?"
-            values.append(identifier.databaseValue)
-        case .folder(let folder):
-            conditions.append("a.folder = ?")
-            values.append(folder.databaseValue)
-        case .identifiers(let identifiers):
-            conditions.append("a.local_identifier IN (SELECT value FROM json_each(?))")
-            values.append(String(decoding: try JSONEncoder().encode(identifiers), as: UTF8.self).databaseValue)
-        }
-        if !query.includeHiddenAssets { conditions.append("a.is_hidden = 0") }
-        if !query.includeAllBurstAssets { conditions.append(representsBurstCondition) }
-        if let since = query.addedSince {
-            conditions.append("a.added_date >= ?")
-            values.append(since.timeIntervalSince1970.databaseValue)
-        }
-        if let style = query.playbackStyle {
-            conditions.append("a.playback_style = ?")
-            values.append(style.rawValue.databaseValue)
-        }
-        let renderer = SQLRenderer(column: column)
-        if let predicate = query.predicate {
-            let fragment = renderer.render(predicate)
-            conditions.append(fragment.sql)
-            values += fragment.arguments.map(databaseValue)
-        }
-        let whereClause = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
-        if count {
-            return ("SELECT count(*) FROM asset a \(join) \(whereClause)", StatementArguments(values))
-        }
-        var order = renderer.orderBy(query.sort)
-        if case .userAlbum = query.scope, query.sort.isEmpty { order = "m.position ASC" }
-        var sql = "SELECT a.*, \(representsBurst) FROM asset a \(join) \(whereClause) ORDER BY \(order)"
-        if query.limit > 0 {
-            sql += " LIMIT ?"
-            values.append(query.limit.databaseValue)
-        }
-        return (sql, StatementArguments(values))
+        let statement = try AssetSelect.statement(query, count: count, dialect: .sqlite)
+        return (statement.sql, StatementArguments(statement.arguments.map(databaseValue)))
     }
 
     static func storedAsset(_ row: Row) -> StoredAsset {
