@@ -135,6 +135,9 @@ let package = Package(
         // A running worker's HTTP side, black box: metrics scraped and parsed, health, the status page
         // in headless Chromium.
         .testTarget(name: "ReelServerTests", dependencies: ["TestSupport"]),
+        // The documentation against the code: the tables of codes and exit statuses made from the types,
+        // and no code's string spelled out beside its type.
+        .testTarget(name: "DocumentationTests", dependencies: ["reel", "ReelExport", "ReelQueue"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -6,7 +6,11 @@ internal import ReelMedia
 /// A struct over a growing set of codes, so new codes can be added without breaking callers.
 public struct ExportError: Error, Sendable, Equatable, CustomStringConvertible {
     /// A stable, machine-readable reason (`unreadable-input`, `incompatible-preset`, …).
-    public struct Code: Hashable, Sendable, CustomStringConvertible, Codable {
+    ///
+    /// Every code is declared here and nowhere else spelled out: the documentation's list of codes
+    /// is made from these declarations and their comments, and a test fails when a code's string
+    /// appears anywhere else in the sources (`DocumentationTests`).
+    public struct Code: Hashable, Sendable, CustomStringConvertible, Codable, CaseIterable {
         public let rawValue: String
         private init(_ rawValue: String) { self.rawValue = rawValue }
         public init(from decoder: any Decoder) throws {
@@ -48,6 +52,18 @@ public struct ExportError: Error, Sendable, Equatable, CustomStringConvertible {
         public static let invalidArgument = Code("invalid-argument")
         /// A bug or an unexpected failure inside Reel or FFmpeg.
         public static let `internal` = Code("internal")
+
+        /// Every code, in the order the documentation lists them.
+        public static let allCases: [Code] = [
+            .unreadableInput, .unsupportedCodec, .incompatiblePreset, .noVideo, .limitExceeded, .noSpace,
+            .outputFailed, .outputInvalid, .cancelled, .stalled, .outputExists, .unknownPreset, .invalidPreset,
+            .invalidArgument, .internal,
+        ]
+
+        /// Whether a failure with this code may pass when the same export runs again, unless its cause
+        /// says otherwise (`ExportError.init`): a full disk, an I/O error, a stall, an internal failure.
+        public var isRetryableByDefault: Bool { [.noSpace, .outputFailed, .stalled, .internal].contains(self) }
+
         public var description: String { rawValue }
     }
 
@@ -63,7 +79,7 @@ public struct ExportError: Error, Sendable, Equatable, CustomStringConvertible {
     public init(_ code: Code, _ message: String, retryable: Bool? = nil) {
         self.code = code
         self.message = message
-        isRetryable = retryable ?? [.noSpace, .outputFailed, .stalled, .internal].contains(code)
+        isRetryable = retryable ?? code.isRetryableByDefault
     }
 
     public var description: String { message }

@@ -16,7 +16,7 @@ public enum ExportEvent: Sendable, Equatable, Codable {
     /// Where a running export stands.
     public struct Progress: Sendable, Equatable, Codable {
         public var status: ExportSession.Status
-        public var phase: String
+        public var phase: ExportSession.Phase
         /// 0…1, rounded to 0.001.
         public var progress: Double
         public var frames: Int
@@ -26,7 +26,7 @@ public enum ExportEvent: Sendable, Equatable, Codable {
 
         public init(_ update: ExportSession.Progress) {
             status = update.status
-            phase = update.phase.rawValue
+            phase = update.phase
             progress = (update.fraction * 1000).rounded() / 1000
             frames = update.frames
             fps = (update.framesPerSecond * 10).rounded() / 10
@@ -65,20 +65,20 @@ public enum ExportEvent: Sendable, Equatable, Codable {
     /// A failed export.
     public struct Failure: Sendable, Equatable, Codable {
         public struct Reason: Sendable, Equatable, Codable {
-            /// `ExportError.Code`'s stable string (`unreadable-input`, …).
-            public var code: String
+            /// Why it failed (`unreadable-input`, …), as its stable string in JSON.
+            public var code: ExportError.Code
             public var message: String
             /// Whether running the same export again could succeed.
             public var retryable: Bool
         }
         public var error: Reason
 
-        public init(code: String, message: String, retryable: Bool) {
+        public init(code: ExportError.Code, message: String, retryable: Bool) {
             error = Reason(code: code, message: message, retryable: retryable)
         }
 
         public init(_ error: ExportError) {
-            self.init(code: error.code.rawValue, message: error.message, retryable: error.isRetryable)
+            self.init(code: error.code, message: error.message, retryable: error.isRetryable)
         }
     }
 

@@ -19,10 +19,15 @@ public final class ExportSession: Sendable {
         var isFinal: Bool { self == .completed || self == .failed || self == .cancelled }
     }
 
+    /// What a running export is doing: `transcoding` (reading, decoding, encoding, writing), then
+    /// `finalizing` (the trailer and, with faststart, the index moved in front). Stored and printed as
+    /// its raw string wherever a phase is shown (JSON lines, status files, the database).
+    public typealias Phase = TranscodeProgress.Phase
+
     /// One progress report.
     public struct Progress: Sendable, Equatable {
         public var status: Status
-        public var phase: TranscodeProgress.Phase
+        public var phase: Phase
         /// 0…1 over the whole export, including the final faststart rewrite.
         public var fraction: Double
         /// Frames encoded (or packets copied) so far.

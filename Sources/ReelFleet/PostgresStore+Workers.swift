@@ -29,7 +29,8 @@ extension PostgresStore {
                 UPDATE reel_jobs AS j SET
                     state = 'exporting', attempts = j.attempts + 1, lease_token = gen_random_uuid(),
                     worker = \(worker), lease_expires = now() + make_interval(secs => \(lease)),
-                    heartbeat_at = now(), cancel_requested = false, progress = 0, phase = 'transcoding',
+                    heartbeat_at = now(), cancel_requested = false, progress = 0,
+                    phase = \(ExportSession.Phase.transcoding.rawValue),
                     fps = NULL, eta_seconds = NULL, started_at = now(), updated_at = now(), not_before = NULL
                 FROM next
                 WHERE j.id = next.id
@@ -67,7 +68,7 @@ extension PostgresStore {
                 UPDATE reel_jobs SET
                     lease_expires = now() + make_interval(secs => \(seconds)), heartbeat_at = now(),
                     progress = CASE WHEN \(hasProgress) THEN \(report.progress) ELSE progress END,
-                    phase = CASE WHEN \(hasProgress) THEN \(report.phase) ELSE phase END,
+                    phase = CASE WHEN \(hasProgress) THEN \(report.phase?.rawValue) ELSE phase END,
                     fps = CASE WHEN \(hasProgress) THEN \(report.fps) ELSE fps END,
                     eta_seconds = CASE WHEN \(hasProgress) THEN \(report.etaSeconds) ELSE eta_seconds END,
                     updated_at = CASE WHEN \(hasProgress) THEN now() ELSE updated_at END

@@ -156,7 +156,7 @@ public struct TranscodePlan: Sendable {
 
 /// Where an export is.
 public struct TranscodeProgress: Sendable, Equatable {
-    public enum Phase: String, Sendable, Codable {
+    public enum Phase: String, Sendable, Codable, CaseIterable {
         /// Reading, decoding, encoding and writing packets.
         case transcoding
         /// Writing the trailer; with faststart, moving the index in front of the media data.

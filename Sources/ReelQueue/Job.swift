@@ -167,7 +167,7 @@ public struct JobError: Sendable, Codable, Equatable {
     /// A stable, machine-readable reason: every `ExportError.Code` (an export's own failure), plus the
     /// queue's own (`worker-crashed`). A struct over a growing set of codes, like `ExportError.Code`;
     /// stored and printed as its raw string.
-    public struct Code: Hashable, Sendable, Codable, CustomStringConvertible {
+    public struct Code: Hashable, Sendable, Codable, CustomStringConvertible, CaseIterable {
         public let rawValue: String
         /// A code read back from a status file, a database row or an export process's report.
         init(rawValue: String) { self.rawValue = rawValue }
@@ -194,6 +194,9 @@ public struct JobError: Sendable, Codable, Equatable {
         public static let outputExists = Code(ExportError.Code.outputExists)
         /// A bug or an unexpected failure.
         public static let `internal` = Code(ExportError.Code.internal)
+
+        /// Every code a job can end with: the export's own, then the queue's.
+        public static let allCases = ExportError.Code.allCases.map(Code.init) + [.workerCrashed]
     }
 
     /// `unreadable-input`, `incompatible-preset`, `worker-crashed`, … (see README).
@@ -214,7 +217,7 @@ public struct JobError: Sendable, Codable, Equatable {
 
     public init(_ failure: ExportEvent.Failure) {
         self.init(
-            code: Code(rawValue: failure.error.code), message: failure.error.message,
+            code: Code(failure.error.code), message: failure.error.message,
             retryable: failure.error.retryable)
     }
 
@@ -296,7 +299,7 @@ public struct JobStatus: Sendable, Codable, Equatable {
     /// 0…1.
     public var progress: Double
     /// `transcoding` or `finalizing` while exporting.
-    public var phase: String?
+    public var phase: ExportSession.Phase?
     /// Encoding speed in frames per second, while exporting.
     public var fps: Double?
     /// Estimated seconds left, while exporting.

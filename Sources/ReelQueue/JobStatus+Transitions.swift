@@ -27,7 +27,7 @@ extension JobStatus {
         state = .exporting
         attempts += 1
         progress = 0
-        phase = "transcoding"
+        phase = .transcoding
         fps = nil
         etaSeconds = nil
         startedAt = now

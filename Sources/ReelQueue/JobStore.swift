@@ -1,4 +1,5 @@
 import Foundation
+import ReelExport
 
 /// Where jobs live: the one seam between the queue's workers and its storage.
 ///
@@ -148,11 +149,11 @@ public struct JobProgress: Sendable, Equatable {
     /// 0…1.
     public var fraction: Double
     /// `transcoding` or `finalizing`.
-    public var phase: String
+    public var phase: ExportSession.Phase
     public var framesPerSecond: Double?
     public var secondsRemaining: Double?
 
-    public init(fraction: Double, phase: String, framesPerSecond: Double?, secondsRemaining: Double?) {
+    public init(fraction: Double, phase: ExportSession.Phase, framesPerSecond: Double?, secondsRemaining: Double?) {
         self.fraction = fraction
         self.phase = phase
         self.framesPerSecond = framesPerSecond

@@ -178,7 +178,7 @@ enum PublishVerdict: Sendable, Equatable {
 extension JobProgress {
     init(_ progress: ExportSession.Progress) {
         self.init(
-            fraction: progress.fraction, phase: progress.phase.rawValue, framesPerSecond: progress.framesPerSecond,
+            fraction: progress.fraction, phase: progress.phase, framesPerSecond: progress.framesPerSecond,
             secondsRemaining: progress.secondsRemaining)
     }
 }

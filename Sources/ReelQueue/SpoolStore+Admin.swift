@@ -29,7 +29,7 @@ extension SpoolStore {
         unlink(path(.cancel, id))
         unlink(path(.locks, "\(id).lock"))
         releaseTarget(of: status)
-        logger.debug("cancelled", metadata: ["job": "\(id)"])
+        logger.debug("cancelled a waiting job", metadata: ["job": "\(id)"])
         return .cancelled
     }
 

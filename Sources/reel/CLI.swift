@@ -12,23 +12,6 @@ enum CLI {
         try? FileHandle.standardError.write(contentsOf: Data("reel: error: \(line)\n".utf8))
     }
 
-    static func exitCode(for error: ExportError) -> Int32 {
-        switch error.code {
-        case .invalidArgument, .unknownPreset, .invalidPreset: 64
-        case .unreadableInput, .unsupportedCodec, .incompatiblePreset, .noVideo, .limitExceeded: 65
-        case .noSpace, .outputFailed, .outputExists: 74
-        default: 1
-        }
-    }
-
-    static func exitCode(for error: QueueError) -> Int32 {
-        switch error.kind {
-        case .invalid: 64
-        case .unavailable: 69
-        case .notFound, .conflict: 1
-        }
-    }
-
     /// How logging was set up, once per process.
     struct LogSettings: Sendable {
         var level: Logger.Level
@@ -102,7 +85,9 @@ enum CLI {
 
     /// Ends the process for an argument error: with `--json` (export, submit), the error as the
     /// command's JSON on stdout too, then one `reel: error:` line; exit 64 unless said otherwise.
-    static func refuseArguments(_ message: String, arguments: [String], exitCode: Int32 = 64) -> Never {
+    static func refuseArguments(
+        _ message: String, arguments: [String], exitCode: Int32 = ExitStatus.usage.rawValue
+    ) -> Never {
         let options = arguments.prefix { $0 != "--" }
         if options.contains("--json") {
             let error = ExportError(.invalidArgument, message)

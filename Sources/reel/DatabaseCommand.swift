@@ -13,7 +13,7 @@ struct DatabaseCommand: AsyncParsableCommand {
     /// Opens the database `--store` (or `REEL_STORE`) names.
     static func open(_ options: DatabaseOptions) throws -> PostgresStore {
         guard let url = options.databaseURL else {
-            throw CLIFailure(message: "name the database with --store postgres://… (or REEL_STORE)", exitCode: 64)
+            throw CLIFailure(message: "name the database with --store postgres://… (or REEL_STORE)", exitStatus: .usage)
         }
         return try StoreOptions.openDatabase(url, statusFolder: nil)
     }
@@ -56,7 +56,7 @@ struct DatabaseCommand: AsyncParsableCommand {
             let (current, latest) = try await store.schemaVersion()
             await store.close()
             CLI.printLine("schema version \(current) (this reel knows \(latest))")
-            if current < latest { throw CLIFailure(message: "run `reel db migrate`", exitCode: 1) }
+            if current < latest { throw CLIFailure(message: "run `reel db migrate`", exitStatus: .failure) }
         }
     }
 

@@ -59,7 +59,7 @@ struct Reel: AsyncParsableCommand {
             let hint = unknown.map { CLI.fileHint(String($0)) } ?? ""
             CLI.refuseArguments(
                 "\(text)\(hint) (see '\(command) --help')", arguments: arguments,
-                exitCode: code == .validationFailure ? 64 : code.rawValue)
+                exitCode: code == .validationFailure ? ExitStatus.usage.rawValue : code.rawValue)
         }
         do {
             if var asyncCommand = command as? AsyncParsableCommand {
@@ -69,13 +69,13 @@ struct Reel: AsyncParsableCommand {
             }
         } catch let error as ExportError {
             CLI.printError(error.message)
-            Foundation.exit(error.code == .cancelled ? 130 : CLI.exitCode(for: error))
+            Foundation.exit(ExitStatus(error.code).rawValue)
         } catch let error as CLIFailure {
             CLI.printError(error.message)
-            Foundation.exit(error.exitCode)
+            Foundation.exit(error.exitStatus.rawValue)
         } catch let error as QueueError {
             CLI.printError(error.message)
-            Foundation.exit(CLI.exitCode(for: error))
+            Foundation.exit(ExitStatus(error.kind).rawValue)
         } catch {
             exit(withError: error)
         }
@@ -195,7 +195,7 @@ struct StoreOptions: ParsableArguments {
         -> any JobStore
     {
         if let databaseURL {
-            if spool != nil { throw CLIFailure(message: "use --spool or --store, not both", exitCode: 64) }
+            if spool != nil { throw CLIFailure(message: "use --spool or --store, not both", exitStatus: .usage) }
             return try openDatabase(databaseURL, connections: connections, lease: lease, service: service)
         }
         let root = spool.map { URL(fileURLWithPath: $0) } ?? SpoolStore.defaultRoot()
@@ -248,7 +248,7 @@ struct DatabaseOptions: ParsableArguments {
 /// A failure the CLI reports itself, with its exit status.
 struct CLIFailure: Error {
     var message: String
-    var exitCode: Int32 = 1
+    var exitStatus = ExitStatus.failure
 }
 
 extension Logger.Level: @retroactive ExpressibleByArgument {}

@@ -162,7 +162,7 @@ public enum JobStoreContract {
         let fresh = try #require(try await store.claim(worker: "fresh"))
         #expect(fresh.token != stale.token && fresh.attempt == 2)
         // …but it wakes up and tries to write: refused, and nothing changes.
-        let progress = JobProgress(fraction: 0.9, phase: "transcoding", framesPerSecond: nil, secondsRemaining: nil)
+        let progress = JobProgress(fraction: 0.9, phase: .transcoding, framesPerSecond: nil, secondsRemaining: nil)
         #expect(try await store.renew(stale, progress: progress) == .lost)
         #expect(
             try await store.finish(stale, .failed(JobError(code: .internal, message: "stale", retryable: false)))
@@ -316,7 +316,7 @@ public enum JobStoreContract {
         let lease = try #require(try await store.claim(worker: "host:1"))
         let claimed = try #require(try await store.status(id))
         #expect(claimed.state == .exporting && claimed.worker == "host:1" && claimed.startedAt != nil)
-        let report = JobProgress(fraction: 0.4567, phase: "transcoding", framesPerSecond: 61.26, secondsRemaining: 3.14)
+        let report = JobProgress(fraction: 0.4567, phase: .transcoding, framesPerSecond: 61.26, secondsRemaining: 3.14)
         #expect(try await store.renew(lease, progress: report) == .held)
         let status = try #require(try await store.status(id))
         #expect(status.progress == 0.457 && status.fps == 61.3 && status.etaSeconds == 3.1)
