@@ -114,6 +114,13 @@ public final class ExportSession: Sendable {
         }
 
         public init(from decoder: any Decoder) throws {
+            try self.init(from: decoder, methodOtherwise: nil)
+        }
+
+        /// Reads a result whose `method` may be absent or a word no `ExportMethod` has, taking
+        /// `fallback` then (and an empty `decision` when none is given): a job queue's result of an
+        /// output it adopted (`adopted`), and status files written before results had a method.
+        package init(from decoder: any Decoder, methodOtherwise fallback: ExportMethod?) throws {
             let c = try decoder.container(keyedBy: CodingKeys.self)
             bytes = try c.decode(Int64.self, forKey: .bytes)
             durationSeconds = try c.decode(Double.self, forKey: .durationSeconds)
@@ -123,8 +130,13 @@ public final class ExportSession: Sendable {
             audioCodec = try c.decodeIfPresent(String.self, forKey: .audioCodec)
             networkOptimized = try c.decode(Bool.self, forKey: .networkOptimized)
             elapsedSeconds = try c.decode(Double.self, forKey: .elapsedSeconds)
-            method = try c.decode(ExportMethod.self, forKey: .method)
-            decision = try c.decode(String.self, forKey: .decision)
+            if let fallback {
+                method = (try? c.decodeIfPresent(ExportMethod.self, forKey: .method)) ?? fallback
+                decision = try c.decodeIfPresent(String.self, forKey: .decision) ?? ""
+            } else {
+                method = try c.decode(ExportMethod.self, forKey: .method)
+                decision = try c.decode(String.self, forKey: .decision)
+            }
             verificationSeconds = try c.decodeIfPresent(Double.self, forKey: .verificationSeconds)
             encodingPasses = try c.decodeIfPresent(Int.self, forKey: .encodingPasses)
             timeRange = try c.decodeIfPresent(TimeRange.self, forKey: .timeRange)
@@ -135,6 +147,11 @@ public final class ExportSession: Sendable {
         /// Every key, absent values as `null`: a program reading the JSON finds the same keys in
         /// every result.
         public func encode(to encoder: any Encoder) throws {
+            try encode(to: encoder, method: method.rawValue)
+        }
+
+        /// Encodes the result with `method` written in place of its own (a job queue's `adopted`).
+        package func encode(to encoder: any Encoder, method: String) throws {
             var c = encoder.container(keyedBy: CodingKeys.self)
             try c.encode(bytes, forKey: .bytes)
             try c.encode(durationSeconds, forKey: .durationSeconds)

@@ -239,52 +239,59 @@ public struct JobError: Sendable, Codable, Equatable {
     package static let cancelledOnRequest = JobError(code: .cancelled, message: "cancelled on request", retryable: false)
 }
 
-/// What a completed job produced.
+/// What a completed job produced: the export's result, every field of it (`ExportSession.Result`),
+/// as status files, the database and `reel status --json` carry it. Its fields read as the export's
+/// own (`result.bytes`, `result.method`).
+@dynamicMemberLookup
 public struct JobResult: Sendable, Codable, Equatable {
-    /// Size of the output file.
-    public var bytes: Int64
-    /// Media duration of the output.
-    public var durationSeconds: Double
-    /// Picture size of the output (nil for audio-only outputs).
-    public var width: Int?
-    public var height: Int?
-    /// Codec names as FFmpeg gives them (`h264`, `hevc`, `aac`), nil without such a stream.
-    public var videoCodec: String?
-    public var audioCodec: String?
-    /// Whether the moov atom precedes the media data (plays while downloading).
-    public var networkOptimized: Bool
-    /// Wall time of the export.
-    public var elapsedSeconds: Double
-    /// `transcode`, `passthrough` or `smart-passthrough`.
-    public var method: String?
-    /// Why that method.
-    public var decision: String?
+    /// What the export produced; for an adopted output, what the file holds, read back.
+    public var export: ExportSession.Result
+    /// No export ran: an earlier attempt of the job published this output and could not record it, and
+    /// this attempt adopted it (`PublishReceipt`). Its `method` reads `adopted` in JSON.
+    public var adopted: Bool
 
+    /// `result`, its elapsed time rounded to the millisecond.
+    public init(_ result: ExportSession.Result, adopted: Bool = false) {
+        export = result
+        export.elapsedSeconds = (result.elapsedSeconds * 1000).rounded() / 1000
+        self.adopted = adopted
+    }
+
+    /// A result with only the file's facts (method `transcode`, no decision): for tools and tests that
+    /// record an outcome without exporting.
     public init(
         bytes: Int64, durationSeconds: Double, width: Int?, height: Int?, videoCodec: String?, audioCodec: String?,
         networkOptimized: Bool, elapsedSeconds: Double
     ) {
-        self.bytes = bytes
-        self.durationSeconds = durationSeconds
-        self.width = width
-        self.height = height
-        self.videoCodec = videoCodec
-        self.audioCodec = audioCodec
-        self.networkOptimized = networkOptimized
-        self.elapsedSeconds = elapsedSeconds
+        self.init(
+            ExportSession.Result(
+                bytes: bytes, durationSeconds: durationSeconds, width: width, height: height, videoCodec: videoCodec,
+                audioCodec: audioCodec, networkOptimized: networkOptimized, elapsedSeconds: elapsedSeconds,
+                method: .transcode, decision: ""))
     }
 
-    public init(_ result: ExportSession.Result) {
-        bytes = result.bytes
-        durationSeconds = result.durationSeconds
-        width = result.width
-        height = result.height
-        videoCodec = result.videoCodec
-        audioCodec = result.audioCodec
-        networkOptimized = result.networkOptimized
-        elapsedSeconds = (result.elapsedSeconds * 1000).rounded() / 1000
-        method = result.method.rawValue
-        decision = result.decision
+    public subscript<Value>(dynamicMember field: WritableKeyPath<ExportSession.Result, Value>) -> Value {
+        get { export[keyPath: field] }
+        set { export[keyPath: field] = newValue }
+    }
+
+    /// How the file was made, as JSON and logs name it: the export's method, or `adopted`.
+    public var methodName: String { adopted ? Self.adoptedMethod : export.method.rawValue }
+
+    private static let adoptedMethod = "adopted"
+
+    private enum CodingKeys: String, CodingKey { case method }
+
+    /// The export's keys, every one; status files written before results had a `method` read as
+    /// `transcode` with no decision.
+    public init(from decoder: any Decoder) throws {
+        let method = try decoder.container(keyedBy: CodingKeys.self).decodeIfPresent(String.self, forKey: .method)
+        export = try ExportSession.Result(from: decoder, methodOtherwise: .transcode)
+        adopted = method == Self.adoptedMethod
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        try export.encode(to: encoder, method: methodName)
     }
 }
 

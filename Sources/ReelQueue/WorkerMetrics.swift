@@ -81,7 +81,7 @@ struct WorkerMetrics: Sendable {
         let dimensions = [("preset", preset)]
         switch outcome {
         case .completed(let result):
-            let method = result.method ?? "transcode"
+            let method = result.methodName
             Counter(label: Names.completed, dimensions: [("preset", preset), ("method", method)]).increment()
             Metrics.Timer(label: Names.exportDuration, dimensions: dimensions).recordSeconds(elapsed.seconds)
             if elapsed.seconds > 0 {

@@ -382,8 +382,7 @@ public final class WorkerPool: Sendable {
             return (receipt, result)
         }
         guard let (receipt, described) = found else { return nil }
-        var result = JobResult(described)
-        result.method = "adopted"
+        var result = JobResult(described, adopted: true)
         result.decision =
             "attempt \(receipt.attempt) published this output but could not record it; adopted without exporting again"
         logger.notice(
@@ -558,7 +557,7 @@ public final class WorkerPool: Sendable {
         ]
         switch outcome {
         case .completed(let result):
-            metadata["method"] = "\(result.method ?? "transcode")"
+            metadata["method"] = "\(result.methodName)"
             metadata["bytes"] = "\(result.bytes)"
             if elapsed.seconds > 0 {
                 metadata["speed"] = "\(String(format: "%.2f", result.durationSeconds / elapsed.seconds))"
