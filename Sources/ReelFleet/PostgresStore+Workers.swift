@@ -41,7 +41,7 @@ extension PostgresStore {
         guard let claimed, let token = claimed.leaseToken else { return nil }
         notifications.watch(claimed.status.id)
         publish(claimed.status)
-        statusWrites.withLock { $0[token] = .now }
+        statusSchedule.wrote(token)
         logger.debug(
             "claimed", metadata: ["job": "\(claimed.status.id)", "attempt": "\(claimed.status.attempts)"])
         return Lease(
@@ -51,9 +51,9 @@ extension PostgresStore {
     /// Extends the lease to `now() + lease` on the database's clock and records progress, only while
     /// the lease is this worker's (`id`, token, still exporting): no row back means it was lost. The
     /// answer comes from the row itself, never from a cache, so a publish gate can trust `.held`.
-    /// The status file is rewritten with any progress, and without it once `statusHeartbeat` has
-    /// passed since it was last written, so its `heartbeatAt` is never older than 5 s while the
-    /// worker renews (as `JobStatus.heartbeatAt` promises; the spool keeps the same promise).
+    /// The status file is rewritten when `StatusFileSchedule` says, with progress or without, so its
+    /// `heartbeatAt` is never older than 5 s while the worker renews (as `JobStatus.heartbeatAt`
+    /// promises; the spool keeps the same promise).
     public func renew(_ lease: Lease, progress: JobProgress?) async throws -> LeaseState {
         guard let token = UUID(uuidString: lease.token) else { return .lost }
         // The shared rounding of a progress report (JobStatus.record).
@@ -79,22 +79,12 @@ extension PostgresStore {
         }
         guard let renewed else {
             notifications.unwatch(lease.id)
-            statusWrites.withLock { _ = $0.removeValue(forKey: lease.token) }
+            statusSchedule.forget(lease.token)
             return .lost
         }
-        let now = ContinuousClock.now
-        let due = statusWrites.withLock { last in
-            guard hasProgress || last[lease.token].map({ now - $0 >= statusHeartbeat }) ?? true else { return false }
-            last[lease.token] = now
-            return true
-        }
-        if due { publish(renewed.status, durable: false) }
+        if statusSchedule.isDue(lease.token, hasProgress: hasProgress) { publish(renewed.status, durable: false) }
         return renewed.cancelRequested ? .cancelRequested : .held
     }
-
-    /// How long after its last write a renewal without progress rewrites a job's status file: 5 s less
-    /// one renewal interval, so that with renewals on time the file's `heartbeatAt` is at most 5 s old.
-    var statusHeartbeat: Duration { max(.zero, .seconds(5) - renewInterval) }
 
     /// Sleeps until the next renewal is due, or until a `reel_control` notification says the job
     /// changed (a cancel), so a cancel reaches a running job in milliseconds; without notifications
@@ -111,7 +101,7 @@ extension PostgresStore {
         guard let token = UUID(uuidString: lease.token) else { return false }
         defer {
             notifications.unwatch(lease.id)
-            statusWrites.withLock { _ = $0.removeValue(forKey: lease.token) }
+            statusSchedule.forget(lease.token)
         }
         let recorded = try await perform("record the outcome of \(lease.id)", within: workerTimeout) {
             () -> JobStatus? in

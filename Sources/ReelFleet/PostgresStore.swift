@@ -92,9 +92,9 @@ public final class PostgresStore: JobStore, Service {
     let logger: Logger
     let statusFiles: StatusFolder?
     let notifications: Notifications
-    /// When each lease this store holds last wrote its status file (renewals without progress still
-    /// write it now and then, to keep `heartbeatAt`'s promise).
-    let statusWrites = Mutex<[String: ContinuousClock.Instant]>([:])
+    /// When a running job's status file is rewritten (with progress at most four times a second, a
+    /// heartbeat at least every 5 s), as the spool does.
+    let statusSchedule: StatusFileSchedule
     /// The store's own run, with `.standalone`.
     private let running = Mutex<Task<Void, Never>?>(nil)
 
@@ -114,6 +114,7 @@ public final class PostgresStore: JobStore, Service {
         }
         self.url = url
         self.options = options
+        statusSchedule = StatusFileSchedule(renewInterval: options.renew)
         self.logger = logger
         if let folder = options.statusFolder {
             statusFiles = try StatusFolder(path: folder, logger: logger)

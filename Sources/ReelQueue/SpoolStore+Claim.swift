@@ -39,6 +39,7 @@ extension SpoolStore {
                 throw error
             }
             heldLocks.withLock { $0[token] = lock }
+            statusSchedule.wrote(token)
             logger.debug(
                 "claimed",
                 metadata: [
@@ -56,8 +57,8 @@ extension SpoolStore {
     }
 
     /// Checks the lease (its token in the running marker) and a cancel request, and writes progress
-    /// into the status file; without news, the status file is still rewritten every 5 s so its
-    /// `heartbeatAt` shows the worker is alive.
+    /// into the status file; without news, the status file is still rewritten so that its
+    /// `heartbeatAt` shows the worker is alive (`StatusFileSchedule`).
     public func renew(_ lease: Lease, progress: JobProgress?) async throws -> LeaseState {
         try await io.run { () throws(QueueError) in try self.renewNow(lease, progress: progress) }
     }
@@ -66,12 +67,7 @@ extension SpoolStore {
         guard holds(lease) else { return .lost }
         if cancelRequested(lease.id) { return .cancelRequested }
         let now = Date()
-        let due = lastStatusWrite.withLock { last in
-            guard progress != nil || now.timeIntervalSince(last[lease.token] ?? .distantPast) >= 5 else { return false }
-            last[lease.token] = now
-            return true
-        }
-        if due, var status = try status(id: lease.id) {
+        if statusSchedule.isDue(lease.token, hasProgress: progress != nil), var status = try status(id: lease.id) {
             if let progress {
                 status.record(progress, now: now)
             } else {
@@ -137,7 +133,7 @@ extension SpoolStore {
 
     /// Gives up the lock of a lease this instance holds.
     func releaseLock(of lease: Lease) {
-        _ = lastStatusWrite.withLock { $0.removeValue(forKey: lease.token) }
+        statusSchedule.forget(lease.token)
         heldLocks.withLock { $0.removeValue(forKey: lease.token) }?.release()
     }
 

@@ -32,14 +32,16 @@ public final class SpoolStore: JobStore {
     let heldLocks = Mutex<[String: FileLock]>([:])
     /// Watches `waiting/` for new markers (created on first use by a worker).
     let watcher = Mutex<DirectoryWatcher?>(nil)
-    /// When each lease this instance holds last wrote its status (heartbeats write at least every 5 s).
-    let lastStatusWrite = Mutex<[String: Date]>([:])
+    /// When a running job's status file is rewritten (progress at most four times a second, a
+    /// heartbeat at least every 5 s).
+    let statusSchedule = StatusFileSchedule(renewInterval: SpoolStore.renewInterval)
     /// Where every method's file work runs: never on Swift's cooperative pool (`BlockingIO`).
     let io = BlockingIO.shared
 
     public var location: String { "spool \(root.path)" }
     /// Progress is written at most four times a second; a cancel request is seen within this time.
-    public var renewInterval: Duration { .milliseconds(250) }
+    public var renewInterval: Duration { Self.renewInterval }
+    private static let renewInterval = StatusFileSchedule.fastest
     public var leaseDuration: Duration? { nil }
 
     enum Folder: String, CaseIterable {
