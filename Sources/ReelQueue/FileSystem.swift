@@ -1,20 +1,22 @@
 import Foundation
+import ReelExport
 import Synchronization
 
 /// Small POSIX helpers the spool is built on: atomic replacement, exclusive creation, file locks and
-/// fast directory listing.
-enum FileSystem {
-    struct Failure: Error, CustomStringConvertible {
+/// fast directory listing. Every store writes its status files with `writeStatusFile`.
+package enum FileSystem {
+    package struct Failure: Error, CustomStringConvertible {
         var message: String
-        var description: String { message }
+        package var description: String { message }
         static func errno(_ what: String, _ path: String) -> Failure {
             Failure(message: "\(what) \(path): \(String(cString: strerror(Glibc.errno)))")
         }
     }
 
-    /// Replaces `path` atomically: writes a temporary file beside it, fsyncs it (when `durable`),
-    /// renames it over. A reader sees the old content or the new, never a mix.
-    static func writeAtomically(_ data: Data, to path: String, durable: Bool = true) throws(Failure) {
+    /// Replaces `path` atomically: writes a temporary file beside it, fsyncs that file (when
+    /// `durable`; not the folder, so the rename itself may be lost to a crash), renames it over. A
+    /// reader sees the old content or the new, never a mix.
+    package static func writeAtomically(_ data: Data, to path: String, durable: Bool = true) throws(Failure) {
         let temporary = try writeTemporary(data, beside: path, durable: durable)
         guard rename(temporary, path) == 0 else {
             let failure = Failure.errno("cannot write", path)
@@ -38,6 +40,21 @@ enum FileSystem {
             throw failure
         }
         return temporary
+    }
+
+    /// Replaces the status file at `path` with `status` (the schema README documents; `orphaned`, which
+    /// only `reel status` prints, left out) atomically. `durable` fsyncs it first: every change but
+    /// progress, whose loss in a crash costs nothing the next update does not replace.
+    package static func writeStatusFile(_ status: JobStatus, to path: String, durable: Bool) throws(Failure) {
+        var status = status
+        status.orphaned = nil
+        let data: Data
+        do {
+            data = try JSONCoding.prettyEncoder.encode(status)
+        } catch {
+            throw Failure(message: "cannot encode the status of \(status.id): \(error)")
+        }
+        try writeAtomically(data, to: path, durable: durable)
     }
 
     /// Creates `path` as a symbolic link holding `value` (a job id) only if the name is free; returns

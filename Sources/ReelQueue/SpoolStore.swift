@@ -194,13 +194,7 @@ public final class SpoolStore: JobStore {
     /// progress-only updates skip that: a rename alone keeps readers from seeing half a file, and a
     /// crash that loses a progress tick loses nothing that matters.
     func writeStatus(_ status: JobStatus, durable: Bool = true) throws(FileSystem.Failure) {
-        let data: Data
-        do {
-            data = try JSONCoding.prettyEncoder.encode(status)
-        } catch {
-            throw FileSystem.Failure(message: "cannot encode the status of \(status.id): \(error)")
-        }
-        try FileSystem.writeAtomically(data, to: statusFile(status.id), durable: durable)
+        try FileSystem.writeStatusFile(status, to: statusFile(status.id), durable: durable)
     }
 
     public func status(_ id: String) async throws -> JobStatus? {
