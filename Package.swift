@@ -87,6 +87,7 @@ let package = Package(
         .executableTarget(
             name: "reel",
             dependencies: [
+                "ReelMedia",
                 "ReelExport",
                 "ReelQueue",
                 "ReelFleet",
@@ -110,7 +111,8 @@ let package = Package(
         .target(name: "CSpawn"),
         .target(name: "ReelSpawn", dependencies: ["CSpawn"]),
         .target(
-            name: "TestSupport", dependencies: ["ReelSpawn", .product(name: "Logging", package: "swift-log")],
+            name: "TestSupport",
+            dependencies: ["ReelMedia", "ReelSpawn", .product(name: "Logging", package: "swift-log")],
             path: "Tests/TestSupport"),
         // The queue's contract as test cases any store runs (the spool here, PostgreSQL in the fleet).
         .target(name: "QueueContract", dependencies: ["ReelQueue", "TestSupport"], path: "Tests/QueueContract"),

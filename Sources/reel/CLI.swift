@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import Logging
 import ReelExport
+import ReelMedia
 import ReelQueue
 import Synchronization
 

@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import ReelExport
 import ReelFleet
+import ReelMedia
 import ReelQueue
 
 @main
@@ -252,3 +253,4 @@ struct CLIFailure: Error {
 }
 
 extension Logger.Level: @retroactive ExpressibleByArgument {}
+extension ReelLogHandler.Format: @retroactive ExpressibleByArgument {}
