@@ -64,7 +64,7 @@ struct CodeTests {
     /// queue's own in `JobError.Code`.
     static func codeDeclarations() throws -> [(code: String, meaning: String)] {
         var declarations: [(code: String, meaning: String)] = []
-        for path in ["Sources/ReelExport/ExportError.swift", "Sources/ReelQueue/Job.swift"] {
+        for path in ["Sources/ReelExport/Session/ExportError.swift", "Sources/ReelQueue/Model/Job.swift"] {
             var comment: [String] = []
             for line in try Repository.text(path).split(separator: "\n") {
                 let code = line.trimmingCharacters(in: .whitespaces)

@@ -1,5 +1,5 @@
 import Foundation
-import ReelMedia
+internal import ReelMedia
 
 /// Which container metadata an export keeps.
 public enum MetadataPolicy: String, Sendable, Codable, CaseIterable {

@@ -1,4 +1,4 @@
-import ReelMedia
+internal import ReelMedia
 
 /// What a re-encoding video preset does with the colours of a track.
 ///
