@@ -55,7 +55,7 @@ let package = Package(
         .target(
             name: "ReelQueue",
             dependencies: [
-                "ReelExport", "ReelSpawn", "CSpawn", .product(name: "Logging", package: "swift-log"),
+                "ReelMedia", "ReelExport", "ReelSpawn", "CSpawn", .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
@@ -121,7 +121,7 @@ let package = Package(
         .testTarget(
             name: "ReelQueueTests",
             dependencies: [
-                "ReelQueue", "ReelSpawn", "CSpawn", "TestSupport", "QueueContract",
+                "ReelQueue", "ReelMedia", "ReelSpawn", "CSpawn", "TestSupport", "QueueContract",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),

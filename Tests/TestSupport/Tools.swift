@@ -1,4 +1,5 @@
 import Foundation
+import ReelMedia
 import ReelSpawn
 import Synchronization
 

@@ -59,17 +59,7 @@ public struct Asset: Sendable {
 
     /// Probes off the caller's thread, so async code never blocks the cooperative pool on file I/O.
     public static func load(_ url: URL, limits: InputLimits = .standard) async throws(ExportError) -> Asset {
-        let result: Result<Asset, ExportError> = await withCheckedContinuation { continuation in
-            let thread = Thread {
-                do throws(ExportError) {
-                    continuation.resume(returning: .success(try Asset(url: url, limits: limits)))
-                } catch {
-                    continuation.resume(returning: .failure(error))
-                }
-            }
-            thread.start()
-        }
-        return try result.get()
+        try await onOwnThread(named: "reel-probe") { () throws(ExportError) in try Asset(url: url, limits: limits) }
     }
 
     /// Size as a viewer sees it: sample aspect ratio and rotation applied.

@@ -407,18 +407,8 @@ public final class ExportSession: Sendable {
     /// cancels the export. Throws `ExportError`; `status` and `error` say the same.
     public func export() async throws(ExportError) {
         let outcome: Swift.Result<Void, ExportError> = await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in
-                let thread = Thread { [self] in
-                    do throws(ExportError) {
-                        try exportBlocking()
-                        continuation.resume(returning: .success(()))
-                    } catch {
-                        continuation.resume(returning: .failure(error))
-                    }
-                }
-                thread.name = "reel-export"
-                thread.stackSize = 4 << 20
-                thread.start()
+            await onOwnThread(named: "reel-export", stackSize: 4 << 20) { [self] in
+                Swift.Result { () throws(ExportError) in try exportBlocking() }
             }
         } onCancel: {
             cancelExport()

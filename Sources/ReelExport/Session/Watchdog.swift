@@ -42,10 +42,10 @@ final class Watchdog: Sendable {
         let heartbeat = Heartbeat()
         let box = Mutex<Result<Void, MediaError>?>(nil)
         let done = MonotonicSignal()
-        let thread = Thread {
+        startThread(named: "reel-pipeline", stackSize: 8 << 20) {
             // The kernel's name too, which the threads the work starts inherit: `top -H`, gdb and
             // the clock-step test tell the pipeline's threads from the watching one by it.
-            Watchdog.nameThisThread("reel-pipeline")
+            nameThisThread("reel-pipeline")
             let result: Result<Void, MediaError>
             do throws(MediaError) {
                 try work(heartbeat)
@@ -56,9 +56,6 @@ final class Watchdog: Sendable {
             box.withLock { $0 = result }
             done.signal()
         }
-        thread.name = "reel-pipeline"
-        thread.stackSize = 8 << 20
-        thread.start()
         let timeout = Duration.seconds(self.timeout)
         let grace = Duration.seconds(self.grace)
         var lastBeat = heartbeat.value
@@ -84,19 +81,6 @@ final class Watchdog: Sendable {
             }
         }
         return box.withLock { $0 }
-    }
-}
-
-extension Watchdog {
-    /// Names the calling thread for the kernel (what `top -H`, gdb and `/proc` show, and what the
-    /// threads it starts inherit). Foundation's `Thread.name` does not reach the kernel on Linux, and
-    /// `pthread_setname_np` is not visible to Swift; a thread may rename itself through `/proc`.
-    static func nameThisThread(_ name: String) {
-        let fd = open("/proc/thread-self/comm", O_WRONLY | O_CLOEXEC)
-        guard fd >= 0 else { return }
-        let bytes = Array(name.utf8.prefix(15))
-        _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-        close(fd)
     }
 }
 

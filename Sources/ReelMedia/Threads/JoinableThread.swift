@@ -13,13 +13,10 @@ final class JoinableThread<Result>: Sendable {
     init(name: String, stackSize: Int = 8 << 20, _ body: @escaping @Sendable () -> sending Result) {
         let outcome = outcome
         let finished = finished
-        let thread = Thread {
+        startThread(named: name, stackSize: stackSize) {
             outcome.put(body())
             finished.signal()
         }
-        thread.name = name
-        thread.stackSize = stackSize
-        thread.start()
     }
 
     /// Waits for the thread's closure to return and takes its result. Call once.

@@ -1,6 +1,7 @@
 import Foundation
 import ReelExport
-import ReelSpawn
+// `public`: ChildRequest.limits is an `InputLimits`, ReelMedia's `InputPolicy` under ReelExport's name.
+public import ReelMedia
 import Synchronization
 
 /// What an isolating worker asks its export process (`reel _run-job`) to do: one JSON object on the
@@ -166,9 +167,7 @@ public final class ChildRunner: Sendable {
             inbox.close()
             workerGone()
         }
-        let first = await withCheckedContinuation { continuation in
-            startThread(named: "reel-child-request") { continuation.resume(returning: inbox.take()) }
-        }
+        let first = await onOwnThread(named: "reel-child-request") { inbox.take() }
         guard let first else { return Self.interruptedStatus }
         return await run(request: Data(first.utf8)) { event in
             printLine(event.jsonLine)

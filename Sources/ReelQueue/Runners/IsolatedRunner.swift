@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import ReelExport
+internal import ReelMedia
 import ReelSpawn
 import Synchronization
 

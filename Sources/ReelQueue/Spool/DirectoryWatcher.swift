@@ -1,5 +1,5 @@
 import Foundation
-import ReelSpawn
+internal import ReelMedia
 import Synchronization
 
 /// Wakes waiting workers when a file appears in a folder (inotify), so new jobs start at once while an

@@ -1,5 +1,5 @@
 import Foundation
-import ReelSpawn
+internal import ReelMedia
 import Synchronization
 
 /// Eight long-lived threads for blocking file work: the spool's open, write, fsync, rename, flock and
