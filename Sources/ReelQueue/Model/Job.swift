@@ -395,3 +395,12 @@ public struct JobStatus: Sendable, Codable, Equatable {
         try c.encodeIfPresent(orphaned, forKey: .orphaned)
     }
 }
+
+extension JobStatus {
+    /// A new job's id, for every store: `j` + microseconds since 1970 (13 hex digits) + 4 random hex
+    /// digits, so ids sort by creation time.
+    package static func newID(_ now: Date) -> String {
+        let microseconds = UInt64(max(0, now.timeIntervalSince1970) * 1_000_000)
+        return "j" + String(format: "%013llx", microseconds) + String(format: "%04x", UInt16.random(in: 0...UInt16.max))
+    }
+}

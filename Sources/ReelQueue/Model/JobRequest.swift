@@ -154,6 +154,11 @@ extension JobSpec {
             throw ExportError(.invalidArgument, "an idempotency key must be 1 to 100 bytes, not \(key.utf8.count)")
         }
     }
+
+    /// What a store answers to a spec whose key is no valid idempotency key (`.invalid`).
+    package static func refuseKey(_ key: String) -> QueueError? {
+        isValidKey(key) ? nil : QueueError(.invalid, "an idempotency key must be 1 to 100 bytes")
+    }
 }
 
 /// A JSON-lines file of job requests: `reel submit --manifest`.

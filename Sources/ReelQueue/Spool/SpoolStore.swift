@@ -109,7 +109,7 @@ public final class SpoolStore: JobStore {
 
     private func submitNow(_ spec: JobSpec) throws(QueueError) -> Submitted {
         let now = Date()
-        let id = SpoolStore.newID(now)
+        let id = JobStatus.newID(now)
         var spec = spec
         spec.output = spec.output.replacingOccurrences(of: "{id}", with: id)
         var keyFile: String?
@@ -162,13 +162,6 @@ public final class SpoolStore: JobStore {
         throw QueueError(.conflict, "the key '\(key)' names a job whose status cannot be read")
     }
 
-    /// Job ids sort by creation time: `j` + microseconds since 1970 (13 hex digits) + 4 random hex.
-    static func newID(_ now: Date) -> String {
-        let microseconds = UInt64(max(0, now.timeIntervalSince1970) * 1_000_000)
-        return "j" + String(format: "%013llx", microseconds)
-            + String(format: "%04x", UInt16.random(in: 0...UInt16.max))
-    }
-
     /// Waiting markers sort by priority (higher first), then by id (submission time).
     static func waitingName(id: String, priority: Int) -> String {
         let clamped = max(-99_999, min(99_999, priority))
@@ -181,11 +174,8 @@ public final class SpoolStore: JobStore {
     }
 
     static func keyName(_ key: String) throws(QueueError) -> String {
-        let bytes = Array(key.utf8)
-        guard JobSpec.isValidKey(key) else {
-            throw QueueError(.invalid, "an idempotency key must be 1 to 100 bytes")
-        }
-        return bytes.map { String(format: "%02x", $0) }.joined()
+        if let refusal = JobSpec.refuseKey(key) { throw refusal }
+        return Array(key.utf8).map { String(format: "%02x", $0) }.joined()
     }
 
     // MARK: - Status files
