@@ -16,7 +16,7 @@ extension PostgresStore {
     /// worker's name, a deadline on the database's clock and its next attempt.
     public func claim(worker: String) async throws -> Lease? {
         notifications.start()
-        let lease = options.lease.inSeconds
+        let lease = options.lease / .seconds(1)
         let claimed = try await perform("claim a job", within: workerTimeout) {
             try await self.rows(
                 """
@@ -60,7 +60,7 @@ extension PostgresStore {
         var rounded = JobStatus(id: lease.id, spec: lease.spec, now: Date())
         if let progress { rounded.record(progress, now: Date()) }
         let report = rounded
-        let seconds = options.lease.inSeconds
+        let seconds = options.lease / .seconds(1)
         let hasProgress = progress != nil
         let renewed = try await perform("renew the lease of \(lease.id)", within: workerTimeout) {
             try await self.rows(

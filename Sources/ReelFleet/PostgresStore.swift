@@ -130,7 +130,7 @@ public final class PostgresStore: JobStore, Service {
         // A wait for a lock gives up at half the limit, so that it fails as what it is (a lock held
         // elsewhere) rather than as a statement that ran too long. (Migrations set their own.)
         let limit = Self.workerTimeout(lease: options.lease)
-        let milliseconds = { (duration: Duration) in "\(Int((duration.inSeconds * 1000).rounded()))" }
+        let milliseconds = { (duration: Duration) in "\(Int((duration / .milliseconds(1)).rounded()))" }
         configuration.options.additionalStartupParameters = [
             ("application_name", options.applicationName), ("statement_timeout", milliseconds(limit)),
             ("lock_timeout", milliseconds(limit / 2)), ("idle_in_transaction_session_timeout", milliseconds(limit)),
@@ -208,7 +208,7 @@ public final class PostgresStore: JobStore, Service {
         } catch let error as Deadline.Expired {
             _ = error
             throw QueueError(
-                .unavailable, "cannot \(what): the database at \(url) did not answer within \(limit.inSeconds) s")
+                .unavailable, "cannot \(what): the database at \(url) did not answer within \(limit / .seconds(1)) s")
         } catch {
             throw failure(error, what)
         }
@@ -263,10 +263,3 @@ public final class PostgresStore: JobStore, Service {
     }
 }
 
-extension Duration {
-    /// The duration in seconds, as a `Double`.
-    var inSeconds: Double {
-        let (seconds, attoseconds) = components
-        return Double(seconds) + Double(attoseconds) / 1e18
-    }
-}

@@ -81,7 +81,7 @@ enum Schema {
     /// migration may take long, and waits for the one before it.
     static func migrate(_ client: PostgresClient, limit: Duration, logger: Logger) async throws -> [Int] {
         var applied: [Int] = []
-        let milliseconds = Int(limit.components.seconds * 1000)
+        let milliseconds = Int(limit / .milliseconds(1))
         for migration in migrations {
             let done = try await client.withTransaction(logger: logger) { connection -> Bool in
                 try await connection.query(

@@ -130,9 +130,7 @@ extension StatusReport {
         running = jobs
         store = Store(
             available: summary != nil, error: snapshot?.error, sampledAt: snapshot?.takenAt,
-            sampleSeconds: snapshot.map {
-                Double($0.duration.components.seconds) + Double($0.duration.components.attoseconds) / 1e18
-            },
+            sampleSeconds: snapshot.map { $0.duration / .seconds(1) },
             counts: Dictionary(uniqueKeysWithValues: counts.map { ($0.key.rawValue, $0.value) }))
         recentFailures = (summary?.recentFailures ?? []).map { status in
             Failure(

@@ -98,8 +98,7 @@ struct DatabaseCommand: AsyncParsableCommand {
                 return try await group.reduce(into: [Int]()) { $0.append($1) }
             }
             let elapsed = ContinuousClock.now - began
-            let (whole, fraction) = elapsed.components
-            let secondsTaken = Double(whole) + Double(fraction) / 1e18
+            let secondsTaken = elapsed / .seconds(1)
             for store in stores { await store.close() }
             let total = counts.reduce(0, +)
             CLI.printLine(

@@ -14,7 +14,7 @@ public func onOwnThread<T: Sendable>(
             let result = Result { try body() }
             if once.claim() { continuation.resume(with: result) }
         }
-        DispatchQueue.global().asyncAfter(deadline: .now() + timeLimit.seconds) {
+        DispatchQueue.global().asyncAfter(deadline: .now() + timeLimit / .seconds(1)) {
             if once.claim() {
                 continuation.resume(throwing: ToolFailure(message: "blocking work ran longer than \(timeLimit)"))
             }

@@ -63,7 +63,7 @@ public enum Tools {
             collected.withLock { $0.timedOut = true }
             child.signal(SIGKILL)
         }
-        DispatchQueue.global().asyncAfter(deadline: .now() + timeLimit.seconds, execute: kill)
+        DispatchQueue.global().asyncAfter(deadline: .now() + timeLimit / .seconds(1), execute: kill)
         await withCheckedContinuation { continuation in
             group.notify(queue: .global()) { continuation.resume() }
         }
@@ -242,13 +242,6 @@ public func eventually<T>(
     }
 }
 
-extension Duration {
-    /// The duration in seconds, as a `Double`.
-    public var seconds: Double {
-        let (seconds, attoseconds) = components
-        return Double(seconds) + Double(attoseconds) / 1e18
-    }
-}
 
 public struct ToolFailure: Error, CustomStringConvertible {
     public var message: String

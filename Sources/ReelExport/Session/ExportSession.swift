@@ -549,16 +549,8 @@ public final class ExportSession: Sendable {
         injectFault(into: output.temporary)
         let verifying = ContinuousClock.now
         try OutputVerification.check(output.temporary, plan: exportPlan, asset: asset, written: made?.written)
-        return (ExportSession.seconds(since: verifying), made?.lock)
+        return ((ContinuousClock.now - verifying) / .seconds(1), made?.lock)
     }
-
-    /// Seconds on the monotonic clock from `start` to `end` (now by default).
-    static func seconds(from start: ContinuousClock.Instant, to end: ContinuousClock.Instant = .now) -> Double {
-        let (whole, fraction) = (end - start).components
-        return Double(whole) + Double(fraction) / 1e18
-    }
-
-    static func seconds(since start: ContinuousClock.Instant) -> Double { seconds(from: start) }
 
     private static func fileBytes(_ url: URL) -> Int64? {
         var status = stat()
@@ -631,7 +623,7 @@ public final class ExportSession: Sendable {
             bytes: info.fileBytes, durationSeconds: info.durationSeconds, width: video?.displaySize?.width,
             height: video?.displaySize?.height, videoCodec: video?.codec, audioCodec: audio?.codec,
             networkOptimized: (try? MovieAtoms.moovPrecedesMdat(url)) ?? false,
-            elapsedSeconds: seconds(since: started), method: .transcode, decision: "",
+            elapsedSeconds: (ContinuousClock.now - started) / .seconds(1), method: .transcode, decision: "",
             metadata: Result.WrittenMetadata(info.metadata))
     }
 
@@ -649,7 +641,7 @@ public final class ExportSession: Sendable {
     /// no-op once the session has finished: a thread the watchdog abandoned may still report.
     func publish(_ update: TranscodeProgress, started: ContinuousClock.Instant) {
         let now = ContinuousClock.now
-        let elapsed = ExportSession.seconds(from: started, to: now)
+        let elapsed = (now - started) / .seconds(1)
         let (snapshot, observers, handler):
             (Progress, [AsyncStream<Progress>.Continuation], (@Sendable (Progress) -> Void)?) = state.withLock {
                 state in
@@ -676,7 +668,7 @@ public final class ExportSession: Sendable {
             state.error = error
             state.result = result
             state.progress.status = status
-            state.progress.elapsedSeconds = ExportSession.seconds(since: started)
+            state.progress.elapsedSeconds = (ContinuousClock.now - started) / .seconds(1)
             if status == .completed {
                 state.progress.fraction = 1
                 state.progress.secondsRemaining = 0

@@ -44,7 +44,7 @@ extension SpoolStore {
                 "claimed",
                 metadata: [
                     "job": "\(id)", "attempt": "\(status.attempts)", "worker": "\(worker)",
-                    "claimMs": "\(String(format: "%.2f", (ContinuousClock.now - began).seconds * 1000))",
+                    "claimMs": "\(String(format: "%.2f", (ContinuousClock.now - began) / .milliseconds(1)))",
                 ])
             return Lease(id: id, attempt: status.attempts, token: token, worker: worker, spec: spec)
         }
@@ -210,14 +210,6 @@ extension SpoolStore {
             if best.count > count { best.removeLast() }
         }
         return best
-    }
-}
-
-extension Duration {
-    /// The duration in seconds.
-    var seconds: Double {
-        let (seconds, attoseconds) = components
-        return Double(seconds) + Double(attoseconds) / 1e18
     }
 }
 

@@ -80,9 +80,7 @@ public final class QueueMonitor: Service, Sendable {
         }
         snapshot.duration = ContinuousClock.now - began
         Gauge(label: "reel_store_up").record(snapshot.summary == nil ? 0 : 1)
-        let seconds =
-            Double(snapshot.duration.components.seconds) + Double(snapshot.duration.components.attoseconds) / 1e18
-        Gauge(label: "reel_queue_summary_seconds").record(seconds)
+        Gauge(label: "reel_queue_summary_seconds").record(snapshot.duration / .seconds(1))
         let result = snapshot
         latest.withLock { $0 = result }
         return result

@@ -83,10 +83,10 @@ struct WorkerMetrics: Sendable {
         case .completed(let result):
             let method = result.methodName
             Counter(label: Names.completed, dimensions: [("preset", preset), ("method", method)]).increment()
-            Metrics.Timer(label: Names.exportDuration, dimensions: dimensions).recordSeconds(elapsed.seconds)
-            if elapsed.seconds > 0 {
+            Metrics.Timer(label: Names.exportDuration, dimensions: dimensions).recordSeconds(elapsed / .seconds(1))
+            if elapsed > .zero {
                 Recorder(label: Names.realtimeFactor, dimensions: dimensions)
-                    .record(result.durationSeconds / elapsed.seconds)
+                    .record(result.durationSeconds / (elapsed / .seconds(1)))
             }
             FloatingPointCounter(label: Names.mediaSeconds, dimensions: dimensions)
                 .increment(by: max(0, result.durationSeconds))

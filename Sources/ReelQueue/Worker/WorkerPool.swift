@@ -160,7 +160,7 @@ public final class WorkerPool: Sendable {
                         "cannot claim a job",
                         metadata: [
                             "store": "\(store.location)", "error": "\(error)",
-                            "retryIn": "\(String(format: "%.2f", claimBackoff.delay.seconds))",
+                            "retryIn": "\(String(format: "%.2f", claimBackoff.delay / .seconds(1)))",
                         ])
                     await store.waitForRecovery(timeout: claimBackoff.next())
                     continue
@@ -266,7 +266,7 @@ public final class WorkerPool: Sendable {
                     "cannot reach the store; not ready",
                     metadata: [
                         "store": "\(store.location)", "error": "\(error)",
-                        "retryIn": "\(String(format: "%.2f", backoff.delay.seconds))",
+                        "retryIn": "\(String(format: "%.2f", backoff.delay / .seconds(1)))",
                     ])
                 await store.waitForRecovery(timeout: backoff.next())
             }
@@ -553,14 +553,14 @@ public final class WorkerPool: Sendable {
         var metadata: Logger.Metadata = [
             "job": "\(lease.id)", "attempt": "\(lease.attempt)", "asset": "\(lease.spec.asset)",
             "output": "\(lease.spec.output)", "preset": "\(lease.spec.preset)",
-            "elapsed": "\(String(format: "%.3f", elapsed.seconds))",
+            "elapsed": "\(String(format: "%.3f", elapsed / .seconds(1)))",
         ]
         switch outcome {
         case .completed(let result):
             metadata["method"] = "\(result.methodName)"
             metadata["bytes"] = "\(result.bytes)"
-            if elapsed.seconds > 0 {
-                metadata["speed"] = "\(String(format: "%.2f", result.durationSeconds / elapsed.seconds))"
+            if elapsed > .zero {
+                metadata["speed"] = "\(String(format: "%.2f", result.durationSeconds / (elapsed / .seconds(1))))"
             }
             logger.info("job completed", metadata: metadata)
         case .failed(let error):
