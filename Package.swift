@@ -76,10 +76,11 @@ let package = Package(
         .target(
             name: "ReelServer",
             dependencies: [
-                "ReelQueue", .product(name: "Hummingbird", package: "hummingbird"),
+                "ReelQueue", "ReelExport", .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -115,14 +116,18 @@ let package = Package(
             dependencies: ["ReelMedia", "ReelSpawn", .product(name: "Logging", package: "swift-log")],
             path: "Tests/TestSupport"),
         // The queue's contract as test cases any store runs (the spool here, PostgreSQL in the fleet).
-        .target(name: "QueueContract", dependencies: ["ReelQueue", "TestSupport"], path: "Tests/QueueContract"),
-        .testTarget(name: "ReelMediaTests", dependencies: ["ReelMedia", "TestSupport"]),
-        .testTarget(name: "ReelExportTests", dependencies: ["ReelExport", "TestSupport"]),
+        .target(
+            name: "QueueContract", dependencies: ["ReelQueue", "ReelExport", "TestSupport"], path: "Tests/QueueContract"),
+        .testTarget(
+            name: "ReelMediaTests",
+            dependencies: ["ReelMedia", "TestSupport", .product(name: "Logging", package: "swift-log")]),
+        .testTarget(name: "ReelExportTests", dependencies: ["ReelExport", "ReelMedia", "TestSupport"]),
         .testTarget(
             name: "ReelQueueTests",
             dependencies: [
-                "ReelQueue", "ReelMedia", "ReelSpawn", "CSpawn", "TestSupport", "QueueContract",
+                "ReelQueue", "ReelExport", "ReelMedia", "ReelSpawn", "CSpawn", "TestSupport", "QueueContract",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .testTarget(name: "ReelCLITests", dependencies: ["TestSupport"]),
@@ -131,7 +136,7 @@ let package = Package(
             name: "ReelFleetTests",
             dependencies: [
                 "ReelFleet", "ReelQueue", "ReelExport", "QueueContract", "TestSupport",
-                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "Logging", package: "swift-log"),
             ]
         ),
         // A running worker's HTTP side, black box: metrics scraped and parsed, health, the status page
