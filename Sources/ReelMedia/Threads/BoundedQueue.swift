@@ -20,6 +20,7 @@ final class BoundedQueue<Element>: @unchecked Sendable {
     private var items: [Moving] = []
     private var closed = false
     private var aborted = false
+    private var waiters = 0
     let capacity: Int
 
     init(capacity: Int) {
@@ -32,7 +33,7 @@ final class BoundedQueue<Element>: @unchecked Sendable {
         let moving = Moving(element: element)
         condition.lock()
         defer { condition.unlock() }
-        while items.count >= capacity && !aborted { condition.wait() }
+        while items.count >= capacity && !aborted { wait() }
         if aborted { throw MediaError.pipelineStopped() }
         items.append(moving)
         condition.broadcast()
@@ -43,7 +44,7 @@ final class BoundedQueue<Element>: @unchecked Sendable {
     func pop() throws(MediaError) -> Element? {
         condition.lock()
         defer { condition.unlock() }
-        while items.isEmpty && !closed && !aborted { condition.wait() }
+        while items.isEmpty && !closed && !aborted { wait() }
         if aborted { throw MediaError.pipelineStopped() }
         if items.isEmpty { return nil }
         let moving = items.removeFirst()
@@ -57,6 +58,21 @@ final class BoundedQueue<Element>: @unchecked Sendable {
         closed = true
         condition.broadcast()
         condition.unlock()
+    }
+
+    /// How many threads are waiting in `push` or `pop` right now (a test sees a side blocked before
+    /// it aborts the queue, so the abort's wake-up is what it proves).
+    var waiting: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return waiters
+    }
+
+    /// Waits for a change, counted in `waiting`; the condition lock is held.
+    private func wait() {
+        waiters += 1
+        condition.wait()
+        waiters -= 1
     }
 
     /// Stops both sides at once: every waiting and later `push` and `pop` throws `pipelineStopped`.
