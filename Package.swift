@@ -139,6 +139,11 @@ let package = Package(
                 .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // Scripts/bench-fleet's claim-and-finish load on a fleet's database (not part of `reel`).
+        .executableTarget(
+            name: "reel-bench-claims",
+            dependencies: ["ReelFleet", "ReelQueue", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            path: "Tests/ReelBenchClaims"),
         // A running worker's HTTP side, black box: metrics scraped and parsed, health, the status page
         // in headless Chromium.
         .testTarget(name: "ReelServerTests", dependencies: ["TestSupport"]),
