@@ -137,7 +137,8 @@ extension PostgresStore {
         logger.debug(
             "finished",
             metadata: [
-                "job": "\(lease.id)", "state": "\(recorded.state.rawValue)", "error": "\(recorded.error?.code.rawValue ?? "-")",
+                "job": "\(lease.id)", "state": "\(recorded.state.rawValue)",
+                "error": "\(recorded.error?.code.rawValue ?? "-")",
             ])
         return true
     }

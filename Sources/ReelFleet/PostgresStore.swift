@@ -262,4 +262,3 @@ public final class PostgresStore: JobStore, Service {
         statusFiles?.write(status, durable: durable)
     }
 }
-

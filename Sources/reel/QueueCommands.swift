@@ -232,7 +232,8 @@ struct WaitCommand: AsyncParsableCommand {
             if let deadline, ContinuousClock.now >= deadline {
                 JobPrinter.print(statuses, json: json, table: false)
                 let open = statuses.filter { !$0.state.isTerminal }.map(\.id)
-                throw CLIFailure(message: "timed out waiting for \(open.joined(separator: ", "))", exitStatus: .timedOut)
+                throw CLIFailure(
+                    message: "timed out waiting for \(open.joined(separator: ", "))", exitStatus: .timedOut)
             }
             try await Task.sleep(for: .milliseconds(200))
         }

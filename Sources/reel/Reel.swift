@@ -92,13 +92,25 @@ struct GlobalOptions: ParsableArguments {
         name: .long,
         help: ArgumentHelp(
             "Log level: trace, debug, info, notice, warning, error, critical (env REEL_LOG_LEVEL; default warning, info for work).",
-            valueName: "level"))
+            valueName: "level"),
+        transform: GlobalOptions.named)
     var logLevel: Logger.Level?
 
     @Option(
         name: .long,
-        help: ArgumentHelp("Log lines as text or json, on stderr (env REEL_LOG_FORMAT).", valueName: "format"))
+        help: ArgumentHelp("Log lines as text or json, on stderr (env REEL_LOG_FORMAT).", valueName: "format"),
+        transform: GlobalOptions.named)
     var logFormat: ReelLogHandler.Format?
+
+    /// The value of a type whose values are named by their raw strings (a log level, a format): parsed
+    /// here rather than through an `ExpressibleByArgument` conformance the types' own modules lack.
+    static func named<Value: RawRepresentable & CaseIterable>(_ text: String) throws -> Value
+    where Value.RawValue == String {
+        guard let value = Value(rawValue: text) else {
+            throw ValidationError("'\(text)' is not one of \(Value.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+        return value
+    }
 
     /// Sets up logging (quiet unless --verbose or --log-level): `--log-level`, else `$REEL_LOG_LEVEL`,
     /// else the command's default.
@@ -251,6 +263,3 @@ struct CLIFailure: Error {
     var message: String
     var exitStatus = ExitStatus.failure
 }
-
-extension Logger.Level: @retroactive ExpressibleByArgument {}
-extension ReelLogHandler.Format: @retroactive ExpressibleByArgument {}

@@ -264,7 +264,8 @@ public enum JobStoreContract {
         let id = try await submit(store)
         let lease = try #require(try await store.claim(worker: "w"))
         #expect(
-            try await store.finish(lease, .failed(JobError(code: .init(.noSpace), message: "disk full", retryable: true))))
+            try await store.finish(
+                lease, .failed(JobError(code: .init(.noSpace), message: "disk full", retryable: true))))
         let waiting = try #require(try await store.status(id))
         #expect(waiting.state == .waiting && waiting.error?.code == JobError.Code(.noSpace))
         let due = try #require(waiting.notBefore)
@@ -279,7 +280,8 @@ public enum JobStoreContract {
             try await store.finish(
                 again, .failed(JobError(code: .init(.unreadableInput), message: "corrupt", retryable: false))))
         let failed = try #require(try await store.status(id))
-        #expect(failed.state == .failed && failed.error?.code == JobError.Code(.unreadableInput) && failed.notBefore == nil)
+        #expect(
+            failed.state == .failed && failed.error?.code == JobError.Code(.unreadableInput) && failed.notBefore == nil)
     }
 
     static func handBackKeepsTheAttempt(_ harness: any StoreHarness) async throws {
@@ -344,7 +346,8 @@ public enum JobStoreContract {
         // The same request again is the same job, whatever became of it (a client retrying a submit).
         let lease = try #require(try await store.claim(worker: "w"))
         #expect(
-            try await store.finish(lease, .failed(JobError(code: .init(.unreadableInput), message: "x", retryable: false))))
+            try await store.finish(
+                lease, .failed(JobError(code: .init(.unreadableInput), message: "x", retryable: false))))
         let again = try await store.submit(try await spec(key: "upload-7"))
         #expect(!again.created && again.status.id == first.status.id && again.status.state == .failed)
         // A different request under the same key is refused, naming the job and what differs.

@@ -28,7 +28,8 @@ struct LogHandlerTests {
         let written = Self.lines(.text, "job completed", ["asset": "\(Self.forged)", "job": "j1", "empty": ""])
         let line = try #require(written.first)
         #expect(written.count == 1 && line.hasSuffix("\n") && line.dropLast().allSatisfy { !$0.isNewline })
-        #expect(line.contains(#"asset="clip\n2026-01-01T00:00:00.000Z error reel.worker: forged \"line\" a\\b\r\t\u{1b}.mov""#))
+        let escaped = #"asset="clip\n2026-01-01T00:00:00.000Z error reel.worker: forged \"line\" a\\b\r\t\u{1b}.mov""#
+        #expect(line.contains(escaped))
         #expect(line.contains(#" empty="" "#) && line.hasSuffix(" job=j1\n"))
         #expect(line.contains(" info reel.test: job completed "))
     }

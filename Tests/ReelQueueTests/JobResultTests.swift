@@ -26,7 +26,8 @@ struct JobResultTests {
 
     @Test func aStatusFileCarriesEveryFieldOfTheExportsResult() throws {
         var status = JobStatus(
-            id: "j1", spec: JobSpec(asset: "/a.mov", preset: "1280x720", outputType: .mp4, output: "/a.mp4"), now: Date())
+            id: "j1", spec: JobSpec(asset: "/a.mov", preset: "1280x720", outputType: .mp4, output: "/a.mp4"),
+            now: Date())
         status.result = JobResult(Self.full)
         let written = try #require(try Self.object(status)["result"] as? [String: Any])
         let exported = try Self.object(Self.full)

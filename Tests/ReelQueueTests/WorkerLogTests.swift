@@ -23,6 +23,7 @@ struct WorkerLogTests {
         #expect(lines.allSatisfy { $0.firstMatch(of: timestamp) != nil }, "\(worker.stderr)")
         #expect(!lines.contains { $0.contains("job failed") }, "\(worker.stderr)")
         let completed = try #require(lines.first { $0.contains("job completed") }, "\(worker.stderr)")
-        #expect(completed.contains(#"clip\n2026-01-01T00:00:00.000Z error reel.worker: job failed code=internal \"x\".mov""#))
+        let escaped = #"clip\n2026-01-01T00:00:00.000Z error reel.worker: job failed code=internal \"x\".mov""#
+        #expect(completed.contains(escaped))
     }
 }

@@ -242,7 +242,6 @@ public func eventually<T>(
     }
 }
 
-
 public struct ToolFailure: Error, CustomStringConvertible {
     public var message: String
     public init(message: String) { self.message = message }

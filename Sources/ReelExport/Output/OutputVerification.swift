@@ -64,7 +64,8 @@ enum OutputVerification {
         if let video, let audio, let videoStart = video.startSeconds, let audioStart = audio.startSeconds {
             let frame = video.sampleSeconds ?? 1.0 / 30
             let packet = audio.sampleSeconds ?? 1024.0 / 48_000
-            let expected = written.map { writtenOffset($0, video: video.index, audio: audio.index) }
+            let expected =
+                written.map { writtenOffset($0, video: video.index, audio: audio.index) }
                 ?? sourceOffset(plan: plan, asset: asset)
             let offset = audioStart - videoStart
             if abs(offset - expected) > frame + packet + 0.002 {

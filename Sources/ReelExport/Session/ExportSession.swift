@@ -513,8 +513,7 @@ public final class ExportSession: Sendable {
     /// written; returns the seconds the verification took and the file's lock.
     private func produce(
         _ exportPlan: ExportPlan, into output: OutputPublisher, started: ContinuousClock.Instant
-    ) throws(ExportError) -> (seconds: Double, lock: OutputLock?)
-    {
+    ) throws(ExportError) -> (seconds: Double, lock: OutputLock?) {
         var transcode = exportPlan.transcodePlan(limits: limits)
         transcode.outputPath = output.temporary.path
         transcode.threads = codecThreads

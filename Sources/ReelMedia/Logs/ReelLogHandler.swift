@@ -84,7 +84,8 @@ package struct ReelLogHandler: LogHandler {
             case "\n": out.append(contentsOf: #"\n"#.unicodeScalars)
             case "\r": out.append(contentsOf: #"\r"#.unicodeScalars)
             case "\t": out.append(contentsOf: #"\t"#.unicodeScalars)
-            case _ where isControl(scalar): out.append(contentsOf: "\\u{\(String(scalar.value, radix: 16))}".unicodeScalars)
+            case _ where isControl(scalar):
+                out.append(contentsOf: "\\u{\(String(scalar.value, radix: 16))}".unicodeScalars)
             default: out.append(scalar)
             }
         }

@@ -154,7 +154,8 @@ extension MediaProbe {
         }
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         if fd < 0 {
-            throw MediaError(call: "open", code: reel_averror(errno), kind: .unreadableInput, context: "cannot read \(path)")
+            throw MediaError(
+                call: "open", code: reel_averror(errno), kind: .unreadableInput, context: "cannot read \(path)")
         }
         defer { close(fd) }
         var buffer = [UInt8](repeating: 0, count: 2 * SampleTable.edgeBytes)
@@ -190,7 +191,8 @@ extension MediaProbe {
                 }
                 if read < 0 {
                     throw MediaError(
-                        call: "pread", code: reel_averror(errno), kind: .unreadableInput, context: "cannot read \(path)")
+                        call: "pread", code: reel_averror(errno), kind: .unreadableInput, context: "cannot read \(path)"
+                    )
                 }
                 if read != range.count { return "sample \(position) lies past the end of the file" }
                 filled += range.count

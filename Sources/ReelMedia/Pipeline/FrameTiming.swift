@@ -176,7 +176,8 @@ struct WrittenStreamRecorder {
         leadIn =
             !copied && kind == .audio && sampleRate > 0 && parameters.pointee.initial_padding > 0
             ? av_rescale_q(
-                Int64(parameters.pointee.initial_padding), AVRational(num: 1, den: sampleRate), stream.pointee.time_base)
+                Int64(parameters.pointee.initial_padding), AVRational(num: 1, den: sampleRate), stream.pointee.time_base
+            )
             : 0
         switch kind {
         case .video:

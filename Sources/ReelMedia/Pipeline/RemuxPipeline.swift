@@ -210,7 +210,9 @@ final class RemuxPipeline {
                 })
         output.onWrite = nil
         if let cutSeconds, cutSeconds > 0 {
-            for stream in mapping.values { output.clipWritten(stream: Int(stream.pointee.index), toSeconds: cutSeconds) }
+            for stream in mapping.values {
+                output.clipWritten(stream: Int(stream.pointee.index), toSeconds: cutSeconds)
+            }
         }
         progress(TranscodeProgress(phase: .finalizing, fraction: 1, frames: packets, mediaSeconds: mediaSeconds))
         return TranscodeOutcome(

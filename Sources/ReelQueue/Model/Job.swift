@@ -236,7 +236,8 @@ public struct JobError: Sendable, Codable, Equatable {
     }
 
     /// A job someone cancelled.
-    package static let cancelledOnRequest = JobError(code: .cancelled, message: "cancelled on request", retryable: false)
+    package static let cancelledOnRequest = JobError(
+        code: .cancelled, message: "cancelled on request", retryable: false)
 }
 
 /// What a completed job produced: the export's result, every field of it (`ExportSession.Result`),

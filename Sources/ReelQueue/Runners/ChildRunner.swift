@@ -113,7 +113,8 @@ public final class ChildRunner: Sendable {
             request = try JSONCoding.decoder.decode(ChildRequest.self, from: data)
         } catch {
             if stopped.load(ordering: .sequentiallyConsistent) { return Self.interruptedStatus }
-            emit(.failed(.init(ExportError(.internal, "unreadable request from the worker: \(error)", retryable: false))))
+            let failure = ExportError(.internal, "unreadable request from the worker: \(error)", retryable: false)
+            emit(.failed(.init(failure)))
             return 1
         }
         temporary.withLock {

@@ -197,7 +197,9 @@ struct IsolatedRunner: ExportRunner {
         // Stopped by the worker (its reason decides), or by a stop signal that someone else sent: the
         // child reports that with its own status, or died of it before it could listen.
         if stopped != nil || termination == .exited(ChildRunner.interruptedStatus) { return .interrupted }
-        if case .signalled(let signal) = termination, [SIGTERM, SIGINT, SIGHUP].contains(signal) { return .interrupted }
+        if case .signalled(let signal) = termination, [SIGTERM, SIGINT, SIGHUP].contains(signal) {
+            return .interrupted
+        }
         if case .signalled(let signal) = termination {
             let name = String(cString: strsignal(signal))
             logger.error("export process crashed", metadata: ["job": "\(job.id)", "signal": "\(signal)"])

@@ -111,7 +111,8 @@ extension SpoolStore {
         logger.debug(
             "finished",
             metadata: [
-                "job": "\(lease.id)", "state": "\(status.state.rawValue)", "error": "\(status.error?.code.rawValue ?? "-")",
+                "job": "\(lease.id)", "state": "\(status.state.rawValue)",
+                "error": "\(status.error?.code.rawValue ?? "-")",
             ])
         return true
     }

@@ -349,7 +349,9 @@ public final class WorkerPool: Sendable {
         // The lease runs from the claim: measured from before the claim was sent, never later.
         let lastRenewed = LastRenewal(job.claimSent)
         return await withTaskGroup(of: ExportAttempt?.self) { group in
-            group.addTask { await runner.run(job, threads: threads) { await self.confirm(job, lastRenewed: lastRenewed) } }
+            group.addTask {
+                await runner.run(job, threads: threads) { await self.confirm(job, lastRenewed: lastRenewed) }
+            }
             group.addTask { [self] in
                 await heartbeat(job, lastRenewed: lastRenewed)
                 return nil
