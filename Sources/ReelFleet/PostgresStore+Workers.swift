@@ -134,12 +134,7 @@ extension PostgresStore {
             return false
         }
         publish(recorded)
-        logger.debug(
-            "finished",
-            metadata: [
-                "job": "\(lease.id)", "state": "\(recorded.state.rawValue)",
-                "error": "\(recorded.error?.code.rawValue ?? "-")",
-            ])
+        logger.recordedOutcome(recorded)
         return true
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 
 /// The job state machine, in one place for every store:
 ///
@@ -146,5 +147,17 @@ extension JobStatus {
     public static func backoff(afterAttempts attempts: Int) -> TimeInterval {
         let base = min(60.0, 2.0 * pow(2.0, Double(max(0, attempts - 1))))
         return base / 2 + Double.random(in: 0...(base / 2))
+    }
+}
+
+extension Logger {
+    /// The line every store writes once it has recorded how an attempt ended (`finish`).
+    package func recordedOutcome(_ status: JobStatus) {
+        debug(
+            "finished",
+            metadata: [
+                "job": "\(status.id)", "state": "\(status.state.rawValue)",
+                "error": "\(status.error?.code.rawValue ?? "-")",
+            ])
     }
 }

@@ -108,12 +108,7 @@ extension SpoolStore {
             unlink(path(.locks, "\(lease.id).lock"))
             releaseTarget(of: status)
         }
-        logger.debug(
-            "finished",
-            metadata: [
-                "job": "\(lease.id)", "state": "\(status.state.rawValue)",
-                "error": "\(status.error?.code.rawValue ?? "-")",
-            ])
+        logger.recordedOutcome(status)
         return true
     }
 
