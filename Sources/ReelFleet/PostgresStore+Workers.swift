@@ -174,14 +174,14 @@ extension PostgresStore {
                     worker = NULL, phase = NULL, fps = NULL, eta_seconds = NULL, lease_token = NULL,
                     lease_expires = NULL, heartbeat_at = NULL, cancel_requested = false, updated_at = now()
                 FROM (VALUES
-                    ('cancelled', \(cancelled.state)::text, \(cancelled.error)::text, \(cancelled.ended)::boolean),
-                    ('poisoned', \(poisoned.state)::text, \(poisoned.error)::text, \(poisoned.ended)::boolean),
-                    ('requeued', \(requeued.state)::text, \(requeued.error)::text, \(requeued.ended)::boolean)
+                    ('cancel', \(cancelled.state)::text, \(cancelled.error)::text, \(cancelled.ended)::boolean),
+                    ('poison', \(poisoned.state)::text, \(poisoned.error)::text, \(poisoned.ended)::boolean),
+                    ('requeue', \(requeued.state)::text, \(requeued.error)::text, \(requeued.ended)::boolean)
                 ) AS way (name, state, error, ended)
                 WHERE j.state = 'exporting' AND j.lease_expires < now()
-                    AND way.name = CASE WHEN j.cancel_requested THEN 'cancelled'
-                                        WHEN j.attempts >= j.max_attempts THEN 'poisoned'
-                                        ELSE 'requeued' END
+                    AND way.name = CASE WHEN j.cancel_requested THEN 'cancel'
+                                        WHEN j.attempts >= j.max_attempts THEN 'poison'
+                                        ELSE 'requeue' END
                 RETURNING \(unescaped: Row.columns("j"))
                 """)
             if rows.contains(where: { $0.status.state == .waiting }) {

@@ -14,7 +14,10 @@ struct CodeTests {
 
     @Test func noCodeOrPhaseIsSpelledOutsideItsType() throws {
         var found: [String] = []
-        for path in Repository.files(under: "Sources", endingIn: ".swift") {
+        // The fleet's schema is frozen text: a migration, once applied, must read the same forever, so the
+        // job states its CHECK constraint lists (`cancelled` among them, a code's word too) stay spelled out.
+        let frozen: Set<String> = ["Sources/ReelFleet/Schema.swift"]
+        for path in Repository.files(under: "Sources", endingIn: ".swift") where !frozen.contains(path) {
             for (number, line) in try Repository.text(path).split(separator: "\n", omittingEmptySubsequences: false)
                 .enumerated()
             {
@@ -43,7 +46,8 @@ struct CodeTests {
         var lines = ["| code | retried | `reel export` exits | meaning |", "| --- | --- | --- | --- |"]
         for code in JobError.Code.allCases {
             let export = ExportError.Code.allCases.first { JobError.Code($0) == code }
-            let retried = export.map { ExportError($0, "").isRetryable } ?? JobError.requeuedAfterCrash(attempt: 1).retryable
+            let retried =
+                export.map { ExportError($0, "").isRetryable } ?? JobError.requeuedAfterCrash(attempt: 1).retryable
             let exits = export.map { "\(ExitStatus($0).rawValue)" } ?? "–"
             lines.append("| `\(code)` | \(retried ? "yes" : "no") | \(exits) | \(meanings[code.rawValue] ?? "") |")
         }
@@ -73,7 +77,7 @@ struct CodeTests {
                     continue
                 }
                 defer { comment = [] }
-                if let match = code.firstMatch(of: #/static let \w+ = Code\((?:rawValue: )?"([^"]+)"\)/#) {
+                if let match = code.firstMatch(of: #/static let `?\w+`? = Code\((?:rawValue: )?"([^"]+)"\)/#) {
                     declarations.append((String(match.1), comment.joined(separator: " ")))
                 }
             }
