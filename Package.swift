@@ -117,7 +117,8 @@ let package = Package(
             path: "Tests/TestSupport"),
         // The queue's contract as test cases any store runs (the spool here, PostgreSQL in the fleet).
         .target(
-            name: "QueueContract", dependencies: ["ReelQueue", "ReelExport", "TestSupport"], path: "Tests/QueueContract"),
+            name: "QueueContract", dependencies: ["ReelQueue", "ReelExport", "TestSupport"], path: "Tests/QueueContract"
+        ),
         .testTarget(
             name: "ReelMediaTests",
             dependencies: ["ReelMedia", "TestSupport", .product(name: "Logging", package: "swift-log")]),
@@ -142,14 +143,21 @@ let package = Package(
         // Scripts/bench-fleet's claim-and-finish load on a fleet's database (not part of `reel`).
         .executableTarget(
             name: "reel-bench-claims",
-            dependencies: ["ReelFleet", "ReelQueue", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            dependencies: [
+                "ReelFleet", "ReelQueue", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
             path: "Tests/ReelBenchClaims"),
         // A running worker's HTTP side, black box: metrics scraped and parsed, health, the status page
         // in headless Chromium.
         .testTarget(name: "ReelServerTests", dependencies: ["TestSupport"]),
         // The documentation against the code: the tables of codes and exit statuses made from the types,
-        // and no code's string spelled out beside its type.
-        .testTarget(name: "DocumentationTests", dependencies: ["reel", "ReelExport", "ReelQueue"]),
+        // no code's string spelled out beside its type, the options, codes and folders the articles name.
+        .testTarget(
+            name: "DocumentationTests",
+            dependencies: [
+                "reel", "ReelExport", "ReelQueue", "ReelMedia",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]),
     ],
     swiftLanguageModes: [.v6]
 )
