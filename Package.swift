@@ -1,4 +1,4 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.1
 import PackageDescription
 
 let package = Package(
@@ -7,6 +7,16 @@ let package = Package(
         .executable(name: "reel", targets: ["reel"]),
         .library(name: "ReelExport", targets: ["ReelExport"]),
         .library(name: "ReelQueue", targets: ["ReelQueue"]),
+    ],
+    // What only a service needs sits behind traits, all on by default (building Reel itself builds
+    // everything). An app that wants the libraries alone depends on the package with `traits: []`:
+    // SwiftPM then neither fetches nor builds the database driver, NIO's SSL stack, the HTTP server or
+    // SQLite (checked by PackageTraitTests).
+    traits: [
+        .trait(name: "Fleet", description: "The PostgreSQL store (ReelFleet): postgres-nio and swift-nio-ssl."),
+        .trait(name: "Server", description: "The worker's HTTP side (ReelServer): Hummingbird, swift-prometheus."),
+        .trait(name: "PhotoLibrary", description: "The photo library's index (ReelLibrary): GRDB and SQLite."),
+        .default(enabledTraits: ["Fleet", "Server", "PhotoLibrary"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -22,6 +32,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio", from: "2.80.0"),
         // `swift package generate-documentation` (Scripts/docs): DocC for ReelExport and ReelQueue.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.4.0"),
+        // The photo library's embedded store (ReelLibrary only): SQLite through GRDB, WAL, migrations.
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.0.0"),
     ],
     targets: [
         // FFmpeg 5.1's libraries and headers, as Debian 12 ships them; the module map links every library.
@@ -65,8 +77,9 @@ let package = Package(
         .target(
             name: "ReelFleet",
             dependencies: [
-                "ReelQueue", "ReelExport", .product(name: "PostgresNIO", package: "postgres-nio"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                "ReelQueue", "ReelExport",
+                .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["Fleet"])),
+                .product(name: "NIOSSL", package: "swift-nio-ssl", condition: .when(traits: ["Fleet"])),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
@@ -76,13 +89,26 @@ let package = Package(
         .target(
             name: "ReelServer",
             dependencies: [
-                "ReelQueue", "ReelExport", .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "Prometheus", package: "swift-prometheus"),
+                "ReelQueue", "ReelExport",
+                .product(name: "Hummingbird", package: "hummingbird", condition: .when(traits: ["Server"])),
+                .product(name: "NIOCore", package: "swift-nio", condition: .when(traits: ["Server"])),
+                .product(name: "Prometheus", package: "swift-prometheus", condition: .when(traits: ["Server"])),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // ISO-BMFF boxes (MP4, QuickTime, HEIC): one bounds-checked reader and writer, no dependencies.
+        .target(name: "ReelBoxes"),
+        // The photo library: PhotoKit's model over folders of phone media, indexed in SQLite (GRDB, kept
+        // out of every other module). Videos are probed through ReelExport's and ReelMedia's public
+        // probes; CFFmpeg is never imported here.
+        .target(
+            name: "ReelLibrary",
+            dependencies: [
+                "ReelBoxes", "ReelExport", "ReelMedia",
+                .product(name: "GRDB", package: "GRDB.swift", condition: .when(traits: ["PhotoLibrary"])),
             ]
         ),
         .executableTarget(
@@ -90,6 +116,7 @@ let package = Package(
             dependencies: [
                 "ReelMedia",
                 "ReelExport",
+                "ReelLibrary",
                 "ReelQueue",
                 "ReelFleet",
                 "ReelServer",
@@ -132,12 +159,19 @@ let package = Package(
             ]
         ),
         .testTarget(name: "ReelCLITests", dependencies: ["TestSupport"]),
+        // The photo library's store contract as test cases any LibraryStore runs (SQLite in ReelLibraryTests).
+        .target(name: "LibraryContract", dependencies: ["ReelLibrary", "TestSupport"], path: "Tests/LibraryContract"),
+        .testTarget(name: "ReelBoxesTests", dependencies: ["ReelBoxes"]),
+        // Fields against exiftool and ffprobe, pairing, scans, resources, hostile files, `reel library`.
+        .testTarget(
+            name: "ReelLibraryTests", dependencies: ["ReelLibrary", "ReelBoxes", "LibraryContract", "TestSupport"]),
         // The contract and the fleet's failure cases against a private PostgreSQL server the tests start.
         .testTarget(
             name: "ReelFleetTests",
             dependencies: [
                 "ReelFleet", "ReelQueue", "ReelExport", "QueueContract", "TestSupport",
-                .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "Logging", package: "swift-log"),
+                .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["Fleet"])),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         // Scripts/bench-fleet's claim-and-finish load on a fleet's database (not part of `reel`).

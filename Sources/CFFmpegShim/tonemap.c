@@ -8,15 +8,25 @@
 //     BT.2100 (exact square below 0.5, a degree-7 polynomial above: within 2e-6 of the exponential).
 //  3. HLG only: BT.2100's OOTF for a 1000 cd/m2 display, applied to the luminance, not to each
 //     channel: gain = 1000/203 * Ys^(1.2 - 1), so the hue stays. Reference white (75 % HLG) lands
-//     on 1.0, as BT.2408 says.
+//     on 1.0, as BT.2408 says. (zimg's default, zscale agamma=1, applies the gamma to each channel
+//     instead: an HLG file made that way shows saturated colours shifted here, red 250,0,0 as
+//     229,56,37 and blue toward violet, as on any BT.2100 display; made with agamma=0 it does not.)
 //  4. BT.2020 to BT.709 primaries (a 3x3 matrix on linear light; identity for BT.709 sources).
 //  5. Gamut: a colour with a negative channel is moved toward the grey of the same luminance just
 //     far enough to fit, which keeps its hue and luminance and gives up only the saturation BT.709
 //     cannot show.
-//  6. Highlights: above 85 % of reference white the largest channel rolls off (a Mobius curve, as
-//     FFmpeg's tonemap=mobius) so that the source's peak lands on SDR white; every channel is
-//     scaled by the same factor, so the hue stays. Below the knee nothing changes: content graded
-//     around reference white comes out as it was.
+//  6. Highlights: the largest channel m rolls off above a knee so that the picture's peak lands on
+//     SDR white; every channel is scaled by the same factor, so the hue stays. The curve is BT.2390's
+//     EETF (the display mapping BT.2408 refers to: a Hermite spline in the PQ domain from the knee,
+//     1.5 w - 0.5 of the peak's PQ value, w being reference white's, to the peak on SDR white),
+//     except that it still rises with slope 0.2 at the peak instead of going flat, so a 0-1000
+//     cd/m2 PQ ramp spreads 203-1000 cd/m2 over the 25 codes 211-235 with no clipped run (a fixed
+//     Mobius from 85 % of reference white gave 8, 228-235, and clipped the last third flat). A
+//     table over sqrt(m) holds the curve; above the peak, m is scaled to 1 (a hue-keeping clip).
+//     The peak is the picture's own, measured (below), between reference white and the source's
+//     declared peak (HLG: 1000 cd/m2): a picture with nothing brighter than reference white (SDR
+//     content placed at it, as BT.2408 says) comes out as it was, and reference white lands lower
+//     only when there are highlights to make room for (a 1000 cd/m2 peak: to code 211 of 235).
 //  7. The inverse of BT.1886 (gamma 2.4), display-referred like BT.2408's convention and zimg's; the
 //     BT.709 OETF would brighten mid-grey (126 -> 109 in tests).
 // Powers (steps 3 and 7) are exp2(p log2 x) with short polynomials (relative error about 1e-5): on
@@ -26,6 +36,16 @@
 //     table over the 1024 10-bit codes) says its own luma differs from the block's mean. A quarter of
 //     the evaluations of mapping every pixel, for no measured loss (720p testsrc2 against its SDR
 //     original after x264 CRF 21: HLG 31.32 dB against 31.21, PQ 31.13 against 31.10).
+//
+// The peak of each picture: the 99.5th percentile, over about 4096 of its 2x2 blocks on an even grid
+// (the last row and column included), of the light of the block's largest channel as steps 1-5 make
+// it (HLG's OOTF and BT.709 primaries included), in a histogram over sqrt(light / declared peak).
+// Not the maximum: 4:2:0 chroma at testsrc2's hard colour edges puts 0.4 % of its blocks up to 2.2x
+// reference white, and a lone specular glint is better clipped than paid for by the whole picture.
+// The peak is smoothed across pictures in that histogram's units, rising by a quarter and falling
+// by a sixteenth of the difference per picture (about 0.5 s at 30 fps), so the mapping does not
+// pump; the curve and the grey table are remade only when it moves by a quarter of a step (0.15 ms
+// each time). Measuring costs under 0.1 ms a picture, whatever its size (720p: 2.35 -> 2.39-2.46 ms).
 //
 // An AVX2+FMA path (8 pixels at a time) is chosen at run time; a plain C path does the same maths
 // elsewhere and for the last columns.
@@ -44,16 +64,34 @@
 
 // Table entries minus one: tables cover [0, 1] of their argument in TABLE steps.
 #define TABLE 4096
-// Where the highlight roll-off starts, in units of reference white.
-#define KNEE 0.85
+// Entries minus one of the roll-off table, over sqrt(m) from the knee to the peak.
+#define ROLL 512
+// The roll-off's knee, in PQ units normalised to the peak: KNEE_SLOPE w - (KNEE_SLOPE - 1), where w
+// is reference white's (BT.2390's EETF: 1.5 w - 0.5).
+#define KNEE_SLOPE 1.5
+// The curve's slope at the peak (in normalised PQ units; BT.2390's is 0, which flattens the top).
+#define END_SLOPE 0.2
+// How far the smoothed peak moves toward a picture's own per picture, rising and falling.
+#define RISE 0.25f
+#define FALL 0.0625f
+// The measured peak is the value this fraction of the sampled blocks lies above (99.5th percentile).
+#define OUTLIERS 200
+// About this many blocks are measured in each picture, and the histogram has this many codes + 1.
+#define SAMPLES 4096
+#define HISTOGRAM 1024
 
 struct reel_tonemap {
     float eotf[TABLE + 1];    // PQ: signal -> light, reference white = 1
     float grey[1024];         // 10-bit luma code of a neutral pixel -> output luma (0...1)
+    float rolloff[ROLL + 1];  // the factor m is scaled by, at sqrt(m) = root + i / inverse_step
     float gamut[9];           // linear source RGB -> linear BT.709 RGB, row-major
     float luminance[3];       // the source primaries' luminance weights (for the OOTF)
-    float knee;               // the roll-off starts above this (infinity: no roll-off)
-    float a, b, c;            // above the knee, x -> c * (x + a) / (x + b)
+    float knee;               // m above this rolls off
+    float root, inverse_step; // the roll-off table's origin (sqrt of the knee) and entries per unit
+    float ceiling;            // the source's declared peak, reference white = 1
+    float level;              // the smoothed measured peak, in codes of measure()'s histogram (-1: none yet)
+    float curve_level;        // the level the curve and grey table were made for (-1: none yet)
+    float peak;               // the peak the curve ends at, reference white = 1
     int hlg;
 };
 
@@ -91,16 +129,25 @@ struct reel_tonemap {
 #define EXP2_C3 0.05171782650456755f
 #define EXP2_C4 0.013683996547295761f
 
+// SMPTE ST 2084, cd/m2 <-> signal.
+#define PQ_M1 (2610.0 / 16384)
+#define PQ_M2 (2523.0 / 4096 * 128)
+#define PQ_C1 (3424.0 / 4096)
+#define PQ_C2 (2413.0 / 4096 * 32)
+#define PQ_C3 (2392.0 / 4096 * 32)
+
 static double pq_eotf(double e) {
-    const double m1 = 2610.0 / 16384, m2 = 2523.0 / 4096 * 128;
-    const double c1 = 3424.0 / 4096, c2 = 2413.0 / 4096 * 32, c3 = 2392.0 / 4096 * 32;
     if (e <= 0) return 0;
-    double p = pow(e, 1 / m2);
-    double n = p - c1;
+    double p = pow(e, 1 / PQ_M2);
+    double n = p - PQ_C1;
     if (n < 0) n = 0;
-    return 10000 * pow(n / (c2 - c3 * p), 1 / m1);
+    return 10000 * pow(n / (PQ_C2 - PQ_C3 * p), 1 / PQ_M1);
 }
 
+static double pq_inverse_eotf(double luminance) {
+    double y = pow(fmax(luminance, 0) / 10000, PQ_M1);
+    return pow((PQ_C1 + PQ_C2 * y) / (1 + PQ_C3 * y), PQ_M2);
+}
 
 // ---- plain C --------------------------------------------------------------------------------------
 
@@ -138,9 +185,9 @@ static inline float power(float x, float p) {
     return e * factor;
 }
 
-// Linear interpolation for x in table units.
-static inline float interpolate(const float *t, float x) {
-    x = x < 0 ? 0 : x > TABLE - 0.001f ? TABLE - 0.001f : x;
+// Linear interpolation in a table of `size` + 1 entries, x in table units.
+static inline float interpolate(const float *t, int size, float x) {
+    x = x < 0 ? 0 : x > (float)size - 0.001f ? (float)size - 0.001f : x;
     int i = (int)x;
     float f = x - (float)i;
     return t[i] + f * (t[i + 1] - t[i]);
@@ -163,8 +210,9 @@ static inline float hlg_linear(float e) {
     return p;
 }
 
-// Non-linear source R'G'B' (signal units) to non-linear BT.709 R'G'B' (0...1).
-static inline void map_pixel(const reel_tonemap *m, float r, float g, float b, float out[3]) {
+// Steps 2-5: non-linear source R'G'B' (signal units) to linear BT.709 RGB in the gamut, and the
+// HLG OOTF's gain (1 for PQ), which the caller applies.
+static inline float linear_pixel(const reel_tonemap *m, float r, float g, float b, float rgb[3]) {
     float gain = 1;
     if (m->hlg) {
         r = hlg_linear(r);
@@ -173,9 +221,9 @@ static inline void map_pixel(const reel_tonemap *m, float r, float g, float b, f
         float ys = m->luminance[0] * r + m->luminance[1] * g + m->luminance[2] * b;
         gain = OOTF_SCALE * power(ys, OOTF_POWER);
     } else {
-        r = interpolate(m->eotf, r * TABLE);
-        g = interpolate(m->eotf, g * TABLE);
-        b = interpolate(m->eotf, b * TABLE);
+        r = interpolate(m->eotf, TABLE, r * TABLE);
+        g = interpolate(m->eotf, TABLE, g * TABLE);
+        b = interpolate(m->eotf, TABLE, b * TABLE);
     }
     const float *k = m->gamut;
     float R = k[0] * r + k[1] * g + k[2] * b;
@@ -189,12 +237,60 @@ static inline void map_pixel(const reel_tonemap *m, float r, float g, float b, f
         G = y + t * (G - y);
         B = y + t * (B - y);
     }
-    float high = fmaxf(R, fmaxf(G, B)) * gain;
+    rgb[0] = R;
+    rgb[1] = G;
+    rgb[2] = B;
+    return gain;
+}
+
+// Non-linear source R'G'B' (signal units) to non-linear BT.709 R'G'B' (0...1).
+static inline void map_pixel(const reel_tonemap *m, float r, float g, float b, float out[3]) {
+    float rgb[3];
+    float gain = linear_pixel(m, r, g, b, rgb);
+    float high = fmaxf(rgb[0], fmaxf(rgb[1], rgb[2])) * gain;
     float scale = gain;
-    if (high > m->knee) scale = gain * (m->c * (high + m->a)) / ((high + m->b) * high);
-    out[0] = power(R * scale, ENCODE_POWER);
-    out[1] = power(G * scale, ENCODE_POWER);
-    out[2] = power(B * scale, ENCODE_POWER);
+    if (high > m->knee) {
+        float factor = interpolate(m->rolloff, ROLL, (sqrtf(high) - m->root) * m->inverse_step);
+        scale = gain * fminf(factor, 1 / high);
+    }
+    out[0] = power(rgb[0] * scale, ENCODE_POWER);
+    out[1] = power(rgb[1] * scale, ENCODE_POWER);
+    out[2] = power(rgb[2] * scale, ENCODE_POWER);
+}
+
+// Makes the roll-off for pictures whose peak is `peak` (reference white = 1) and the grey table.
+static void make_curve(reel_tonemap *m, double peak) {
+    m->peak = (float)peak;
+    if (peak < 1.001) {
+        // Nothing brighter than reference white: no roll-off; a brighter channel (a picture brighter
+        // than the smoothed peak) is scaled back to 1 with the others.
+        m->knee = 1;
+        m->root = 1;
+        m->inverse_step = ROLL;
+        for (int i = 0; i <= ROLL; i++) m->rolloff[i] = 1;
+    } else {
+        // In PQ units normalised to the peak: reference white at w, the knee at ks; the Hermite
+        // spline runs from (ks, ks) with slope 1 to (1, w) with slope END_SLOPE.
+        double top = pq_inverse_eotf(peak * 203), w = pq_inverse_eotf(203) / top;
+        double ks = KNEE_SLOPE * w - (KNEE_SLOPE - 1), span = 1 - ks;
+        double knee = pq_eotf(ks * top) / 203, root = sqrt(knee), step = (sqrt(peak) - root) / ROLL;
+        m->knee = (float)knee;
+        m->root = (float)root;
+        m->inverse_step = (float)(1 / step);
+        for (int i = 0; i <= ROLL; i++) {
+            double r = root + step * i, x = r * r, t = (pq_inverse_eotf(x * 203) / top - ks) / span;
+            t = t < 0 ? 0 : t > 1 ? 1 : t;
+            double t2 = t * t, t3 = t2 * t;
+            double y = (2 * t3 - 3 * t2 + 1) * ks + (t3 - 2 * t2 + t) * span + (-2 * t3 + 3 * t2) * w
+                       + (t3 - t2) * span * END_SLOPE;
+            m->rolloff[i] = (float)(pq_eotf(y * top) / 203 / x);
+        }
+    }
+    for (int code = 0; code < 1024; code++) {
+        float signal = ((float)code - 64) / 876, out[3];
+        map_pixel(m, signal, signal, signal, out);
+        m->grey[code] = KR * out[0] + KG * out[1] + KB * out[2];
+    }
 }
 
 reel_tonemap *reel_tonemap_create(reel_tonemap_transfer transfer, double peak_luminance, int bt2020_primaries) {
@@ -205,19 +301,7 @@ reel_tonemap *reel_tonemap_create(reel_tonemap_transfer transfer, double peak_lu
     m->hlg = transfer == REEL_TONEMAP_HLG;
     if (!(peak_luminance >= 100)) peak_luminance = peak_luminance > 0 ? 100 : 1000;
     if (peak_luminance > 10000) peak_luminance = 10000;
-    const double peak = peak_luminance / 203.0, knee = KNEE;
-    if (peak > knee) {
-        // FFmpeg's mobius (vf_tonemap.c): continuous with slope 1 at the knee, peak -> 1.
-        double a = -knee * knee * (peak - 1) / (knee * knee - 2 * knee + peak);
-        double b = (knee * knee - 2 * knee * peak + peak) / fmax(peak - 1, 1e-6);
-        m->a = (float)a;
-        m->b = (float)b;
-        m->c = (float)((b * b + 2 * b * knee + knee * knee) / (b - a));
-        m->knee = (float)knee;
-    } else {
-        // Nothing in the source is brighter than the knee: no roll-off (SDR white clips).
-        m->knee = INFINITY;
-    }
+    m->ceiling = (float)(peak_luminance / 203.0);
     for (int i = 0; i <= TABLE; i++) {
         double s = (double)i / TABLE;
         m->eotf[i] = (float)(pq_eotf(s) / 203.0);
@@ -229,11 +313,9 @@ reel_tonemap *reel_tonemap_create(reel_tonemap_transfer transfer, double peak_lu
     memcpy(m->gamut, bt2020_primaries ? bt2020_to_bt709 : identity, sizeof m->gamut);
     static const float y2020[3] = {0.2627f, 0.6780f, 0.0593f}, y709[3] = {KR, KG, KB};
     memcpy(m->luminance, bt2020_primaries ? y2020 : y709, sizeof m->luminance);
-    for (int code = 0; code < 1024; code++) {
-        float signal = ((float)code - 64) / 876, out[3];
-        map_pixel(m, signal, signal, signal, out);
-        m->grey[code] = KR * out[0] + KG * out[1] + KB * out[2];
-    }
+    m->level = -1;
+    m->curve_level = -1;
+    make_curve(m, fmin(m->ceiling, 1));
     return m;
 }
 
@@ -276,14 +358,59 @@ static void map_c(const reel_tonemap *m, const planes *p, int x0) {
     }
 }
 
+// The picture's peak: the 99.5th percentile of the largest channel's light (the display's, BT.709
+// primaries, reference white = 1) over about SAMPLES blocks on an even grid (the last row and column
+// included), each block's mean luma with its chroma; as a code of HISTOGRAM, sqrt(light / ceiling).
+static int measure(const reel_tonemap *m, const planes *p) {
+    uint32_t histogram[HISTOGRAM + 1] = {0};
+    const float ky = 1.0f / 876, kc = 1.0f / 896, toCode = HISTOGRAM / sqrtf(m->ceiling);
+    int blocksWide = p->width / 2, blocksHigh = p->height / 2, count = 0;
+    int stride = (int)ceil(sqrt((double)blocksWide * blocksHigh / SAMPLES));
+    for (int cy = (blocksHigh - 1) % stride; cy < blocksHigh; cy += stride) {
+        const uint16_t *row0 = p->y + 2 * cy * p->ys, *row1 = row0 + p->ys;
+        for (int cx = (blocksWide - 1) % stride; cx < blocksWide; cx += stride) {
+            int sum = (row0[2 * cx] & 1023) + (row0[2 * cx + 1] & 1023);
+            sum += (row1[2 * cx] & 1023) + (row1[2 * cx + 1] & 1023);
+            float luma = ((float)sum * 0.25f - 64) * ky, rgb[3];
+            float cb = ((float)p->u[cy * p->us + cx] - 512) * kc, cr = ((float)p->v[cy * p->vs + cx] - 512) * kc;
+            float gain = linear_pixel(m, luma + CR_R * cr, luma + CB_G * cb + CR_G * cr, luma + CB_B * cb, rgb);
+            float high = fmaxf(rgb[0], fmaxf(rgb[1], rgb[2])) * gain;
+            int code = (int)(sqrtf(fmaxf(high, 0)) * toCode + 0.5f);
+            histogram[code > HISTOGRAM ? HISTOGRAM : code]++;
+            count++;
+        }
+    }
+    int code = HISTOGRAM;
+    for (int above = 0; code > 0; code--) {
+        above += (int)histogram[code];
+        if (above > count / OUTLIERS) break;
+    }
+    return code;
+}
+
+// Measures the picture, moves the smoothed peak toward it and remakes the curve when that moved.
+static void follow(reel_tonemap *m, const planes *p) {
+    float code = (float)measure(m, p);
+    if (m->level < 0) {
+        m->level = code;
+    } else {
+        m->level += (code - m->level) * (code > m->level ? RISE : FALL);
+    }
+    float level = roundf(m->level * 4) / 4;
+    if (level == m->curve_level) return;
+    m->curve_level = level;
+    double root = level / HISTOGRAM;
+    make_curve(m, fmax(1, root * root * m->ceiling));
+}
+
 // ---- AVX2 + FMA -----------------------------------------------------------------------------------
 
 #if REEL_HAVE_AVX2_PATH
 #define AVX2 __attribute__((target("avx2,fma")))
 
-// Linear interpolation in a table, x in table units.
-AVX2 static inline __m256 interpolate8(const float *t, __m256 x) {
-    x = _mm256_min_ps(_mm256_max_ps(x, _mm256_setzero_ps()), _mm256_set1_ps(TABLE - 0.001f));
+// Linear interpolation in a table of `size` + 1 entries, x in table units.
+AVX2 static inline __m256 interpolate8(const float *t, int size, __m256 x) {
+    x = _mm256_min_ps(_mm256_max_ps(x, _mm256_setzero_ps()), _mm256_set1_ps((float)size - 0.001f));
     __m256 f = _mm256_floor_ps(x);
     __m256i i = _mm256_cvttps_epi32(f);
     __m256 a = _mm256_i32gather_ps(t, i, 4), b = _mm256_i32gather_ps(t + 1, i, 4);
@@ -347,9 +474,9 @@ AVX2 static inline void map_pixel8(const reel_tonemap *m, __m256 r, __m256 g, __
         __m256 ys = weigh8(m->luminance, r, g, b);
         gain = _mm256_mul_ps(_mm256_set1_ps(OOTF_SCALE), power8(ys, OOTF_POWER));
     } else {
-        r = interpolate8(m->eotf, _mm256_mul_ps(r, table));
-        g = interpolate8(m->eotf, _mm256_mul_ps(g, table));
-        b = interpolate8(m->eotf, _mm256_mul_ps(b, table));
+        r = interpolate8(m->eotf, TABLE, _mm256_mul_ps(r, table));
+        g = interpolate8(m->eotf, TABLE, _mm256_mul_ps(g, table));
+        b = interpolate8(m->eotf, TABLE, _mm256_mul_ps(b, table));
     }
     static const float bt709[3] = {KR, KG, KB};
     __m256 R = weigh8(m->gamut, r, g, b), G = weigh8(m->gamut + 3, r, g, b), B = weigh8(m->gamut + 6, r, g, b);
@@ -368,10 +495,10 @@ AVX2 static inline void map_pixel8(const reel_tonemap *m, __m256 r, __m256 g, __
     __m256 over = _mm256_cmp_ps(high, _mm256_set1_ps(m->knee), _CMP_GT_OQ);
     __m256 scale = gain;
     if (_mm256_movemask_ps(over)) {
-        __m256 ratio = _mm256_div_ps(
-            _mm256_mul_ps(_mm256_set1_ps(m->c), _mm256_add_ps(high, _mm256_set1_ps(m->a))),
-            _mm256_mul_ps(_mm256_add_ps(high, _mm256_set1_ps(m->b)), high));
-        scale = _mm256_blendv_ps(gain, _mm256_mul_ps(gain, ratio), over);
+        __m256 at = _mm256_mul_ps(
+            _mm256_sub_ps(_mm256_sqrt_ps(high), _mm256_set1_ps(m->root)), _mm256_set1_ps(m->inverse_step));
+        __m256 factor = _mm256_min_ps(interpolate8(m->rolloff, ROLL, at), _mm256_div_ps(one, high));
+        scale = _mm256_blendv_ps(gain, _mm256_mul_ps(gain, factor), over);
     }
     out[0] = power8(_mm256_mul_ps(R, scale), ENCODE_POWER);
     out[1] = power8(_mm256_mul_ps(G, scale), ENCODE_POWER);
@@ -456,7 +583,7 @@ int reel_tonemap_has_avx2(void) {
 #endif
 }
 
-int reel_tonemap_apply(const reel_tonemap *map, const AVFrame *source, AVFrame *destination, int vectorized) {
+int reel_tonemap_apply(reel_tonemap *map, const AVFrame *source, AVFrame *destination, int vectorized) {
     if (!map || !source || !destination) return AVERROR(EINVAL);
     if (source->format != AV_PIX_FMT_YUV420P10LE || destination->format != AV_PIX_FMT_YUV420P) return AVERROR(EINVAL);
     if (source->width != destination->width || source->height != destination->height) return AVERROR(EINVAL);
@@ -481,6 +608,7 @@ int reel_tonemap_apply(const reel_tonemap *map, const AVFrame *source, AVFrame *
         .width = source->width,
         .height = source->height,
     };
+    follow(map, &p);
 #if REEL_HAVE_AVX2_PATH
     if (vectorized && reel_tonemap_has_avx2()) {
         map_avx2(map, &p);
@@ -492,3 +620,5 @@ int reel_tonemap_apply(const reel_tonemap *map, const AVFrame *source, AVFrame *
     map_c(map, &p, 0);
     return 0;
 }
+
+double reel_tonemap_peak(const reel_tonemap *map) { return map ? map->peak * 203.0 : 0; }

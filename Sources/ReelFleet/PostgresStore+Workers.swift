@@ -117,7 +117,7 @@ extension PostgresStore {
                     var status = row.status
                     // A job handed back at shutdown that someone asked to cancel meanwhile ends cancelled.
                     let outcome = outcome == .handBack && row.cancelRequested ? .cancelled : outcome
-                    let next = status.end(outcome, now: now, backoff: JobStatus.backoff(afterAttempts:))
+                    let next = status.end(outcome, now: now, backoff: self.options.retryBackoff.delay(afterAttempts:))
                     let updated = try await self.rows(try Row.update(status), on: connection)
                     if next == .waiting {
                         try await connection.query("SELECT pg_notify(\(Notifications.jobs), '')", logger: self.logger)

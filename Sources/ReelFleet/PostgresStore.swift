@@ -61,12 +61,15 @@ public final class PostgresStore: JobStore, Service {
         public var listen: Bool
         /// Who runs the connection pool (see the type's description).
         public var lifecycle: Lifecycle
+        /// How long a retryable failure waits before its next attempt.
+        public var retryBackoff: RetryBackoff
 
         public init(
             statusFolder: String? = nil, lease: Duration = .seconds(30), renew: Duration = .seconds(1),
             connections: Int = 4, requestTimeout: Duration = .seconds(30), applicationName: String = "reel",
-            listen: Bool = true, lifecycle: Lifecycle = .standalone
+            listen: Bool = true, lifecycle: Lifecycle = .standalone, retryBackoff: RetryBackoff = .standard
         ) {
+            self.retryBackoff = retryBackoff
             self.statusFolder = statusFolder
             self.lease = lease
             self.renew = renew

@@ -1,4 +1,5 @@
 import ReelExport
+import ReelLibrary
 import ReelQueue
 
 /// Every status `reel` exits with, sysexits(3)'s where one fits, and what each means. The table of
@@ -18,6 +19,8 @@ enum ExitStatus: Int32, CaseIterable, Sendable {
     case unavailable = 69
     /// EX_IOERR.
     case outputProblem = 74
+    /// EX_TEMPFAIL.
+    case temporaryFailure = 75
     /// 128 + SIGINT, as a shell reports a command Ctrl-C ended.
     case cancelled = 130
 
@@ -31,14 +34,19 @@ enum ExitStatus: Int32, CaseIterable, Sendable {
                 + " needs `reel db migrate` (`db version`), an export whose finished file failed verification or that"
                 + " stalled, or an internal failure"
         case .timedOut: "`wait --timeout` ran out"
-        case .usage: "bad arguments, unknown or invalid preset"
+        case .usage:
+            "bad arguments, unknown or invalid preset, a library predicate or change token Reel does not accept"
         case .badInput:
             "bad or incompatible input (unreadable, not media, over a limit, preset and type do not fit, no video for"
-                + " a video preset)"
+                + " a video preset; a library file that changed since it was scanned)"
         case .noInput: "`submit --manifest <file>`: the manifest cannot be read (missing, a folder, no permission)"
         case .unavailable:
-            "the queue's store is unavailable (no spool where one is needed, permissions, database away)"
-        case .outputProblem: "output problems (folder missing, not writable, file exists, disk full)"
+            "the queue's store is unavailable (no spool where one is needed, permissions, database away), or the"
+                + " photo library's"
+        case .outputProblem:
+            "output problems (folder missing, not writable, file exists, disk full; a library resource that cannot be"
+                + " written out)"
+        case .temporaryFailure: "`reel library`: another scan holds the library; try again once it ends"
         case .cancelled: "cancelled (Ctrl-C, SIGTERM)"
         }
     }
@@ -60,6 +68,20 @@ enum ExitStatus: Int32, CaseIterable, Sendable {
         case .invalid: self = .usage
         case .unavailable: self = .unavailable
         case .notFound, .conflict: self = .failure
+        }
+    }
+}
+
+extension ExitStatus {
+    /// The status of a `reel library` command that failed with the library's error.
+    init(_ code: LibraryError.Code) {
+        switch code {
+        case .invalidArgument, .invalidToken: self = .usage
+        case .stale: self = .badInput
+        case .storeFailed: self = .unavailable
+        case .writeFailed: self = .outputProblem
+        case .busy: self = .temporaryFailure
+        default: self = .failure
         }
     }
 }

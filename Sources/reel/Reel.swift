@@ -15,7 +15,7 @@ struct Reel: AsyncParsableCommand {
         subcommands: [
             ExportCommand.self, SubmitCommand.self, WorkCommand.self, StatusCommand.self, ListCommand.self,
             WaitCommand.self, CancelCommand.self, RetryCommand.self, DatabaseCommand.self, ProbeCommand.self,
-            PresetsCommand.self, PruneCommand.self, RunJobCommand.self,
+            PresetsCommand.self, PruneCommand.self, RunJobCommand.self, LibraryCommand.self,
         ])
 
     /// The command line without the program's name. Swift's runtime sees no arguments under some
@@ -211,7 +211,9 @@ struct StoreOptions: ParsableArguments {
             if spool != nil { throw CLIFailure(message: "use --spool or --store, not both", exitStatus: .usage) }
             return try openDatabase(databaseURL, connections: connections, lease: lease, service: service)
         }
-        let root = spool.map { URL(fileURLWithPath: $0) } ?? SpoolStore.defaultRoot()
+        let root =
+            spool.map { URL(fileURLWithPath: $0) }
+            ?? SpoolStore.defaultRoot(environment: ProcessInfo.processInfo.environment)
         return try SpoolStore(root: root, create: create)
     }
 

@@ -7,7 +7,7 @@ import Testing
 
 /// What the contract needs from a store under test, beyond the `JobStore` protocol itself.
 public protocol StoreHarness: Sendable {
-    /// A fresh, empty store.
+    /// A fresh, empty store whose retries back off with `JobStoreContract.retryBackoff`.
     func makeStore() async throws -> any JobStore
     /// A second handle on the same jobs, as another worker process would open it.
     func reopen(_ store: any JobStore) async throws -> any JobStore
@@ -21,6 +21,11 @@ public protocol StoreHarness: Sendable {
 /// The queue's contract, store-agnostic: every store runs these cases (the spool in ReelQueueTests,
 /// PostgreSQL in the fleet's tests).
 public enum JobStoreContract {
+    /// The backoff of the stores under test: ten minutes, so that "not claimable before its backoff
+    /// ended" holds however slow the machine is (with the standard 1–2 s a loaded run saw the retry fall
+    /// due between the failure and the next claim); `StoreHarness.makeRetriesDue` ends it on purpose.
+    public static let retryBackoff = RetryBackoff(first: 600, maximum: 600)
+
     public struct Case: Sendable, CustomStringConvertible {
         public let description: String
         let body: @Sendable (any StoreHarness) async throws -> Void
@@ -269,7 +274,11 @@ public enum JobStoreContract {
         let waiting = try #require(try await store.status(id))
         #expect(waiting.state == .waiting && waiting.error?.code == JobError.Code(.noSpace))
         let due = try #require(waiting.notBefore)
-        #expect(due > waiting.updatedAt && due <= waiting.updatedAt.addingTimeInterval(2.01))
+        // Equal jitter: the first wait is between half the policy's first ceiling and all of it.
+        let first = retryBackoff.first
+        #expect(
+            due >= waiting.updatedAt.addingTimeInterval(first / 2 - 0.01)
+                && due <= waiting.updatedAt.addingTimeInterval(first + 0.01))
         #expect(try await store.claim(worker: "w") == nil, "claimed before its backoff ended")
         let pending = try await store.pendingWork()
         #expect(!pending.waiting && pending.nextRetry != nil && !pending.isEmpty)

@@ -26,7 +26,7 @@ struct HDRToSDRTests {
     func hdrComesOutLikeTheSDROriginal(_ recipe: Fixtures.Recipe) async throws {
         let (url, _) = try await export(recipe, preset: "1280x720")
         try await Self.expectSDR(url)
-        try await Self.expectLikeTheSDROriginal(url)
+        try await Self.expectLikeTheSDROriginal(url, source: recipe)
     }
 
     /// An 8-bit HLG source is tone-mapped under an HEVC preset that keeps 10-bit HDR (it has no high
@@ -40,23 +40,105 @@ struct HDRToSDRTests {
         let video = try #require(try await ProbedFile.probe(url).video)
         #expect(video.codec_name == (preset.hasPrefix("HEVC") ? "hevc" : "h264"))
         #expect(video.width == 1280 && video.height == 720)
-        try await Self.expectLikeTheSDROriginal(url)
+        try await Self.expectLikeTheSDROriginal(url, source: Fixtures.hlg8Bit)
     }
 
-    /// Within 30 dB PSNR of the SDR picture the HDR fixtures were made from, with at least 85 % of its
-    /// saturation and its mean luma within 3 %.
-    static func expectLikeTheSDROriginal(_ url: URL) async throws {
-        let original = try await Fixtures.url(Fixtures.sdrOriginal)
+    /// Within 30 dB PSNR of the SDR original the HDR fixture `source` was made from, with at least 85 %
+    /// of its saturation, and the mean luma of zimg's exact inverse of `source` within 1.5 %. That is
+    /// itself about 3 % above the original's on testsrc2 (2.3 % on the bars): 4:2:0 chroma averaged in
+    /// BT.2020 HLG or PQ instead of BT.709, and 10-bit codes, lift dark channels of saturated colours.
+    /// (Checked against the original's within 3 % before: an exact conversion fails that, 3.1 %.)
+    static func expectLikeTheSDROriginal(
+        _ url: URL, source: Fixtures.Recipe, original recipe: Fixtures.Recipe = Fixtures.sdrOriginal
+    ) async throws {
+        let original = try await Fixtures.url(recipe)
         let psnr = try await Pictures.psnr(url, against: original)
         #expect(psnr.average >= 30, "\(psnr)")
         let output = try await Pictures.averages(url)
         let truth = try await Pictures.averages(original)
         #expect(output.saturation >= 0.85 * truth.saturation, "saturation \(output.saturation) of \(truth.saturation)")
-        #expect(abs(output.luma - truth.luma) <= 0.03 * truth.luma, "luma \(output.luma) of \(truth.luma)")
+        let exact = try await Pictures.averages(
+            try await Fixtures.url(source), filters: "zscale=t=bt709:m=bt709:p=bt709:r=tv:npl=203:agamma=0")
+        #expect(
+            abs(output.luma - exact.luma) <= 0.015 * exact.luma,
+            "luma \(output.luma) of zimg's \(exact.luma) (the original's \(truth.luma))")
+    }
+
+    /// Hues are the source's: from HLG and from PQ, on testsrc2 and on 100 % colour bars, the export's
+    /// mean CIEDE2000 against the SDR original is at most 0.5 above what zimg's exact inverse of the
+    /// same HDR file scores (the HDR encode's own losses; the issue asks for 1.0, and 0.5 also keeps
+    /// out 0.2.1's fixed roll-off from 85 % of reference white, 0.8-0.9 above on both). Measured:
+    /// -0.08 to +0.09.
+    @Test(arguments: [
+        (Fixtures.hlg, Fixtures.sdrOriginal), (Fixtures.pq, Fixtures.sdrOriginal),
+        (Fixtures.barsHLG, Fixtures.barsOriginal), (Fixtures.barsPQ, Fixtures.barsOriginal),
+    ])
+    func huesAreTheSources(_ source: Fixtures.Recipe, original: Fixtures.Recipe) async throws {
+        let (url, _) = try await export(source, preset: "1280x720")
+        try await Self.expectSDR(url)
+        let score = try await ColourDifference.score(
+            url, against: try await Fixtures.url(original), hdrSource: try await Fixtures.url(source),
+            times: [0.1, 0.25, 0.4])
+        let excess = try #require(score.excess)
+        #expect(excess <= 0.5, "\(source): \(score)")
+        try await Self.expectLikeTheSDROriginal(url, source: source, original: original)
+    }
+
+    /// Each colour bar comes out within CIEDE2000 1.0 of what zimg's exact inverse of the same HDR file
+    /// makes of it (measured: at most 0.63; both show the HDR encode's own small leaks, PQ's green bar
+    /// 24,252,0 for the original's 0,253,0). 0.2.1's fixed roll-off was up to 2.1 off (bars dimmed to
+    /// about 244); HLG's OOTF applied per channel instead of to the luminance makes the red 255,0,53
+    /// and the blue 0,57,255 (8.5 and 6.8).
+    @Test(arguments: [Fixtures.barsHLG, Fixtures.barsPQ])
+    func colourBarsKeepTheirColours(_ source: Fixtures.Recipe) async throws {
+        let (url, _) = try await export(source, preset: "1280x720")
+        let decode = "scale=in_color_matrix=bt709:in_range=tv:flags=neighbor"
+        let output = try await Pictures.firstFrame(url, pixelFormat: "rgb24", filters: decode)
+        let zimg = try await Pictures.firstFrame(
+            try await Fixtures.url(source), pixelFormat: "rgb24",
+            filters: "zscale=t=bt709:m=bt709:p=bt709:r=tv:npl=203:agamma=0," + decode)
+        #expect(output.width == zimg.width && output.height == zimg.height)
+        /// The mean RGB of the middle of a bar (rows 200-520, the bar's middle 100 columns).
+        func bar(_ frame: (width: Int, height: Int, bytes: [UInt8]), _ left: Int) -> [Double] {
+            var sum = [0.0, 0.0, 0.0]
+            for y in 200..<520 {
+                for x in (left + 30)..<(left + 130) {
+                    for c in 0..<3 { sum[c] += Double(frame.bytes[(y * frame.width + x) * 3 + c]) }
+                }
+            }
+            return sum.map { $0 / (320 * 100) }
+        }
+        for (name, left) in Fixtures.bars {
+            let got = bar(output, left)
+            let want = bar(zimg, left)
+            let difference = ColourDifference.ciede2000(ColourDifference.lab(got), ColourDifference.lab(want))
+            #expect(
+                difference <= 1,
+                "\(source) \(name): \(got.map { Int($0.rounded()) }) for \(want.map { Int($0.rounded()) }), ΔE2000 \(difference)"
+            )
+        }
+    }
+
+    /// The single-colour CIEDE2000 the bar test uses gives Sharma, Wu and Dalal's published values
+    /// (2005, pairs 1, 7, 13, 16, 19, 24) and `Scripts/deltae.py`'s on a shifted red (4.30).
+    @Test func ciede2000GivesThePublishedValues() {
+        let pairs: [([Double], [Double], Double)] = [
+            ([50, 2.6772, -79.7751], [50, 0, -82.7485], 2.0425), ([50, 0, 0], [50, -1, 2], 2.3669),
+            ([50, 2.49, -0.001], [50, -2.49, 0.0009], 7.1792), ([50, 2.49, -0.001], [50, -2.49, 0.0012], 7.2195),
+            ([50, 2.5, 0], [73, 25, -18], 27.1492),
+            ([60.2574, -34.0099, 36.2677], [60.4626, -34.1751, 39.4387], 1.2644),
+        ]
+        for (first, second, expected) in pairs {
+            let value = ColourDifference.ciede2000(first, second)
+            #expect(abs(value - expected) < 0.0001, "\(first) \(second): \(value) for \(expected)")
+        }
+        let red = ColourDifference.ciede2000(ColourDifference.lab([229, 56, 37]), ColourDifference.lab([250, 8, 0]))
+        #expect(abs(red - 4.30) < 0.01, "\(red)")
     }
 
     /// A 0–1000 cd/m² PQ ramp: monotonic, black to SDR white, and the highlights above reference
-    /// white spread over several code values instead of one clipped band.
+    /// white rolled off over many code values (BT.2390's curve up to the picture's peak), with no flat
+    /// run at the top: 0.2.1 kept 8 values there and clipped the last third of the ramp flat.
     @Test func aPQRampRollsOffItsHighlights() async throws {
         let (url, _) = try await export(Fixtures.pqRamp, preset: "1280x720")
         try await Self.expectSDR(url)
@@ -73,13 +155,16 @@ struct HDRToSDRTests {
         let whiteColumn = Int(0.5806 / 0.751827 * Double(frame.width - 1))
         let highlights = columns[whiteColumn...]
         let levels = Set(highlights.map { Int($0.rounded()) })
-        #expect(levels.count >= 6, "highlights on \(levels.sorted())")
-        // A clip at reference white would put every highlight column on one value; the roll-off
-        // reaches the top only past about 600 cd/m² (65 % PQ, 86 % of the ramp).
+        #expect(levels.count >= 20, "highlights on \(levels.sorted())")
+        // Reference white makes room for them without going dim: 211 of 235 (limited range; 227 of
+        // 255 here, as ffmpeg's gray is full range).
+        #expect((215...240).contains(columns[whiteColumn]), "reference white at \(columns[whiteColumn])")
+        // Only the ramp's last few columns reach the top value, and the columns just below it still
+        // differ from it: no clipped run.
         let clipped = highlights.filter { $0 >= columns.last! - 0.5 }.count
-        #expect(Double(clipped) < 0.45 * Double(highlights.count), "\(clipped) of \(highlights.count) at the top")
-        let column400 = Int(0.6525 / 0.751827 * Double(frame.width - 1))
-        #expect(columns[column400] < columns.last! - 0.5, "400 cd/m² at \(columns[column400])")
+        #expect(Double(clipped) < 0.05 * Double(highlights.count), "\(clipped) of \(highlights.count) at the top")
+        let column800 = Int(0.7275 / 0.751827 * Double(frame.width - 1))
+        #expect(columns[column800] < columns.last! - 1.5, "800 cd/m² at \(columns[column800])")
     }
 
     /// BT.2020 primaries beyond BT.709 keep their hue and luminance (only saturation is given up);

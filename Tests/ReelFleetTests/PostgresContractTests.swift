@@ -10,7 +10,8 @@ import Testing
 /// worker is one whose lease has expired (its deadline moved into the past on the database's
 /// clock); retries fall due when their `not_before` is moved to now.
 struct PostgresHarness: StoreHarness {
-    var options = PostgresStore.Options(connections: 4, requestTimeout: .seconds(120))
+    var options = PostgresStore.Options(
+        connections: 4, requestTimeout: .seconds(120), retryBackoff: JobStoreContract.retryBackoff)
 
     func makeStore() async throws -> any JobStore {
         let server = try await PostgresServer.shared()

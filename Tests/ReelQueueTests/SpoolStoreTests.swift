@@ -10,11 +10,11 @@ import Testing
 /// dropped; retries fall due when their delayed markers are renamed due now.
 struct SpoolHarness: StoreHarness {
     func makeStore() async throws -> any JobStore {
-        try SpoolStore(root: Fixtures.scratchFolder("spool"))
+        try SpoolStore(root: Fixtures.scratchFolder("spool"), retryBackoff: JobStoreContract.retryBackoff)
     }
 
     func reopen(_ store: any JobStore) async throws -> any JobStore {
-        try SpoolStore(root: (store as! SpoolStore).root)
+        try SpoolStore(root: (store as! SpoolStore).root, retryBackoff: JobStoreContract.retryBackoff)
     }
 
     func killWorker(holding lease: Lease, in store: any JobStore) async throws {

@@ -18,6 +18,23 @@ extension Fixtures {
             "-color_primaries", "bt709", "-color_trc", "bt709", "-colorspace", "bt709", "-color_range", "tv",
         ])
 
+    /// 1280x720 100 % colour bars (lavfi `pal100bars`: white, yellow, cyan, green, magenta, red,
+    /// blue, black; each channel 0 or 100 %), 0.5 s at 30 fps, BT.709 limited range, lossless: the
+    /// truth of `barsHLG` and `barsPQ`, whose every bar but black has its largest channel at
+    /// reference white, and whose red and blue are where a hue shift shows most.
+    public static let barsOriginal = Recipe(
+        "bars-original.mkv",
+        ["-f", "lavfi", "-i", "pal100bars=size=1280x720:rate=30:duration=0.5"] + [
+            "-vf", "scale=out_color_matrix=bt709:out_range=tv,format=yuv420p,\(sdrTags)", "-c:v", "ffv1",
+            "-color_primaries", "bt709", "-color_trc", "bt709", "-colorspace", "bt709", "-color_range", "tv",
+        ])
+
+    /// The colour bars' left edges (pixels) in `barsOriginal` and what they are, for reading one bar.
+    public static let bars: [(name: String, left: Int)] = [
+        ("white", 0), ("yellow", 160), ("cyan", 320), ("green", 480), ("magenta", 640), ("red", 800),
+        ("blue", 960), ("black", 1120),
+    ]
+
     /// HEVC Main 10 encoding of a picture already in BT.2020 10-bit, with the transfer's tags.
     static func hdrHEVC(transfer: String, x265: String = "") -> [String] {
         [
@@ -50,6 +67,16 @@ extension Fixtures {
     public static let pq = Recipe(
         "pq.mov", ["-i", "$0", "-vf", fromSDR("smpte2084")] + hdrHEVC(transfer: "smpte2084", x265: hdr10SEI),
         inputs: [sdrOriginal])
+
+    /// `barsOriginal` as HLG, made like `hlg`.
+    public static let barsHLG = Recipe(
+        "bars-hlg.mov", ["-i", "$0", "-vf", fromSDR("arib-std-b67")] + hdrHEVC(transfer: "arib-std-b67"),
+        inputs: [barsOriginal])
+
+    /// `barsOriginal` as PQ/HDR10, made like `pq`.
+    public static let barsPQ = Recipe(
+        "bars-pq.mov", ["-i", "$0", "-vf", fromSDR("smpte2084")] + hdrHEVC(transfer: "smpte2084", x265: hdr10SEI),
+        inputs: [barsOriginal])
 
     /// `pq` with `mdcv`/`clli` boxes in its sample entry as well, holding other values than its SEI
     /// (a 4000 cd/m² BT.2020 mastering display, MaxCLL 800, MaxFALL 300), so a reader shows which it used.

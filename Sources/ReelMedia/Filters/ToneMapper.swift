@@ -3,10 +3,12 @@ internal import CFFmpegShim
 
 /// Owns a tone mapping's tables (`reel_tonemap`, freed with `reel_tonemap_free`) and maps HDR frames
 /// to SDR with them: 10-bit BT.2020 YCbCr 4:2:0 in (what the scaler makes of an HLG or PQ source),
-/// 8-bit BT.709 limited-range YCbCr 4:2:0 out, the same size. The maths is in CFFmpegShim's
-/// tonemap.c; an AVX2 path is used where the CPU has it.
+/// 8-bit BT.709 limited-range YCbCr 4:2:0 out, the same size. Highlights roll off up to each
+/// picture's own peak, measured and smoothed over the pictures before it, so frames are to be
+/// mapped in order. The maths is in CFFmpegShim's tonemap.c; an AVX2 path is used where the CPU
+/// has it.
 ///
-/// Not `Sendable`: one per video stage, on its thread (the tables themselves are never written).
+/// Not `Sendable`: one per video stage, on its thread.
 final class ToneMapper {
     private let map: OpaquePointer
     let mapping: ToneMapping
@@ -30,7 +32,12 @@ final class ToneMapper {
 
     deinit { reel_tonemap_free(map) }
 
-    /// Maps `source` (`inputFormat`) into `destination` (`outputFormat`, same size, writable).
+    /// The peak in cd/m² the last frame's highlights were rolled off to (203, reference white, or
+    /// less: the frame had none, and nothing was compressed).
+    var lastPeakLuminance: Double { reel_tonemap_peak(map) }
+
+    /// Maps `source` (`inputFormat`) into `destination` (`outputFormat`, same size, writable), the
+    /// next frame in order.
     func map(_ source: UnsafePointer<AVFrame>, into destination: UnsafeMutablePointer<AVFrame>) throws(MediaError) {
         try check(
             reel_tonemap_apply(map, source, destination, vectorized ? 1 : 0), "reel_tonemap_apply",

@@ -143,16 +143,17 @@ public struct HDRStaticMetadata: Sendable, Equatable, Codable {
 }
 
 /// How HLG or PQ pictures become SDR BT.709 ones, following ITU-R BT.2408: HDR reference white
-/// (203 cd/m²) becomes SDR white, highlights roll off from 85 % of it up to `peakLuminance`, the
-/// BT.2020 gamut is mapped into BT.709 keeping hue and luminance, and HLG's system gamma is applied
-/// to the luminance as BT.2100's OOTF.
+/// (203 cd/m²) becomes SDR white, highlights roll off (BT.2390's curve) up to each picture's own
+/// peak, measured, never above `peakLuminance`, the BT.2020 gamut is mapped into BT.709 keeping hue
+/// and luminance, and HLG's system gamma is applied to the luminance as BT.2100's OOTF.
 public struct ToneMapping: Sendable, Equatable, Codable {
     /// The source's transfer.
     public enum Transfer: String, Sendable, Codable {
         case hlg, pq
     }
     public var transfer: Transfer
-    /// The brightest light of the source in cd/m² (`StreamInfo.peakLuminance`), where the roll-off ends.
+    /// The brightest light of the source in cd/m² (`StreamInfo.peakLuminance`): the roll-off never
+    /// ends higher.
     public var peakLuminance: Double
     /// Whether the source's primaries are BT.2020 (else BT.709: no gamut mapping needed).
     public var bt2020Primaries: Bool

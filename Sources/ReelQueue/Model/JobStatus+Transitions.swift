@@ -142,10 +142,33 @@ extension JobStatus {
         updatedAt = now
     }
 
-    /// How long a retryable failure waits before the next attempt: exponential (2 s doubling, at most
-    /// 60 s) with equal jitter (half fixed, half random), so retries of many jobs spread out.
+    /// How long a retryable failure waits before the next attempt, with the standard policy.
     public static func backoff(afterAttempts attempts: Int) -> TimeInterval {
-        let base = min(60.0, 2.0 * pow(2.0, Double(max(0, attempts - 1))))
+        RetryBackoff.standard.delay(afterAttempts: attempts)
+    }
+}
+
+/// How long a retryable failure waits before its next attempt: exponential (`first` doubling, at most
+/// `maximum`) with equal jitter (half fixed, half random), so retries of many jobs spread out. Both
+/// stores take one (`SpoolStore.init(retryBackoff:)`, `PostgresStore.Options.retryBackoff`).
+public struct RetryBackoff: Sendable, Equatable {
+    /// The wait's ceiling after the first attempt (the wait itself lies between half of it and all of it).
+    public var first: TimeInterval
+    /// The largest ceiling, however many attempts.
+    public var maximum: TimeInterval
+
+    public init(first: TimeInterval, maximum: TimeInterval) {
+        precondition(first > 0 && maximum >= first, "a backoff needs 0 < first <= maximum")
+        self.first = first
+        self.maximum = maximum
+    }
+
+    /// 2 s doubling, at most 60 s: the first retry comes 1–2 s after the failure.
+    public static let standard = RetryBackoff(first: 2, maximum: 60)
+
+    /// The wait after `attempts` attempts.
+    public func delay(afterAttempts attempts: Int) -> TimeInterval {
+        let base = min(maximum, first * pow(2.0, Double(max(0, attempts - 1))))
         return base / 2 + Double.random(in: 0...(base / 2))
     }
 }

@@ -96,7 +96,7 @@ extension SpoolStore {
         }
         // A job handed back at shutdown that someone asked to cancel meanwhile ends cancelled.
         let outcome = outcome == .handBack && cancelRequested(lease.id) ? .cancelled : outcome
-        let next = status.end(outcome, now: Date(), backoff: JobStatus.backoff(afterAttempts:))
+        let next = status.end(outcome, now: Date(), backoff: retryBackoff.delay(afterAttempts:))
         // Status first, then the markers: a crash in between is repaired by `rescueExpired()`.
         try storage {
             try writeStatus(status)

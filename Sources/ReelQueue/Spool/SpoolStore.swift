@@ -43,6 +43,8 @@ public final class SpoolStore: JobStore {
     public var renewInterval: Duration { Self.renewInterval }
     private static let renewInterval = StatusFileSchedule.fastest
     public var leaseDuration: Duration? { nil }
+    /// How long a retryable failure waits before its next attempt.
+    public let retryBackoff: RetryBackoff
 
     enum Folder: String, CaseIterable {
         case jobs, status, waiting, delayed, running, locks, cancel, keys, targets
@@ -50,8 +52,13 @@ public final class SpoolStore: JobStore {
 
     /// Opens the spool at `root`. With `create` (submitting, working) a missing spool is made;
     /// without it (reading commands) a missing spool is an error naming it.
-    public init(root: URL, create: Bool = true, logger: Logger = Logger(label: "reel.queue")) throws(QueueError) {
+    /// `retryBackoff` decides how long a retryable failure waits before its next attempt.
+    public init(
+        root: URL, create: Bool = true, retryBackoff: RetryBackoff = .standard,
+        logger: Logger = Logger(label: "reel.queue")
+    ) throws(QueueError) {
         self.root = root.standardizedFileURL
+        self.retryBackoff = retryBackoff
         self.logger = logger
         if create {
             for folder in Folder.allCases {
@@ -75,7 +82,7 @@ public final class SpoolStore: JobStore {
 
     /// The spool location: `--spool`, else `$REEL_SPOOL`, else `$XDG_STATE_HOME/reel`, else
     /// `~/.local/state/reel`.
-    public static func defaultRoot(environment: [String: String] = ProcessInfo.processInfo.environment) -> URL {
+    public static func defaultRoot(environment: [String: String]) -> URL {
         if let spool = environment["REEL_SPOOL"], !spool.isEmpty { return URL(fileURLWithPath: spool) }
         if let state = environment["XDG_STATE_HOME"], !state.isEmpty {
             return URL(fileURLWithPath: state).appendingPathComponent("reel")

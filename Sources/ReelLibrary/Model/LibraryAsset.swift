@@ -1,0 +1,147 @@
+import Foundation
+
+/// Where an asset was captured (`CLLocation`'s coordinate and altitude).
+public struct LibraryLocation: Sendable, Codable, Equatable {
+    public var latitude: Double
+    public var longitude: Double
+    public var altitude: Double?
+
+    public init(latitude: Double, longitude: Double, altitude: Double? = nil) {
+        self.latitude = latitude
+        self.longitude = longitude
+        self.altitude = altitude
+    }
+
+    /// ISO 6709 (`+48.8584+002.2945+035.000/`), as QuickTime writes locations.
+    public var iso6709: String {
+        func part(_ value: Double, _ width: Int) -> String {
+            let sign = value < 0 ? "-" : "+"
+            let text = String(format: "%0\(width + 5).4f", abs(value))
+            return sign + text
+        }
+        var text = part(latitude, 2) + part(longitude, 3)
+        if let altitude { text += (altitude < 0 ? "-" : "+") + String(format: "%.3f", abs(altitude)) }
+        return text + "/"
+    }
+}
+
+/// How a Live Photo's two halves were linked.
+public enum PairingKind: String, Sendable, Codable {
+    /// The still's MakerNote 0x0011 and the movie's `com.apple.quicktime.content.identifier` agree.
+    case contentIdentifier
+    /// No identifiers: same folder and stem, a movie of at most 5 s, capture times close. A guess,
+    /// and said to be one.
+    case inferred
+    /// A Motion Photo: the video is a byte range of the photo's own file.
+    case motionPhoto
+}
+
+/// An asset of the library, with PhotoKit's field names and raw values (`PHAsset`), plus where its
+/// bytes are. A Live Photo's movie is not an asset: it is this asset's `pairedVideo` resource.
+public struct LibraryAsset: Sendable, Codable, Equatable, Identifiable {
+    /// Stable across rescans, renames and moves: derived from the content's hash (`UUID/L0/001`;
+    /// identical copies are `…/L0/002` and on).
+    public var localIdentifier: String
+    public var mediaType: MediaType
+    public var mediaSubtypes: MediaSubtypes
+    public var pixelWidth: Int
+    public var pixelHeight: Int
+    /// Seconds; 0 for a still.
+    public var duration: Double
+    public var creationDate: Date?
+    /// Seconds east of UTC that the camera recorded with `creationDate`, when it did.
+    public var creationTimeZoneOffset: Int?
+    /// When the file was last modified.
+    public var modificationDate: Date
+    public var location: LibraryLocation?
+    public var isFavorite: Bool
+    public var isHidden: Bool
+    public var burstIdentifier: String?
+    /// Whether this asset stands for its burst when bursts are collapsed (the first by capture time).
+    public var representsBurst: Bool
+    public var playbackStyle: PlaybackStyle
+    public var sourceType: AssetSourceType
+    /// The primary file's name.
+    public var originalFilename: String
+    /// The Live Photo content identifier, when the file has one.
+    public var contentIdentifier: String?
+    /// How a Live or Motion Photo's motion was found, when it has one.
+    public var pairing: PairingKind?
+    /// Seconds into the paired video where the still was taken (the `mebx` still-image-time track, or
+    /// the Motion Photo's presentation timestamp).
+    public var stillImageTime: Double?
+    /// BLAKE2b-256 of the primary file's bytes, hex.
+    public var contentHash: String
+    /// The primary file's path.
+    public var path: String
+    /// When the library first saw it.
+    public var addedDate: Date
+
+    public var id: String { localIdentifier }
+
+    public init(
+        localIdentifier: String, mediaType: MediaType, mediaSubtypes: MediaSubtypes = [], pixelWidth: Int = 0,
+        pixelHeight: Int = 0, duration: Double = 0, creationDate: Date? = nil, creationTimeZoneOffset: Int? = nil,
+        modificationDate: Date, location: LibraryLocation? = nil, isFavorite: Bool = false, isHidden: Bool = false,
+        burstIdentifier: String? = nil, representsBurst: Bool = true, playbackStyle: PlaybackStyle,
+        sourceType: AssetSourceType = .typeUserLibrary, originalFilename: String, contentIdentifier: String? = nil,
+        pairing: PairingKind? = nil, stillImageTime: Double? = nil, contentHash: String, path: String, addedDate: Date
+    ) {
+        self.localIdentifier = localIdentifier
+        self.mediaType = mediaType
+        self.mediaSubtypes = mediaSubtypes
+        self.pixelWidth = pixelWidth
+        self.pixelHeight = pixelHeight
+        self.duration = duration
+        self.creationDate = creationDate
+        self.creationTimeZoneOffset = creationTimeZoneOffset
+        self.modificationDate = modificationDate
+        self.location = location
+        self.isFavorite = isFavorite
+        self.isHidden = isHidden
+        self.burstIdentifier = burstIdentifier
+        self.representsBurst = representsBurst
+        self.playbackStyle = playbackStyle
+        self.sourceType = sourceType
+        self.originalFilename = originalFilename
+        self.contentIdentifier = contentIdentifier
+        self.pairing = pairing
+        self.stillImageTime = stillImageTime
+        self.contentHash = contentHash
+        self.path = path
+        self.addedDate = addedDate
+    }
+}
+
+/// A resource of an asset (`PHAssetResource`): a whole file, or a byte range of one (a Motion
+/// Photo's video).
+public struct AssetResource: Sendable, Codable, Equatable {
+    public var type: AssetResourceType
+    public var assetLocalIdentifier: String
+    public var uniformTypeIdentifier: String
+    public var originalFilename: String
+    /// The file holding the bytes.
+    public var path: String
+    /// Where the bytes are in `path` (the whole file when the offset is 0 and the length its size).
+    public var offset: Int64
+    public var length: Int64
+    /// BLAKE2b-256 of the resource's bytes, hex, when known (whole files: the scan's hash).
+    public var contentHash: String?
+
+    public init(
+        type: AssetResourceType, assetLocalIdentifier: String, uniformTypeIdentifier: String, originalFilename: String,
+        path: String, offset: Int64, length: Int64, contentHash: String?
+    ) {
+        self.type = type
+        self.assetLocalIdentifier = assetLocalIdentifier
+        self.uniformTypeIdentifier = uniformTypeIdentifier
+        self.originalFilename = originalFilename
+        self.path = path
+        self.offset = offset
+        self.length = length
+        self.contentHash = contentHash
+    }
+
+    /// Whether the resource is part of a larger file (a Motion Photo's embedded video).
+    public var isByteRange: Bool { offset != 0 }
+}

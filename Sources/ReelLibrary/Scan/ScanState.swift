@@ -1,0 +1,300 @@
+import Foundation
+
+/// Turns a batch of read files into asset writes: updates for changed and moved files, Live Photo
+/// pairs for new ones (within the batch first, then against the library), standalone assets for
+/// the rest; one transaction per batch. Tracks what it inserted, changed and removed.
+final class ScanState {
+    let store: any LibraryStore
+    let addedDate: Date
+    var tracker = ChangeTracker()
+
+    init(store: any LibraryStore, addedDate: Date) {
+        self.store = store
+        self.addedDate = addedDate
+    }
+
+    /// Operations with what each means for the change report.
+    struct Batch {
+        enum Effect {
+            case none, inserted, changed
+            case removed(String)
+        }
+        var operations: [LibraryOperation] = []
+        var effects: [Effect] = []
+        mutating func add(_ operation: LibraryOperation, _ effect: Effect = .none) {
+            operations.append(operation)
+            effects.append(effect)
+        }
+    }
+
+    func commit(_ batch: Batch) async throws {
+        guard !batch.operations.isEmpty else { return }
+        let results = try await store.apply(batch.operations)
+        for (effect, result) in zip(batch.effects, results) {
+            switch effect {
+            case .none: break
+            case .inserted: if let id = result { tracker.insert(id) }
+            case .changed: if let id = result { tracker.change(id) }
+            case .removed(let id): tracker.remove(id)
+            }
+        }
+    }
+
+    func resolve(new: [FileRecord], changed: [FileRecord], moved: [(FileRecord, FileRecord)]) async throws {
+        var batch = Batch()
+        var newFiles = new
+        // Assets this batch already rewrote, by identifier, so two files of one asset compose.
+        var touched: [String: StoredAsset] = [:]
+        func current(_ stored: StoredAsset) -> StoredAsset { touched[stored.asset.localIdentifier] ?? stored }
+
+        for (record, old) in moved {
+            batch.add(.removeFile(path: old.path))
+            batch.add(.putFile(record))
+            guard let found = try await store.asset(containingPath: old.path) else {
+                newFiles.append(record)
+                continue
+            }
+            var stored = current(found)
+            if stored.asset.path == old.path {
+                stored.asset.path = record.path
+                stored.asset.originalFilename = record.name
+                stored.asset.modificationDate = Date(
+                    timeIntervalSince1970: Double(record.stamp.modifiedNanoseconds) / 1e9)
+            } else {
+                stored.pairedVideoPath = record.path
+            }
+            touched[stored.asset.localIdentifier] = stored
+        }
+
+        for record in changed {
+            batch.add(.putFile(record))
+            guard let found = try await store.asset(containingPath: record.path) else {
+                newFiles.append(record)
+                continue
+            }
+            var stored = current(found)
+            if stored.asset.path == record.path {
+                var rebuilt = AssetBuilder.asset(from: record, addedDate: stored.asset.addedDate)
+                rebuilt.localIdentifier = stored.asset.localIdentifier
+                rebuilt.isFavorite = stored.asset.isFavorite
+                rebuilt.isHidden = stored.asset.isHidden
+                var keptVideo: String?
+                if let videoPath = stored.pairedVideoPath, let kind = stored.asset.pairing,
+                    let video = try await store.files(atPaths: [videoPath]).first
+                {
+                    if !(record.facts.contentIdentifier != nil && video.facts.contentIdentifier != nil
+                        && !LivePhotoRules.same(record.facts.contentIdentifier, video.facts.contentIdentifier))
+                    {
+                        rebuilt = AssetBuilder.paired(rebuilt, video: video, kind: kind)
+                        keptVideo = videoPath
+                    } else {
+                        batch.add(
+                            .insertAsset(StoredAsset(asset: AssetBuilder.asset(from: video, addedDate: addedDate))),
+                            .inserted)
+                    }
+                }
+                stored = StoredAsset(asset: rebuilt, pairedVideoPath: keptVideo)
+            } else if let kind = stored.asset.pairing {
+                if LivePhotoRules.same(stored.asset.contentIdentifier, record.facts.contentIdentifier)
+                    || kind == .inferred
+                {
+                    stored.asset = AssetBuilder.paired(stored.asset, video: record, kind: kind)
+                } else {
+                    stored.asset = AssetBuilder.unpaired(stored.asset)
+                    stored.pairedVideoPath = nil
+                    batch.add(
+                        .insertAsset(StoredAsset(asset: AssetBuilder.asset(from: record, addedDate: addedDate))),
+                        .inserted)
+                }
+            }
+            touched[stored.asset.localIdentifier] = stored
+        }
+        for stored in touched.values.sorted(by: { $0.asset.localIdentifier < $1.asset.localIdentifier }) {
+            batch.add(.updateAsset(stored), .changed)
+        }
+
+        try await pair(newFiles, into: &batch, touched: touched)
+        try await commit(batch)
+    }
+
+    /// New files: pairs inside the batch, then with the library's unpaired assets, then alone.
+    func pair(_ files: [FileRecord], into batch: inout Batch, touched: [String: StoredAsset]) async throws {
+        for file in files { batch.add(.putFile(file)) }
+        let photos = files.filter { $0.facts.mediaType == .image && $0.facts.motionPhoto == nil }
+        let videos = files.filter { $0.facts.mediaType == .video }
+        var videoFor: [String: (FileRecord, PairingKind)] = [:]  // photo path → its movie from this batch
+        var usedVideos = Set<String>()
+        var photoUpdates: [String: StoredAsset] = [:]  // library photo assets gaining a movie
+        var deletedVideoAssets = Set<String>()
+        var videoOfPhoto: [String: (StoredAsset, PairingKind)] = [:]  // photo path → library video asset
+
+        // Within the batch, by identifier: each photo proposes its best movie; a movie wanted by
+        // several photos goes to the best of them from its side (folder, stem, capture time).
+        var videosByIdentifier: [String: [FileRecord]] = [:]
+        for video in videos {
+            if let id = video.facts.contentIdentifier?.lowercased() {
+                videosByIdentifier[id, default: []].append(video)
+            }
+        }
+        var proposals: [String: [FileRecord]] = [:]  // movie path → photos wanting it
+        for photo in photos {
+            guard let id = photo.facts.contentIdentifier?.lowercased(), let candidates = videosByIdentifier[id],
+                let video = LivePhotoRules.best(
+                    candidates, for: photo.path, date: photo.facts.creationDate, path: \.path,
+                    date: \.facts.creationDate)
+            else { continue }
+            proposals[video.path, default: []].append(photo)
+        }
+        for video in videos {
+            guard let wanting = proposals[video.path],
+                let photo = LivePhotoRules.best(
+                    wanting, for: video.path, date: video.facts.creationDate, path: \.path, date: \.facts.creationDate)
+            else { continue }
+            videoFor[photo.path] = (video, .contentIdentifier)
+            usedVideos.insert(video.path)
+        }
+        // Against the library, by identifier, the same way round.
+        var libraryProposals: [String: (video: StoredAsset, photos: [FileRecord])] = [:]
+        for photo in photos where videoFor[photo.path] == nil {
+            guard let id = photo.facts.contentIdentifier else { continue }
+            let candidates = try await store.assets(
+                contentIdentifier: id, mediaType: .video, unpaired: true, limit: LivePhotoRules.maxCandidates
+            ).filter { touched[$0.asset.localIdentifier] == nil }
+            if let video = LivePhotoRules.best(
+                candidates, for: photo.path, date: photo.facts.creationDate, path: \.asset.path,
+                date: \.asset.creationDate)
+            {
+                libraryProposals[video.asset.localIdentifier, default: (video, [])].photos.append(photo)
+            }
+        }
+        for (identifier, proposal) in libraryProposals.sorted(by: { $0.key < $1.key }) {
+            guard
+                let photo = LivePhotoRules.best(
+                    proposal.photos, for: proposal.video.asset.path, date: proposal.video.asset.creationDate,
+                    path: \.path,
+                    date: \.facts.creationDate)
+            else { continue }
+            videoOfPhoto[photo.path] = (proposal.video, .contentIdentifier)
+            deletedVideoAssets.insert(identifier)
+        }
+        for video in videos where !usedVideos.contains(video.path) {
+            guard let id = video.facts.contentIdentifier else { continue }
+            let candidates = try await store.assets(
+                contentIdentifier: id, mediaType: .image, unpaired: true, limit: LivePhotoRules.maxCandidates
+            ).filter { photoUpdates[$0.asset.localIdentifier] == nil && touched[$0.asset.localIdentifier] == nil }
+            if let photo = LivePhotoRules.best(
+                candidates, for: video.path, date: video.facts.creationDate, path: \.asset.path,
+                date: \.asset.creationDate)
+            {
+                let asset = AssetBuilder.paired(photo.asset, video: video, kind: .contentIdentifier)
+                photoUpdates[photo.asset.localIdentifier] = StoredAsset(asset: asset, pairedVideoPath: video.path)
+                usedVideos.insert(video.path)
+            }
+        }
+        // Without identifiers: same folder and stem, a short movie, close capture times.
+        for video in videos
+        where !usedVideos.contains(video.path)
+            && (video.facts.duration ?? .infinity) <= LivePhotoRules.inferredMaxDuration
+        {
+            let side = LivePhotoRules.side(video)
+            if let photo = photos.first(where: {
+                videoFor[$0.path] == nil && videoOfPhoto[$0.path] == nil
+                    && LivePhotoRules.inferable(photo: LivePhotoRules.side($0), video: side)
+            }) {
+                videoFor[photo.path] = (video, .inferred)
+                usedVideos.insert(video.path)
+                continue
+            }
+            let candidates = try await store.assets(
+                inFolder: LivePhotoRules.folder(of: video.path), stem: LivePhotoRules.stem(of: video.path),
+                limit: LivePhotoRules.maxCandidates)
+            if let photo = candidates.first(where: {
+                $0.asset.mediaType == .image && $0.pairedVideoPath == nil && $0.asset.pairing == nil
+                    && photoUpdates[$0.asset.localIdentifier] == nil && touched[$0.asset.localIdentifier] == nil
+                    && LivePhotoRules.inferable(photo: LivePhotoRules.side($0.asset), video: side)
+            }) {
+                let asset = AssetBuilder.paired(photo.asset, video: video, kind: .inferred)
+                photoUpdates[photo.asset.localIdentifier] = StoredAsset(asset: asset, pairedVideoPath: video.path)
+                usedVideos.insert(video.path)
+            }
+        }
+        for photo in photos where videoFor[photo.path] == nil && videoOfPhoto[photo.path] == nil {
+            let side = LivePhotoRules.side(photo)
+            let candidates = try await store.assets(
+                inFolder: LivePhotoRules.folder(of: photo.path), stem: LivePhotoRules.stem(of: photo.path),
+                limit: LivePhotoRules.maxCandidates)
+            if let video = candidates.first(where: {
+                $0.asset.mediaType == .video && !deletedVideoAssets.contains($0.asset.localIdentifier)
+                    && touched[$0.asset.localIdentifier] == nil
+                    && LivePhotoRules.inferable(photo: side, video: LivePhotoRules.side($0.asset))
+            }) {
+                videoOfPhoto[photo.path] = (video, .inferred)
+                deletedVideoAssets.insert(video.asset.localIdentifier)
+            }
+        }
+
+        // Writes: paired photos carry their movie; library movies that found a photo stop being assets.
+        for photo in photos {
+            var asset = AssetBuilder.asset(from: photo, addedDate: addedDate)
+            var videoPath: String?
+            if let (video, kind) = videoFor[photo.path] {
+                asset = AssetBuilder.paired(asset, video: video, kind: kind)
+                videoPath = video.path
+            } else if let (video, kind) = videoOfPhoto[photo.path],
+                let file = try await store.files(atPaths: [video.asset.path]).first
+            {
+                asset = AssetBuilder.paired(asset, video: file, kind: kind)
+                videoPath = video.asset.path
+                batch.add(
+                    .deleteAsset(localIdentifier: video.asset.localIdentifier), .removed(video.asset.localIdentifier))
+            }
+            batch.add(.insertAsset(StoredAsset(asset: asset, pairedVideoPath: videoPath)), .inserted)
+        }
+        for file in files where file.facts.motionPhoto != nil {
+            batch.add(.insertAsset(StoredAsset(asset: AssetBuilder.asset(from: file, addedDate: addedDate))), .inserted)
+        }
+        for update in photoUpdates.values.sorted(by: { $0.asset.localIdentifier < $1.asset.localIdentifier }) {
+            batch.add(.updateAsset(update), .changed)
+        }
+        for video in videos where !usedVideos.contains(video.path) {
+            batch.add(
+                .insertAsset(StoredAsset(asset: AssetBuilder.asset(from: video, addedDate: addedDate))), .inserted)
+        }
+    }
+
+    /// Files that vanished: their assets go (a photo's movie left behind becomes a video asset of
+    /// its own); a vanished movie leaves its photo a plain photo.
+    func remove(_ paths: [String]) async throws {
+        let gone = Set(paths)
+        var deleted = Set<String>()
+        for start in stride(from: 0, to: paths.count, by: 256) {
+            var batch = Batch()
+            for path in paths[start..<min(paths.count, start + 256)] {
+                if let stored = try await store.asset(containingPath: path),
+                    !deleted.contains(stored.asset.localIdentifier)
+                {
+                    if stored.asset.path == path {
+                        batch.add(
+                            .deleteAsset(localIdentifier: stored.asset.localIdentifier),
+                            .removed(stored.asset.localIdentifier))
+                        deleted.insert(stored.asset.localIdentifier)
+                        if let video = stored.pairedVideoPath, !gone.contains(video),
+                            let file = try await store.files(atPaths: [video]).first
+                        {
+                            batch.add(
+                                .insertAsset(StoredAsset(asset: AssetBuilder.asset(from: file, addedDate: addedDate))),
+                                .inserted)
+                        }
+                    } else if let videoPath = stored.pairedVideoPath, videoPath == path,
+                        !gone.contains(stored.asset.path)
+                    {
+                        batch.add(.updateAsset(StoredAsset(asset: AssetBuilder.unpaired(stored.asset))), .changed)
+                        deleted.insert(stored.asset.localIdentifier)
+                    }
+                }
+                batch.add(.removeFile(path: path))
+            }
+            try await commit(batch)
+        }
+    }
+}

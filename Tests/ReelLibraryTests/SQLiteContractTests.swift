@@ -1,0 +1,34 @@
+import Foundation
+import LibraryContract
+import ReelLibrary
+import TestSupport
+import Testing
+
+struct SQLiteHarness: LibraryStoreHarness {
+    func makeStore() async throws -> any LibraryStore {
+        try SQLiteLibraryStore(
+            path: Fixtures.scratchFolder("library-store").appendingPathComponent("library.sqlite").path)
+    }
+}
+
+@Suite("SQLite library store", .timeLimit(.minutes(10)))
+struct SQLiteContractTests {
+    @Test("the library store contract", arguments: LibraryStoreContract.cases)
+    func contract(_ contractCase: LibraryStoreContract.Case) async throws {
+        try await contractCase.run(SQLiteHarness())
+    }
+
+    @Test("the database is in WAL mode, its migrations recorded, and it reopens with its data")
+    func walAndMigrations() async throws {
+        let path = Fixtures.scratchFolder("library-wal").appendingPathComponent("library.sqlite").path
+        let store = try SQLiteLibraryStore(path: path)
+        let status = try store.migrationStatus()
+        #expect(status.applied == status.known && !status.known.isEmpty)
+        let id = try await store.apply([.insertAsset(LibraryStoreContract.asset(1))])[0]
+        let mode = try await Tools.run("sqlite3", [path, "PRAGMA journal_mode;"])
+        #expect(mode.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "wal")
+        let reopened = try SQLiteLibraryStore(path: path)
+        #expect(try await reopened.assets(localIdentifiers: [id!]).count == 1)
+        #expect(try await reopened.libraryIdentifier() == (try await store.libraryIdentifier()))
+    }
+}
