@@ -161,7 +161,7 @@ let package = Package(
         .testTarget(name: "ReelCLITests", dependencies: ["TestSupport"]),
         // The photo library's store contract as test cases any LibraryStore runs (SQLite in ReelLibraryTests).
         .target(name: "LibraryContract", dependencies: ["ReelLibrary", "TestSupport"], path: "Tests/LibraryContract"),
-        .testTarget(name: "ReelBoxesTests", dependencies: ["ReelBoxes"]),
+        .testTarget(name: "ReelBoxesTests", dependencies: ["ReelBoxes", "TestSupport"]),
         // Fields against exiftool and ffprobe, pairing, scans, resources, hostile files, `reel library`.
         .testTarget(
             name: "ReelLibraryTests", dependencies: ["ReelLibrary", "ReelBoxes", "LibraryContract", "TestSupport"]),
