@@ -51,16 +51,19 @@ let package = Package(
         // Bridges for what Swift cannot import from FFmpeg (macros, the variadic log callback) and two
         // glibc calls; a C target so the log sink's state has one definition (shim.c).
         .target(name: "CFFmpegShim", dependencies: ["CFFmpeg"]),
+        // ISO-BMFF boxes (MP4, QuickTime, HEIC): the package's one bounds-checked reader and writer, no
+        // dependencies. ReelMedia's MP4 surgery, ReelExport's layout check and the photo library read with it.
+        .target(name: "ReelBoxes"),
         // The only module that imports CFFmpeg and CFFmpegShim: owners for FFmpeg objects and the
         // transcode and remux pipelines.
         .target(
             name: "ReelMedia",
-            dependencies: ["CFFmpeg", "CFFmpegShim", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["CFFmpeg", "CFFmpegShim", "ReelBoxes", .product(name: "Logging", package: "swift-log")]
         ),
         // Asset, Preset, OutputType and ExportSession: what an app developer sees.
         .target(
             name: "ReelExport",
-            dependencies: ["ReelMedia", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["ReelMedia", "ReelBoxes", .product(name: "Logging", package: "swift-log")],
             plugins: ["PresetEmbedder"]
         ),
         // Jobs, the spool-directory store, status files and the worker pool.
@@ -99,8 +102,6 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        // ISO-BMFF boxes (MP4, QuickTime, HEIC): one bounds-checked reader and writer, no dependencies.
-        .target(name: "ReelBoxes"),
         // The photo library: PhotoKit's model over folders of phone media, indexed in SQLite (GRDB, kept
         // out of every other module). Videos are probed through ReelExport's and ReelMedia's public
         // probes; CFFmpeg is never imported here.
@@ -140,7 +141,7 @@ let package = Package(
         .target(name: "ReelSpawn", dependencies: ["CSpawn"]),
         .target(
             name: "TestSupport",
-            dependencies: ["ReelMedia", "ReelSpawn", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["ReelMedia", "ReelBoxes", "ReelSpawn", .product(name: "Logging", package: "swift-log")],
             path: "Tests/TestSupport"),
         // The queue's contract as test cases any store runs (the spool here, PostgreSQL in the fleet).
         .target(
