@@ -7,6 +7,8 @@ let package = Package(
         .executable(name: "reel", targets: ["reel"]),
         .library(name: "ReelExport", targets: ["ReelExport"]),
         .library(name: "ReelQueue", targets: ["ReelQueue"]),
+        // The photo library in PhotoKit's words (its own GRDB dependency): `PhotoLibrary`.
+        .library(name: "ReelLibrary", targets: ["ReelLibrary"]),
     ],
     // What only a service needs sits behind traits, all on by default (building Reel itself builds
     // everything). An app that wants the libraries alone depends on the package with `traits: []`:
@@ -30,7 +32,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.1.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.5.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.80.0"),
-        // `swift package generate-documentation` (Scripts/docs): DocC for ReelExport and ReelQueue.
+        // `swift package generate-documentation` (Scripts/docs): DocC for ReelExport, ReelQueue and ReelLibrary.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.4.0"),
         // The photo library's embedded store (ReelLibrary only): SQLite through GRDB, WAL, migrations.
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.0.0"),

@@ -15,14 +15,14 @@ public final class PhotoLibrary: Sendable {
     public let databasePath: String?
 
     /// A library over any store.
-    public init(store: any LibraryStore, limits: InputLimits = Asset.defaultLimits) {
+    public init(store: any LibraryStore, limits: InputLimits = ReelExport.Asset.defaultLimits) {
         self.store = store
         self.limits = limits
         databasePath = nil
     }
 
     /// Opens (creating when missing) the embedded library at `path`. Throws `LibraryError`.
-    public init(path: String, limits: InputLimits = Asset.defaultLimits) throws(LibraryError) {
+    public init(path: String, limits: InputLimits = ReelExport.Asset.defaultLimits) throws(LibraryError) {
         store = try SQLiteLibraryStore(path: path)
         self.limits = limits
         databasePath = path
@@ -60,7 +60,7 @@ public final class PhotoLibrary: Sendable {
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         for path in paths {
             do {
-                try Asset.checkAccess(URL(fileURLWithPath: path), limits: limits)
+                try ReelExport.Asset.checkAccess(URL(fileURLWithPath: path), limits: limits)
             } catch {
                 throw LibraryError(.invalidArgument, error.message)
             }
@@ -218,8 +218,13 @@ public final class PhotoLibrary: Sendable {
 
 /// Copies or moves one file into a folder atomically, never replacing what is there.
 enum Importer {
-    static func place(_ path: String, into folder: String, move: Bool, limits: InputLimits) throws {
-        let name = (path as NSString).lastPathComponent
+    /// Returns where the file went: `folder`/`name` (default the file's own name), with a number
+    /// added when that is taken.
+    @discardableResult
+    static func place(_ path: String, into folder: String, named: String? = nil, move: Bool, limits: InputLimits)
+        throws -> String
+    {
+        let name = named ?? (path as NSString).lastPathComponent
         let stem = (name as NSString).deletingPathExtension
         let ext = (name as NSString).pathExtension
         var target = folder + "/" + name
@@ -228,7 +233,7 @@ enum Importer {
             target = folder + "/" + stem + " (\(number))" + (ext.isEmpty ? "" : "." + ext)
             number += 1
         }
-        if move, rename(path, target) == 0 { return }
+        if move, rename(path, target) == 0 { return target }
         let resource = AssetResource(
             type: .photo, assetLocalIdentifier: "", uniformTypeIdentifier: "", originalFilename: name, path: path,
             offset: 0,
@@ -241,6 +246,7 @@ enum Importer {
                 .writeFailed, "copied \(path) to \(target) but could not remove it: \(String(cString: strerror(errno)))"
             )
         }
+        return target
     }
 }
 

@@ -55,7 +55,9 @@ enum ExitStatus: Int32, CaseIterable, Sendable {
     init(_ code: ExportError.Code) {
         switch code {
         case .invalidArgument, .unknownPreset, .invalidPreset: self = .usage
-        case .unreadableInput, .unsupportedCodec, .incompatiblePreset, .noVideo, .limitExceeded: self = .badInput
+        case .unreadableInput, .unsupportedCodec, .incompatiblePreset, .noVideo, .limitExceeded, .unknownAsset,
+            .assetChanged:
+            self = .badInput
         case .noSpace, .outputFailed, .outputExists: self = .outputProblem
         case .cancelled: self = .cancelled
         default: self = .failure

@@ -11,8 +11,9 @@ struct ExportCommand: AsyncParsableCommand {
     @OptionGroup var global: GlobalOptions
     @OptionGroup var presetOptions: PresetOptions
     @OptionGroup var input: InputOptions
+    @OptionGroup var library: LibraryOptions
 
-    @Argument(help: "The media file to export.")
+    @Argument(help: "The media file to export, or library:<localIdentifier> for an asset of the library.")
     var asset: String
 
     @OptionGroup(title: ExportOptions.title) var options: ExportOptions
@@ -57,20 +58,36 @@ struct ExportCommand: AsyncParsableCommand {
 
     private func runExport() async throws {
         let presets = try presetOptions.prepare(global)
-        let assetURL = URL(fileURLWithPath: asset)
         let limits = input.limits
         // Mistakes in the request fail before the asset is even opened.
         let settings = try options.request.resolve(presets: presets)
+        try options.request.checkResource(asset: asset)
         let metadataDefault = try MetadataDefault.fromEnvironment() ?? .keep
-        let probed = try await Asset.load(assetURL, limits: limits)
+        let link = library.link(limits: limits)
+        // A library asset is the file (or a Motion Photo's byte range) the library says, checked to be
+        // as it was indexed; its output is named after the resource.
+        var source: LibrarySource?
+        if let identifier = LibraryReference.identifier(in: asset) {
+            let resolved = try await link.resolve(identifier, resource: options.resource)
+            try resolved.checkUnchanged()
+            source = resolved
+        }
+        let assetURL = source.map { URL(fileURLWithPath: $0.path) } ?? URL(fileURLWithPath: asset)
+        let probed = try await Asset.load(assetURL, byteRange: source?.byteRange?.range, limits: limits)
         let session = try ExportSession(
             asset: probed, presetName: settings.preset.name, presets: presets, limits: limits)
         session.apply(settings, metadataDefault: metadataDefault)
+        if let source {
+            session.metadataOverrides = source.metadata(
+                saving: settings.saveToLibrary, keepContentIdentifier: settings.keepContentIdentifier)
+        }
         session.stallTimeout = stallTimeout
         session.codecThreads = threads
+        let named = source.map { URL(fileURLWithPath: FileManager.default.currentDirectoryPath + "/" + $0.outputStem) }
         let destination = URL(
             fileURLWithPath: options.output
-                ?? OutputType.defaultFileName(asset: assetURL, preset: session.preset, type: settings.outputType))
+                ?? OutputType.defaultFileName(
+                    asset: named ?? assetURL, preset: session.preset, type: settings.outputType))
         session.outputURL = destination
         // Decide compatibility before any work, so an impossible export fails at once.
         let plan = try session.determineCompatibility()
@@ -97,10 +114,12 @@ struct ExportCommand: AsyncParsableCommand {
         await watcher.value
         bar.finishLine()
         guard let result = session.result else { throw CLIFailure(message: "the export finished without a result") }
+        // Done only once the output is an asset of the library (saving it again is harmless).
+        let saved = settings.saveToLibrary ? try await link.saveOutput(at: destination.path, from: source) : nil
         if json {
             let completion = ExportEvent.Completion(
                 output: destination.path, preset: session.preset.name, type: settings.outputType.rawValue,
-                result: result)
+                result: result, source: source, savedLocalIdentifier: saved)
             CLI.printLine(ExportEvent.completed(completion).jsonLine)
         } else {
             var facts = [CLI.formatBytes(result.bytes), String(format: "%.2f s", result.durationSeconds)]
@@ -116,7 +135,11 @@ struct ExportCommand: AsyncParsableCommand {
                 facts.append("metadata: " + (metadata.location + metadata.device).joined(separator: ", "))
             }
             facts.append(String(format: "in %.1f s", result.elapsedSeconds))
+            if let source {
+                facts.append("from \(source.reference) (\(source.resource)\(source.byteRange.map { ", \($0)" } ?? ""))")
+            }
             CLI.printLine("wrote \(destination.path) (\(facts.joined(separator: ", ")))")
+            if let saved { CLI.printLine("saved to the library as \(saved)") }
         }
     }
 }

@@ -73,13 +73,33 @@ struct ExportOptions: ParsableArguments {
     @Flag(name: .long, help: "Replace the output file if it exists (for a queued job: when it runs).")
     var overwrite = false
 
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "For a library:<id> asset, the resource to export: pairedVideo, video, … (default: a Live or Motion Photo's motion, else the asset's own).",
+            valueName: "type"))
+    var resource: String?
+
+    @Flag(
+        name: .long,
+        help:
+            "Save the finished output to the library as a new asset (creation date and location from a library source); the export completes only once it is there."
+    )
+    var saveToLibrary = false
+
+    @Flag(
+        name: .long,
+        help: "With --save-to-library: keep a Live Photo's content identifier in the saved copy (removed otherwise).")
+    var keepContentIdentifier = false
+
     /// The options as a request (a flag not given is nil, as a manifest line without the key).
     var request: ExportRequest {
         ExportRequest(
             preset: preset, type: type, output: output, forceExtension: forceExtension ? true : nil,
             timeRange: timeRange, metadata: metadata, noNetworkOptimization: noNetworkOptimization ? true : nil,
             forceTranscode: forceTranscode ? true : nil, allowAudioOnly: allowAudioOnly ? true : nil,
-            maxSize: maxSize, background: background, overwrite: overwrite ? true : nil)
+            maxSize: maxSize, background: background, overwrite: overwrite ? true : nil, resource: resource,
+            saveToLibrary: saveToLibrary ? true : nil, keepContentIdentifier: keepContentIdentifier ? true : nil)
     }
 
     /// `ExportRequest.check()`: what can be checked before the presets are loaded, in its words.

@@ -38,6 +38,66 @@ struct LibraryOptions: ParsableArguments {
     func open(limits: InputLimits = Asset.defaultLimits) throws -> PhotoLibrary {
         try LibraryCLI.mappingNow { try PhotoLibrary(path: resolvedPath, limits: limits) }
     }
+
+    /// The library for `library:<id>` inputs and `--save-to-library`, opened on first use (so a
+    /// command that names no library asset never creates the database).
+    func link(limits: InputLimits) -> LazyLibrary { LazyLibrary(path: resolvedPath, limits: limits) }
+}
+
+/// A `PhotoLibrary` opened when an export first needs it: `export`, `submit` and `work` take
+/// `--library` and reach the library only for `library:<id>` assets and saves.
+final class LazyLibrary: AssetLibrary {
+    private let path: String
+    private let limits: InputLimits
+    private let opened = Mutex<PhotoLibrary?>(nil)
+
+    init(path: String, limits: InputLimits) {
+        self.path = path
+        self.limits = limits
+    }
+
+    private func library() throws(ExportError) -> PhotoLibrary {
+        let result: Result<PhotoLibrary, LibraryError> = opened.withLock { opened in
+            if let opened { return .success(opened) }
+            do throws(LibraryError) {
+                let library = try PhotoLibrary(path: path, limits: limits)
+                opened = library
+                return .success(library)
+            } catch {
+                return .failure(error)
+            }
+        }
+        do {
+            return try result.get()
+        } catch {
+            throw ExportError(.internal, "cannot open the library \(path): \(error.message)")
+        }
+    }
+
+    func resolve(_ identifier: String, resource: String?) async throws(ExportError) -> LibrarySource {
+        try await library().resolve(identifier, resource: resource)
+    }
+
+    func saveOutput(at path: String, from source: LibrarySource?) async throws(ExportError) -> String {
+        #if DEBUG
+            // Tests: `$REEL_TEST_SAVE_FAULT` fails this process's first save as a crash would, before
+            // the import (`before`) or after it (`after`), to show a retry neither loses nor duplicates.
+            let fault = LazyLibrary.saveFault.withLock { fault -> String? in
+                defer { fault = nil }
+                return fault
+            }
+            if fault == "before" { throw ExportError(.saveFailed, "test fault: stopped before saving \(path)") }
+            if fault == "after" {
+                _ = try await library().saveOutput(at: path, from: source)
+                throw ExportError(.saveFailed, "test fault: stopped after saving \(path)")
+            }
+        #endif
+        return try await library().saveOutput(at: path, from: source)
+    }
+
+    #if DEBUG
+        private static let saveFault = Mutex<String?>(ProcessInfo.processInfo.environment["REEL_TEST_SAVE_FAULT"])
+    #endif
 }
 
 enum LibraryCLI {

@@ -16,6 +16,7 @@ struct WorkCommand: AsyncParsableCommand {
     @OptionGroup var presetOptions: PresetOptions
     @OptionGroup var storeOptions: StoreOptions
     @OptionGroup var input: InputOptions
+    @OptionGroup var library: LibraryOptions
     @OptionGroup(title: "Running as a service") var service: ServiceOptions
 
     @Option(name: .long, help: "Jobs at once (default: one per core, at most 8).")
@@ -97,6 +98,7 @@ struct WorkCommand: AsyncParsableCommand {
             stallTimeout: stallTimeout, isolation: isolate ? try isolation() : nil,
             keepFinished: keepFinished.flatMap(Age.seconds))
         configuration.metadataDefault = metadataDefault ?? .keep
+        configuration.library = library.link(limits: input.limits)
         // The pool runs in a ServiceGroup, with the metrics/health/status server when asked for
         // (WorkService.swift); SIGINT/SIGTERM drain it, a second signal hands running jobs back.
         let runtime = ServiceOptions.Runtime(options: service, presets: presets)

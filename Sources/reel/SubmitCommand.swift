@@ -11,8 +11,9 @@ struct SubmitCommand: AsyncParsableCommand {
     @OptionGroup var presetOptions: PresetOptions
     @OptionGroup var storeOptions: StoreOptions
     @OptionGroup var input: InputOptions
+    @OptionGroup var library: LibraryOptions
 
-    @Argument(help: "Media files to export (one job each).")
+    @Argument(help: "Media files to export (one job each), or library:<localIdentifier> for assets of the library.")
     var assets: [String] = []
 
     @OptionGroup(title: ExportOptions.title) var options: ExportOptions
@@ -67,10 +68,11 @@ struct SubmitCommand: AsyncParsableCommand {
         var specs: [JobSpec] = []
         var refusals: [(asset: String?, line: Int?, error: ExportError)] = []
         var manifestProblems: [(line: Int, error: ExportError)] = []
+        let link = library.link(limits: limits)
         if let manifest {
-            let lines = Manifest.resolveLines(
+            let lines = await Manifest.resolveLines(
                 try read(manifest), presets: presets, limits: limits, workingDirectory: workingDirectory,
-                metadataDefault: metadataDefault)
+                metadataDefault: metadataDefault, library: link)
             if lines.isEmpty {
                 try refuse([(nil, nil, ExportError(.invalidArgument, "the manifest has no jobs"))])
             }
@@ -84,10 +86,11 @@ struct SubmitCommand: AsyncParsableCommand {
             }
         }
         for asset in assets {
-            let request = JobRequest(
+            var request = JobRequest(
                 asset: asset, export: options.request, outputDir: outputDir, priority: priority, key: key,
                 maxAttempts: maxAttempts)
             do throws(ExportError) {
+                try await request.resolveLibraryAsset(in: link)
                 specs.append(
                     try request.resolve(
                         presets: presets, limits: limits, workingDirectory: workingDirectory,
@@ -107,7 +110,7 @@ struct SubmitCommand: AsyncParsableCommand {
                 CLI.printLine(
                     CLI.jsonLine(
                         SubmitReport(
-                            asset: spec.asset, id: status.id, statusFile: store.statusFile(for: status.id),
+                            asset: spec.requestedAsset, id: status.id, statusFile: store.statusFile(for: status.id),
                             state: status.state.rawValue, output: status.output, created: created)))
             } else {
                 CLI.printLine(

@@ -54,6 +54,11 @@ struct RequestPathTests {
         "max-size": ("50MB", "huge"),
         "background": ("white", "orange"),
         "overwrite": (nil, nil),
+        // A resource is chosen only for a library asset: with this test's path asset, every entry
+        // point refuses it in the same words (LibraryExportTests queues library assets).
+        "resource": (nil, "pairedVideo"),
+        "save-to-library": (nil, nil),
+        "keep-content-identifier": (nil, nil),
     ]
 
     @Test func exportAndSubmitShareTheExportOptions() async throws {
@@ -120,7 +125,14 @@ struct RequestPathTests {
                 flags += ["--output", outputs.appendingPathComponent("flag-" + file).path]
                 keys["output"] = outputs.appendingPathComponent("key-" + file).path
             }
-            if option.kind == "flag" {
+            if option.kind != "flag" && sample.good == nil {
+                // Only its refusal is checked, below.
+            } else if option.kind == "flag" {
+                if option.name == "keep-content-identifier" {
+                    // Refused without saving to the library.
+                    flags.append("--save-to-library")
+                    keys["saveToLibrary"] = true
+                }
                 if option.name == "force-extension" {
                     // The type is mov, the name keeps .mp4: refused without the flag.
                     named("forced.mp4")
@@ -140,17 +152,24 @@ struct RequestPathTests {
                 flags.append("--overwrite")
                 keys["overwrite"] = true
             }
-            let byFlag = try await submitFlags(flags)
-            let byKey = try await submitLine(keys)
-            #expect(byFlag.status == 0 && byKey.status == 0, "\(option): \(byFlag.stderr) \(byKey.stderr)")
-            guard byFlag.status == 0, byKey.status == 0 else { continue }
-            let a = try spec(of: byFlag.stdout)
-            let b = try spec(of: byKey.stdout)
-            #expect(equal(a, b), "\(option): as a flag \(a), as \"\(key)\" \(b)")
-            let changed =
-                option.name == "overwrite"
-                ? !equal(a, try spec(of: try await submitFlags(base.0).stdout)) : !equal(a, plain)
-            #expect(changed, "\(option) changed nothing in the job: \(a)")
+            if option.kind == "flag" || sample.good != nil {
+                let byFlag = try await submitFlags(flags)
+                let byKey = try await submitLine(keys)
+                #expect(byFlag.status == 0 && byKey.status == 0, "\(option): \(byFlag.stderr) \(byKey.stderr)")
+                guard byFlag.status == 0, byKey.status == 0 else { continue }
+                let a = try spec(of: byFlag.stdout)
+                let b = try spec(of: byKey.stdout)
+                #expect(equal(a, b), "\(option): as a flag \(a), as \"\(key)\" \(b)")
+                // Against the job without it (keeping the content identifier: a job that saves).
+                var changed = !equal(a, plain)
+                if option.name == "overwrite" {
+                    changed = !equal(a, try spec(of: try await submitFlags(base.0).stdout))
+                } else if option.name == "keep-content-identifier" {
+                    let saving = base.0 + ["--save-to-library", "--overwrite"]
+                    changed = !equal(a, try spec(of: try await submitFlags(saving).stdout))
+                }
+                #expect(changed, "\(option) changed nothing in the job: \(a)")
+            }
             checked += 1
 
             // A bad value: the same words from export, submit and a manifest line.

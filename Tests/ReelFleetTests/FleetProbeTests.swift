@@ -129,7 +129,9 @@ struct FleetProbeTests {
         let fleet = try await Fleet.make()
         let id = try #require(
             try await fleet.submit(
-                Fixtures.long, preset: "MediumQuality", extra: ["timeRange": "0-10", "forceTranscode": "true"]
+                // 20 s at 720p (x264 medium): seconds of work left after the stop on any machine (10 s of
+                // MediumQuality ran at 5-8x realtime, so a quiet machine finished it within the 1 s grace).
+                Fixtures.long, preset: "1280x720", extra: ["forceTranscode": "true"]
             ).first)
         let grace = how == "--shutdown-grace" ? ["--shutdown-grace", "1"] : []
         let worker = try fleet.worker(["--jobs", "1", "--no-isolate"] + grace)

@@ -9,6 +9,9 @@ public import ReelMedia
 public struct ExportPlan: Sendable, Codable, Equatable {
     /// The asset's path.
     public var asset: String
+    /// The bytes of `asset` the media occupies, when it is part of a larger file (a Motion Photo's
+    /// embedded video, read in place); nil for the whole file.
+    public var assetByteRange: ByteRange? = nil
     /// The preset's canonical name.
     public var preset: String
     public var method: ExportMethod
@@ -264,11 +267,13 @@ extension ExportPlan {
     /// The one place an export plan becomes ReelMedia's `TranscodePlan` (its output path and thread
     /// count are filled in by the session).
     func transcodePlan(limits: InputLimits) -> TranscodePlan {
-        TranscodePlan(
+        var plan = TranscodePlan(
             inputPath: asset, outputPath: "", container: Container(muxer: output.muxer, brand: output.brand),
             mode: mode, faststart: output.networkOptimized, metadata: metadata.written,
             startSeconds: timeRange.map(\.start).flatMap { $0 > 0 ? $0 : nil }, endSeconds: endSeconds,
             policy: limits)
+        plan.inputByteRange = assetByteRange?.range
+        return plan
     }
 
     /// Where the export stops reading: the requested end when it lies inside the asset. An end past
@@ -316,4 +321,26 @@ extension ExportPlan {
             return .transcode(video: encodedVideo, audio: encodedAudio)
         }
     }
+}
+
+/// A stretch of a file's bytes: `length` bytes from `offset` (what a Motion Photo's embedded video
+/// occupies in its photo's file).
+public struct ByteRange: Sendable, Codable, Equatable, Hashable, CustomStringConvertible {
+    public var offset: Int64
+    public var length: Int64
+
+    public init(offset: Int64, length: Int64) {
+        self.offset = offset
+        self.length = length
+    }
+
+    public init(_ range: Range<Int64>) {
+        self.init(offset: range.lowerBound, length: Int64(range.count))
+    }
+
+    /// `offset..<offset + length`.
+    public var range: Range<Int64> { offset..<(offset + length) }
+
+    /// `bytes 1234..<5678`.
+    public var description: String { "bytes \(offset)..<\(offset + length)" }
 }

@@ -63,7 +63,8 @@ public enum ExportPlanner {
         }
         try check(timeRange, asset: asset)
         var plan = ExportPlan(
-            asset: asset.url.path, preset: preset.name, method: .transcode,
+            asset: asset.url.path, assetByteRange: asset.byteRange.map(ByteRange.init), preset: preset.name,
+            method: .transcode,
             decision: ExportPlan.Decision(obstacle: nil, summary: ""),
             output: ExportPlan.Output(
                 path: nil, type: type, muxer: type.container.muxer, brand: type.container.brand,
@@ -157,7 +158,8 @@ public enum ExportPlanner {
         plan.decision = ExportPlan.Decision(obstacle: nil, summary: "the Passthrough preset copies every stream")
         if let range = plan.timeRange {
             if range.start > 0 {
-                plan.copiedFromSeconds = try? MediaProbe.keyframeSeconds(atOrBefore: range.start, path: asset.url.path)
+                plan.copiedFromSeconds = try? MediaProbe.keyframeSeconds(
+                    atOrBefore: range.start, path: asset.url.path, byteRange: asset.byteRange)
             }
             // Every output type is an MP4/QuickTime file, whose edit lists players honour.
             let end = range.end.map { min($0, asset.duration) } ?? asset.duration

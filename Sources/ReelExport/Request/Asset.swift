@@ -16,11 +16,14 @@ public typealias InputLimits = InputPolicy
 public struct Asset: Sendable {
     /// The file, as given.
     public let url: URL
+    /// When the asset is part of `url` (a Motion Photo's embedded video): the bytes it occupies,
+    /// read in place (never copied out); nil for the whole file.
+    public let byteRange: Range<Int64>?
     /// Container: FFmpeg's demuxer name (`mov,mp4,m4a,3gp,3g2,mj2`, `matroska,webm`).
     public let container: String
     /// Seconds.
     public let duration: Double
-    /// File size in bytes.
+    /// File size in bytes (the range's length for a byte range).
     public let fileBytes: Int64
     /// Overall bit rate, bits per second.
     public let bitRate: Int?
@@ -33,20 +36,28 @@ public struct Asset: Sendable {
     /// Container metadata as read.
     public let metadata: [String: String]
 
-    /// Probes the file at `url` (synchronously; see `load(_:limits:)` for async callers).
+    /// Probes the file at `url` (synchronously; see `load(_:byteRange:limits:)` for async callers).
     /// Throws `ExportError` (`unreadable-input`, `limit-exceeded`).
-    public init(url: URL, limits: InputLimits = .standard) throws(ExportError) {
+    /// With `byteRange`, the asset is those bytes of the file (a Motion Photo's embedded MP4), read in
+    /// place: the file obeys `limits` as any input does, and the range must lie inside it.
+    public init(url: URL, byteRange: Range<Int64>? = nil, limits: InputLimits = .standard) throws(ExportError) {
         let info: MediaInfo
         do {
-            info = try MediaProbe.probe(path: url.path, policy: limits)
+            if let byteRange {
+                info = try MediaProbe.probe(
+                    path: url.path, byteRange: byteRange, policy: limits, decodingFirstFrames: true)
+            } else {
+                info = try MediaProbe.probe(path: url.path, policy: limits)
+            }
         } catch {
             throw ExportError(error)
         }
-        self.init(url: url, info: info)
+        self.init(url: url, info: info, byteRange: byteRange)
     }
 
-    private init(url: URL, info: MediaInfo) {
+    private init(url: URL, info: MediaInfo, byteRange: Range<Int64>? = nil) {
         self.url = url
+        self.byteRange = byteRange
         container = info.formatName
         duration = info.durationSeconds
         fileBytes = info.fileBytes
@@ -58,8 +69,12 @@ public struct Asset: Sendable {
     }
 
     /// Probes off the caller's thread, so async code never blocks the cooperative pool on file I/O.
-    public static func load(_ url: URL, limits: InputLimits = .standard) async throws(ExportError) -> Asset {
-        try await onOwnThread(named: "reel-probe") { () throws(ExportError) in try Asset(url: url, limits: limits) }
+    public static func load(_ url: URL, byteRange: Range<Int64>? = nil, limits: InputLimits = .standard)
+        async throws(ExportError) -> Asset
+    {
+        try await onOwnThread(named: "reel-probe") { () throws(ExportError) in
+            try Asset(url: url, byteRange: byteRange, limits: limits)
+        }
     }
 
     /// Size as a viewer sees it: sample aspect ratio and rotation applied.
@@ -121,8 +136,19 @@ extension Asset {
     /// MP4/QuickTime and Matroska headers describe their streams, so no frame is decoded (the moov
     /// or the segment header is read; pixel formats and some codec details may stay unknown). Other
     /// containers get FFmpeg's ordinary probe, which is bounded: it reads at most 5 MB and 5 s of
-    /// the file. Throws `unreadable-input` or `limit-exceeded`, as `init(url:limits:)` does.
-    public static func header(of url: URL, limits: InputLimits = Asset.defaultLimits) throws(ExportError) -> Asset {
+    /// the file. Throws `unreadable-input` or `limit-exceeded`, as `init(url:byteRange:limits:)` does.
+    public static func header(
+        of url: URL, byteRange: Range<Int64>? = nil, limits: InputLimits = Asset.defaultLimits
+    ) throws(ExportError) -> Asset {
+        if let byteRange {
+            // The range probe reads the header alone when it describes the streams, and checks the limits.
+            do {
+                let info = try MediaProbe.probe(path: url.path, byteRange: byteRange, policy: limits)
+                return Asset(url: url, info: info, byteRange: byteRange)
+            } catch {
+                throw ExportError(error)
+            }
+        }
         let standard = InputLimits.standard
         // The header-only probe opens files under the standard demuxer list and stream limit; a
         // policy that admits more gets the full probe rather than a false refusal.

@@ -34,13 +34,26 @@ public struct ExportRequest: Sendable, Codable, Equatable {
     public var background: String?
     /// Replace an existing output file.
     public var overwrite: Bool?
+    /// For a `library:<id>` asset: the PhotoKit resource type to export (`pairedVideo`, `video`, …);
+    /// default the motion of a Live or Motion Photo, else the asset's own resource.
+    public var resource: String?
+    /// Save the finished output to the library as a new asset (`PHAssetCreationRequest`); the job
+    /// completes only once it is there.
+    public var saveToLibrary: Bool?
+    /// Saving a Live Photo's motion back: keep its content identifier in the new file (needs
+    /// `saveToLibrary`); otherwise it is removed, so the copy never pairs with the original's still.
+    public var keepContentIdentifier: Bool?
 
     public init(
         preset: String? = nil, type: String? = nil, output: String? = nil, forceExtension: Bool? = nil,
         timeRange: String? = nil, metadata: String? = nil, noNetworkOptimization: Bool? = nil,
         forceTranscode: Bool? = nil, allowAudioOnly: Bool? = nil, maxSize: String? = nil, background: String? = nil,
-        overwrite: Bool? = nil
+        overwrite: Bool? = nil, resource: String? = nil, saveToLibrary: Bool? = nil,
+        keepContentIdentifier: Bool? = nil
     ) {
+        self.resource = resource
+        self.saveToLibrary = saveToLibrary
+        self.keepContentIdentifier = keepContentIdentifier
         self.preset = preset
         self.type = type
         self.output = output
@@ -77,7 +90,18 @@ public struct ExportRequest: Sendable, Codable, Equatable {
             preset: chosen, outputType: outputType, timeRange: values.range, metadata: values.metadata,
             optimizeForNetwork: noNetworkOptimization != true, forceTranscode: forceTranscode ?? false,
             allowsAudioOnly: allowAudioOnly ?? false, fileLengthLimit: values.limit, background: values.background,
-            overwrite: overwrite ?? false)
+            overwrite: overwrite ?? false, saveToLibrary: saveToLibrary ?? false,
+            keepContentIdentifier: keepContentIdentifier ?? false)
+    }
+
+    /// Checks `resource` against the asset it goes with: a resource is chosen only for a
+    /// `library:<id>` asset. Throws `invalid-argument`.
+    public func checkResource(asset: String) throws(ExportError) {
+        if let resource, LibraryReference.identifier(in: asset) == nil {
+            throw ExportError(
+                .invalidArgument,
+                "a resource (\(resource)) is chosen only for a library asset (library:<localIdentifier>), not \(asset)")
+        }
     }
 
     private func parsed() throws(ExportError) -> (
@@ -85,6 +109,12 @@ public struct ExportRequest: Sendable, Codable, Equatable {
     ) {
         if let type, OutputType(name: type) == nil {
             throw ExportError(.invalidArgument, "unknown output type '\(type)'; use mp4, mov, m4v or m4a")
+        }
+        if keepContentIdentifier == true && saveToLibrary != true {
+            throw ExportError(
+                .invalidArgument,
+                "keeping the content identifier is about saving to the library (--save-to-library, or \"saveToLibrary\")"
+            )
         }
         if forceExtension == true && type == nil {
             throw ExportError(
@@ -133,6 +163,13 @@ public struct ExportSettings: Sendable, Equatable {
     public var fileLengthLimit: Int64?
     public var background: RGBColor
     public var overwrite: Bool
+    /// Import the finished output into the library as a new asset. Not a session's business
+    /// (`ExportSession.apply(_:metadataDefault:)` leaves it): the caller saves through its
+    /// `AssetLibrary` once the export completed, and sets the session's `metadataOverrides` from the
+    /// `LibrarySource` (`LibrarySource.metadata(saving:keepContentIdentifier:)`).
+    public var saveToLibrary: Bool = false
+    /// Keep a Live Photo's content identifier in the saved copy.
+    public var keepContentIdentifier: Bool = false
 }
 
 extension MetadataPolicy {

@@ -50,6 +50,15 @@ public struct ExportError: Error, Sendable, Equatable, CustomStringConvertible {
         public static let invalidPreset = Code("invalid-preset")
         /// A setting of the export is invalid (time range, output path).
         public static let invalidArgument = Code("invalid-argument")
+        /// A `library:<id>` asset the library does not know, or a resource it does not have.
+        public static let unknownAsset = Code("unknown-asset")
+        /// The file a `library:<id>` asset resolved to changed or vanished since the library indexed it
+        /// (or since the job was submitted): the export would not be of what was asked for. Never
+        /// retryable; rescan the library and submit again.
+        public static let assetChanged = Code("asset-changed")
+        /// Saving the finished output back to the library failed (the output is in place; another
+        /// attempt imports it without exporting again).
+        public static let saveFailed = Code("save-failed")
         /// A bug or an unexpected failure inside Reel or FFmpeg.
         public static let `internal` = Code("internal")
 
@@ -57,12 +66,15 @@ public struct ExportError: Error, Sendable, Equatable, CustomStringConvertible {
         public static let allCases: [Code] = [
             .unreadableInput, .unsupportedCodec, .incompatiblePreset, .noVideo, .limitExceeded, .noSpace,
             .outputFailed, .outputInvalid, .cancelled, .stalled, .outputExists, .unknownPreset, .invalidPreset,
-            .invalidArgument, .internal,
+            .invalidArgument, .unknownAsset, .assetChanged, .saveFailed, .internal,
         ]
 
         /// Whether a failure with this code may pass when the same export runs again, unless its cause
-        /// says otherwise (`ExportError.init`): a full disk, an I/O error, a stall, an internal failure.
-        public var isRetryableByDefault: Bool { [.noSpace, .outputFailed, .stalled, .internal].contains(self) }
+        /// says otherwise (`ExportError.init`): a full disk, an I/O error, a stall, an internal failure, a
+        /// save back to the library.
+        public var isRetryableByDefault: Bool {
+            [.noSpace, .outputFailed, .stalled, .internal, .saveFailed].contains(self)
+        }
 
         public var description: String { rawValue }
     }
@@ -74,8 +86,8 @@ public struct ExportError: Error, Sendable, Equatable, CustomStringConvertible {
     /// internal failure may pass; bad input, a missing output folder or a permission never does.
     public let isRetryable: Bool
 
-    /// `retryable` defaults to what the code implies (`no-space`, `output-failed`, `stalled` and
-    /// `internal` are retryable); pass it when the cause says otherwise.
+    /// `retryable` defaults to what the code implies (`no-space`, `output-failed`, `stalled`,
+    /// `save-failed` and `internal` are retryable); pass it when the cause says otherwise.
     public init(_ code: Code, _ message: String, retryable: Bool? = nil) {
         self.code = code
         self.message = message

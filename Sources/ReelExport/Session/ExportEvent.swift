@@ -53,12 +53,21 @@ public enum ExportEvent: Sendable, Equatable, Codable {
         public var preset: String
         public var type: String
         public var result: ExportSession.Result
+        /// What a `library:<id>` asset resolved to (absent for a path).
+        public var source: LibrarySource? = nil
+        /// The new asset's local identifier, when the output was saved to the library.
+        public var savedLocalIdentifier: String? = nil
 
-        public init(output: String, preset: String, type: String, result: ExportSession.Result) {
+        public init(
+            output: String, preset: String, type: String, result: ExportSession.Result, source: LibrarySource? = nil,
+            savedLocalIdentifier: String? = nil
+        ) {
             self.output = output
             self.preset = preset
             self.type = type
             self.result = result
+            self.source = source
+            self.savedLocalIdentifier = savedLocalIdentifier
         }
     }
 

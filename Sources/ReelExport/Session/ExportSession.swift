@@ -189,6 +189,7 @@ public final class ExportSession: Sendable {
         var shouldOptimizeForNetworkUse = true
         var timeRange: TimeRange?
         var metadataPolicy = MetadataPolicy.keep
+        var metadataOverrides: [String: String] = [:]
         var overwrite = false
         var stallTimeout: TimeInterval = 120
         var forceTranscode = false
@@ -253,6 +254,13 @@ public final class ExportSession: Sendable {
     public var metadataPolicy: MetadataPolicy {
         get { state.withLock { $0.metadataPolicy } }
         set { state.withLock { $0.metadataPolicy = newValue } }
+    }
+    /// Container metadata written over the source's (`AVAssetExportSession.metadata`): a key here
+    /// replaces the source's value, an empty value removes the key. The metadata policy still
+    /// applies (`sharing` drops location keys, `strip` everything). Default none.
+    public var metadataOverrides: [String: String] {
+        get { state.withLock { $0.metadataOverrides } }
+        set { state.withLock { $0.metadataOverrides = newValue } }
     }
     /// Replace an existing file at `outputURL` (default false: an existing file is an error).
     public var overwritesExistingFile: Bool {
@@ -383,11 +391,17 @@ public final class ExportSession: Sendable {
                 $0.backgroundColor, $0.allowsAudioOnly
             )
         }
+        let overrides = state.withLock { $0.metadataOverrides }
         var plan = try ExportPlanner.decide(
             asset: asset, preset: preset, type: type, timeRange: range, metadata: metadata,
             optimizeForNetwork: network, forceTranscode: force, fileLengthLimit: limit,
             background: background, allowAudioOnly: audioOnly)
         plan.output.path = destination?.standardizedFileURL.path
+        if !overrides.isEmpty {
+            let merged = asset.metadata.merging(overrides) { _, new in new }.filter { !$0.value.isEmpty }
+            plan.metadata = ExportPlan.Metadata(
+                policy: metadata, written: ExportPlanner.metadataToWrite(merged, policy: metadata))
+        }
         return plan
     }
 

@@ -89,14 +89,16 @@ enum InputDiagnosis {
     }
 
     /// "ends after 6 KB of the 172 KB its header declares: truncated" when the container's own sizes
-    /// (MP4/QuickTime top-level boxes, the Matroska segment) say the file goes on past its end.
-    static func truncation(_ path: String, fileBytes: Int64, formatNames: [String]) -> String? {
+    /// (MP4/QuickTime top-level boxes, the Matroska segment) say the file goes on past its end. With
+    /// `start`, the media is the `fileBytes` bytes from there (a byte range of a larger file).
+    static func truncation(_ path: String, fileBytes: Int64, formatNames: [String], start: Int64 = 0) -> String? {
         guard let handle = FileHandle(forReadingAtPath: path) else { return nil }
         defer { try? handle.close() }
         let declared: Int64?
         if formatNames.contains("mov") {
-            declared = movDeclaredEnd(handle, fileBytes: fileBytes)
+            declared = movDeclaredEnd(handle, fileBytes: fileBytes, start: start)
         } else if formatNames.contains("matroska") {
+            guard (try? handle.seek(toOffset: UInt64(start))) != nil else { return nil }
             declared = matroskaDeclaredEnd(handle)
         } else {
             declared = nil
@@ -107,10 +109,10 @@ enum InputDiagnosis {
 
     /// Where the last top-level box that runs past the end of the file says it ends (nil when every
     /// box fits).
-    private static func movDeclaredEnd(_ handle: FileHandle, fileBytes: Int64) -> Int64? {
+    private static func movDeclaredEnd(_ handle: FileHandle, fileBytes: Int64, start: Int64) -> Int64? {
         var offset: Int64 = 0
         for _ in 0..<100_000 {
-            guard offset + 8 <= fileBytes, (try? handle.seek(toOffset: UInt64(offset))) != nil,
+            guard offset + 8 <= fileBytes, (try? handle.seek(toOffset: UInt64(start + offset))) != nil,
                 let header = try? handle.read(upToCount: 16), header.count >= 8
             else { return nil }
             let bytes = [UInt8](header)

@@ -196,9 +196,11 @@ public enum MediaProbe {
     /// Where a copy of `path` from `seconds` (from the start) has to begin: the time of the video's
     /// keyframe at or before it, from the header's index (its decoding time, which B-frames put up to
     /// a few frames early), or nil when the file has no video or its header has no index (Matroska
-    /// without cues, MPEG-TS).
-    public static func keyframeSeconds(atOrBefore seconds: Double, path: String) throws(MediaError) -> Double? {
-        let input = try InputFile(path: path, policy: .standard, analysis: .headerSuffices)
+    /// without cues, MPEG-TS). `byteRange` names the media inside a larger file (a Motion Photo's).
+    public static func keyframeSeconds(atOrBefore seconds: Double, path: String, byteRange: Range<Int64>? = nil)
+        throws(MediaError) -> Double?
+    {
+        let input = try InputFile(path: path, policy: .standard, analysis: .headerSuffices, byteRange: byteRange)
         guard let index = input.info.streams.firstIndex(where: { $0.kind == .video && !$0.isAttachedPicture }) else {
             return nil
         }

@@ -20,12 +20,24 @@ final class InputFile {
     /// Matroska): for copying packets, and for reading back a file Reel just wrote.
     enum Analysis { case full, headerSuffices }
 
+    /// `byteRange`, when given, opens only those bytes of the file as a media file of their own (a
+    /// Motion Photo's embedded MP4) through FFmpeg's `subfile` protocol over the resolved path: the
+    /// range must lie inside the file, FFmpeg reads nothing outside it, and `info.fileBytes` is the
+    /// range's length.
     init(
         path: String, policy: InputPolicy, interrupt: CancellationFlag? = nil, analysis: Analysis = .full,
-        demuxerOptions: [(String, String)] = []
+        demuxerOptions: [(String, String)] = [], byteRange: Range<Int64>? = nil
     ) throws(MediaError) {
         FFmpegLog.installIfNeeded()
-        let (resolved, fileBytes) = try InputFile.checkRegularFile(path, policy: policy)
+        let (resolved, wholeFileBytes) = try InputFile.checkRegularFile(path, policy: policy)
+        var url = resolved
+        var protocols = "file"
+        var fileBytes = wholeFileBytes
+        if let byteRange {
+            url = try InputFile.subfileURL(path: path, resolved: resolved, byteRange: byteRange, fileBytes: fileBytes)
+            protocols = "subfile,file"
+            fileBytes = Int64(byteRange.count)
+        }
 
         guard let allocated = avformat_alloc_context() else {
             throw MediaError(kind: .internalFailure, call: "avformat_alloc_context", message: "out of memory")
@@ -34,7 +46,7 @@ final class InputFile {
         interrupt?.interrupts(allocated)
         let options = try OptionDictionary(
             [
-                ("protocol_whitelist", "file"),
+                ("protocol_whitelist", protocols),
                 ("format_whitelist", policy.allowedDemuxers.joined(separator: ",")),
                 // Do not follow QuickTime data references to other files.
                 ("enable_drefs", "0"),
@@ -42,7 +54,7 @@ final class InputFile {
                 ("max_streams", String(policy.maxStreams)),
             ] + demuxerOptions)
         // Open the resolved path, so a symlink swapped after the check cannot redirect the open.
-        let opened = avformat_open_input(&context, resolved, nil, &options.pointer)
+        let opened = avformat_open_input(&context, url, nil, &options.pointer)
         // On failure avformat_open_input frees the context and sets it to NULL.
         guard opened >= 0, let context else {
             if opened == reel_averror(ENOMEM) {
@@ -50,6 +62,12 @@ final class InputFile {
                 throw MediaError(
                     kind: .limitExceeded, call: "avformat_open_input", code: opened,
                     message: "\(path) declares more streams than the limit of \(policy.maxStreams)")
+            }
+            if let byteRange {
+                throw MediaError(
+                    call: "avformat_open_input", code: opened, kind: .unreadableInput,
+                    context:
+                        "\(path): bytes \(byteRange.lowerBound)..<\(byteRange.upperBound) are not media FFmpeg reads")
             }
             throw InputDiagnosis.openFailure(
                 path: path, resolved: resolved, fileBytes: fileBytes, policy: policy, code: opened)
@@ -64,7 +82,9 @@ final class InputFile {
         let formatNames = String(cString: context.pointee.iformat.pointee.name).split(separator: ",").map(String.init)
         // A file cut short opens (its header is complete) but is refused: what it would export is not
         // what its sender meant.
-        if let truncated = InputDiagnosis.truncation(resolved, fileBytes: fileBytes, formatNames: formatNames) {
+        if let truncated = InputDiagnosis.truncation(
+            resolved, fileBytes: fileBytes, formatNames: formatNames, start: byteRange?.lowerBound ?? 0)
+        {
             throw fail(MediaError(kind: .unreadableInput, call: "truncation", message: "\(path): \(truncated)"))
         }
         let found =
@@ -150,6 +170,24 @@ final class InputFile {
     }
 
     // MARK: - Checks before opening
+
+    /// FFmpeg's name for bytes `byteRange` of the file at `resolved`, once the range is known to lie
+    /// inside its `fileBytes`. Throws `.unreadableInput` naming `path` otherwise.
+    static func subfileURL(path: String, resolved: String, byteRange: Range<Int64>, fileBytes: Int64)
+        throws(MediaError) -> String
+    {
+        guard byteRange.lowerBound >= 0, !byteRange.isEmpty, byteRange.upperBound <= fileBytes else {
+            throw MediaError(
+                kind: .unreadableInput, call: "byte range",
+                message:
+                    "\(path): bytes \(byteRange.lowerBound)..<\(byteRange.upperBound) are not inside its \(fileBytes)")
+        }
+        // subfile's options end at the first ",,", so such a path cannot be named this way.
+        guard !resolved.contains(",,") else {
+            throw MediaError(kind: .unreadableInput, call: "byte range", message: "\(path): a path with ',,' in it")
+        }
+        return "subfile,,start,\(byteRange.lowerBound),end,\(byteRange.upperBound),,:file:\(resolved)"
+    }
 
     /// Only regular files are opened: devices, FIFOs, sockets and directories are refused before
     /// FFmpeg sees them (a FIFO or `/dev/urandom` would block or never end).

@@ -8,23 +8,20 @@ extension MediaProbe {
     /// outside the range (its `subfile` protocol over the resolved path). Returns what FFmpeg reads,
     /// with `fileBytes` the range's length. Throws `MediaError` (`.unreadableInput` when the range is
     /// outside the file or is not media FFmpeg opens; `.limitExceeded` past the policy).
-    public static func probe(path: String, byteRange: Range<Int64>, policy: InputPolicy = .standard) throws(MediaError)
-        -> MediaInfo
-    {
+    ///
+    /// `decodingFirstFrames` probes as `probe(path:policy:)` does (the first frames decoded for the
+    /// facts an export decides on: pixel format, colour); without it only the header is read when it
+    /// describes the streams, which keeps validating every Motion Photo of a library cheap.
+    public static func probe(
+        path: String, byteRange: Range<Int64>, policy: InputPolicy = .standard, decodingFirstFrames: Bool = false
+    ) throws(MediaError) -> MediaInfo {
         FFmpegLog.installIfNeeded()
         defer { reel_trim_heap() }
+        if decodingFirstFrames {
+            return try InputFile(path: path, policy: policy, byteRange: byteRange).withFirstFrameFacts()
+        }
         let (resolved, fileBytes) = try InputFile.checkRegularFile(path, policy: policy)
-        guard byteRange.lowerBound >= 0, !byteRange.isEmpty, byteRange.upperBound <= fileBytes else {
-            throw MediaError(
-                kind: .unreadableInput, call: "byte range",
-                message:
-                    "\(path): bytes \(byteRange.lowerBound)..<\(byteRange.upperBound) are not inside its \(fileBytes)")
-        }
-        // subfile's options end at the first ",,", so such a path cannot be named this way.
-        guard !resolved.contains(",,") else {
-            throw MediaError(kind: .unreadableInput, call: "byte range", message: "\(path): a path with ',,' in it")
-        }
-        let url = "subfile,,start,\(byteRange.lowerBound),end,\(byteRange.upperBound),,:file:\(resolved)"
+        let url = try InputFile.subfileURL(path: path, resolved: resolved, byteRange: byteRange, fileBytes: fileBytes)
         guard let allocated = avformat_alloc_context() else {
             throw MediaError(kind: .internalFailure, call: "avformat_alloc_context", message: "out of memory")
         }

@@ -119,6 +119,9 @@ public struct TranscodePlan: Sendable {
     }
 
     public var inputPath: String
+    /// When set, the input is these bytes of `inputPath` (a Motion Photo's embedded MP4), read in
+    /// place through FFmpeg's `subfile` protocol: nothing outside the range is read, nothing is copied.
+    public var inputByteRange: Range<Int64>? = nil
     /// Where to write; must not exist. The caller renames it into place.
     public var outputPath: String
     public var container: Container

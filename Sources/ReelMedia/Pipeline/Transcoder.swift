@@ -25,7 +25,9 @@ public enum Transcoder {
         // Copying packets needs no decoded frames: the header suffices where it describes the streams.
         let analysis: InputFile.Analysis
         if case .copy = plan.mode { analysis = .headerSuffices } else { analysis = .full }
-        let input = try InputFile(path: plan.inputPath, policy: plan.policy, interrupt: cancel, analysis: analysis)
+        let input = try InputFile(
+            path: plan.inputPath, policy: plan.policy, interrupt: cancel, analysis: analysis,
+            byteRange: plan.inputByteRange)
         input.heartbeat = heartbeat
         if cancel.isRaised { throw MediaError.cancelled() }
         try validate(plan, against: input.info)
@@ -45,7 +47,8 @@ public enum Transcoder {
                 // The moov did not fit the space reserved for it: copy again with the classic rewrite.
                 unlink(plan.outputPath)
                 let again = try InputFile(
-                    path: plan.inputPath, policy: plan.policy, interrupt: cancel, analysis: analysis)
+                    path: plan.inputPath, policy: plan.policy, interrupt: cancel, analysis: analysis,
+                    byteRange: plan.inputByteRange)
                 again.heartbeat = heartbeat
                 let pipeline = try RemuxPipeline(
                     plan: plan, streams: streams, input: again, cancel: cancel, heartbeat: heartbeat,

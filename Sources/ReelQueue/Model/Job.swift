@@ -57,6 +57,14 @@ public struct JobSpec: Sendable, Codable, Equatable {
     /// What transparent pixels (animated GIF, APNG) are flattened onto (`ExportSession.backgroundColor`);
     /// black in specs written before the field existed.
     public var background: RGBColor = .black
+    /// What a `library:<id>` asset resolved to at submit (`asset` is then its file): checked again
+    /// when the job runs, so a file that changed or vanished fails the job (`asset-changed`) instead
+    /// of exporting something else. Nil for a path.
+    public var library: LibrarySource? = nil
+    /// Save the output to the library as a new asset before the job completes.
+    public var saveToLibrary: Bool = false
+    /// Keep a Live Photo's content identifier in the saved copy.
+    public var keepContentIdentifier: Bool = false
 
     public init(
         asset: String, preset: String, outputType: OutputType, output: String, priority: Int = 0, key: String? = nil,
@@ -85,6 +93,7 @@ extension JobSpec {
     private enum CodingKeys: String, CodingKey {
         case asset, preset, outputType, output, priority, key, timeRange, metadata, optimizeForNetwork, maxAttempts
         case forceTranscode, overwrite, fileLengthLimit, background, metadataChosen, allowAudioOnly
+        case library, saveToLibrary, keepContentIdentifier
     }
 
     /// Decodes specs written by older versions too (no `overwrite`, no `fileLengthLimit`, no `background`).
@@ -106,6 +115,21 @@ extension JobSpec {
         background = try c.decodeIfPresent(RGBColor.self, forKey: .background) ?? .black
         metadataChosen = try c.decodeIfPresent(Bool.self, forKey: .metadataChosen) ?? true
         allowAudioOnly = try c.decodeIfPresent(Bool.self, forKey: .allowAudioOnly) ?? false
+        library = try c.decodeIfPresent(LibrarySource.self, forKey: .library)
+        saveToLibrary = try c.decodeIfPresent(Bool.self, forKey: .saveToLibrary) ?? false
+        keepContentIdentifier = try c.decodeIfPresent(Bool.self, forKey: .keepContentIdentifier) ?? false
+    }
+
+    /// The asset as the client named it: `library:<id>` for a library asset, else its path.
+    public var requestedAsset: String { library?.reference ?? asset }
+
+    /// Probes the asset to export (off the caller's thread): for a library asset, first checks that
+    /// its file is still as it was when the job was submitted (`asset-changed` otherwise, naming the
+    /// identifier), then reads its bytes in place (a Motion Photo's embedded video as a byte range).
+    public func loadAsset(limits: InputLimits) async throws(ExportError) -> Asset {
+        try library?.checkUnchanged()
+        return try await Asset.load(
+            URL(fileURLWithPath: asset), byteRange: library?.byteRange?.range, limits: limits)
     }
 
     /// The metadata policy to export with: the spec's when chosen, else `workerDefault`.
@@ -153,6 +177,12 @@ extension JobSpec {
         }
         if forceTranscode != other.forceTranscode {
             fields.append("force transcode (\(other.forceTranscode), not \(forceTranscode))")
+        }
+        if library?.identifier != other.library?.identifier || library?.resource != other.library?.resource {
+            fields.append("library asset (\(other.requestedAsset), not \(requestedAsset))")
+        }
+        if saveToLibrary != other.saveToLibrary || keepContentIdentifier != other.keepContentIdentifier {
+            fields.append("save to library (\(other.saveToLibrary), not \(saveToLibrary))")
         }
         if fileLengthLimit != other.fileLengthLimit {
             let describe = { (limit: Int64?) in limit.map { "\($0) bytes" } ?? "none" }
@@ -250,6 +280,9 @@ public struct JobResult: Sendable, Codable, Equatable {
     /// No export ran: an earlier attempt of the job published this output and could not record it, and
     /// this attempt adopted it (`PublishReceipt`). Its `method` reads `adopted` in JSON.
     public var adopted: Bool
+    /// The local identifier of the asset the output was saved as (`JobSpec.saveToLibrary`), nil when
+    /// it was not saved to a library.
+    public var savedLocalIdentifier: String?
 
     /// `result`, its elapsed time rounded to the millisecond.
     public init(_ result: ExportSession.Result, adopted: Bool = false) {
@@ -281,18 +314,22 @@ public struct JobResult: Sendable, Codable, Equatable {
 
     private static let adoptedMethod = "adopted"
 
-    private enum CodingKeys: String, CodingKey { case method }
+    private enum CodingKeys: String, CodingKey { case method, savedLocalIdentifier }
 
-    /// The export's keys, every one; status files written before results had a `method` read as
-    /// `transcode` with no decision.
+    /// The export's keys, every one, and `savedLocalIdentifier` when the output was saved to a
+    /// library; status files written before results had a `method` read as `transcode` with no decision.
     public init(from decoder: any Decoder) throws {
-        let method = try decoder.container(keyedBy: CodingKeys.self).decodeIfPresent(String.self, forKey: .method)
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        let method = try container.decodeIfPresent(String.self, forKey: .method)
         export = try ExportSession.Result(from: decoder, methodOtherwise: .transcode)
         adopted = method == Self.adoptedMethod
+        savedLocalIdentifier = try container.decodeIfPresent(String.self, forKey: .savedLocalIdentifier)
     }
 
     public func encode(to encoder: any Encoder) throws {
         try export.encode(to: encoder, method: methodName)
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encodeIfPresent(savedLocalIdentifier, forKey: .savedLocalIdentifier)
     }
 }
 

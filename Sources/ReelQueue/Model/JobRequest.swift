@@ -19,6 +19,9 @@ public struct JobRequest: Sendable, Codable, Equatable {
     public var key: String?
     /// 1 to 20 (default 3).
     public var maxAttempts: Int?
+    /// What a `library:<id>` asset resolved to (`resolveLibraryAsset(in:)`); never read from a
+    /// manifest line.
+    public var librarySource: LibrarySource?
 
     public init(
         asset: String, export: ExportRequest, outputDir: String? = nil, priority: Int? = nil, key: String? = nil,
@@ -79,6 +82,18 @@ public struct JobRequest: Sendable, Codable, Equatable {
         case plan
     }
 
+    /// For a `library:<id>` asset: asks `library` what it names (with `export.resource`) and keeps
+    /// the answer for `resolve`. Nothing for a path. Throws what `AssetLibrary.resolve` throws
+    /// (`unknown-asset`, `asset-changed`), or `invalid-argument` when there is no library.
+    public mutating func resolveLibraryAsset(in library: (any AssetLibrary)?) async throws(ExportError) {
+        try export.checkResource(asset: asset)
+        guard let identifier = LibraryReference.identifier(in: asset) else { return }
+        guard let library else {
+            throw ExportError(.invalidArgument, "\(asset) names a library asset, and no library is open")
+        }
+        librarySource = try await library.resolve(identifier, resource: export.resource)
+    }
+
     /// Checks the request and returns the spec to queue. Relative paths are taken from
     /// `workingDirectory`. A request that does not choose a metadata policy gets `metadataDefault`,
     /// and without one, the worker's (`JobSpec.metadataChosen`). Throws the `ExportError` that `reel
@@ -89,11 +104,16 @@ public struct JobRequest: Sendable, Codable, Equatable {
         metadataDefault: MetadataPolicy? = nil
     ) throws(ExportError) -> JobSpec {
         let settings = try export.resolve(presets: presets)
+        try export.checkResource(asset: asset)
         func absolute(_ path: String) -> URL {
             (path.hasPrefix("/") ? URL(fileURLWithPath: path) : workingDirectory.appendingPathComponent(path))
                 .standardizedFileURL
         }
-        let assetURL = absolute(asset)
+        if LibraryReference.identifier(in: asset) != nil, librarySource == nil {
+            throw ExportError(.invalidArgument, "\(asset) names a library asset, and no library resolved it")
+        }
+        let source = LibraryReference.identifier(in: asset) != nil ? librarySource : nil
+        let assetURL = source.map { URL(fileURLWithPath: $0.path) } ?? absolute(asset)
         if let key { try JobSpec.checkKey(key) }
         let attempts = maxAttempts ?? JobSpec.defaultAttempts
         guard JobSpec.attemptLimits.contains(attempts) else {
@@ -108,16 +128,21 @@ public struct JobRequest: Sendable, Codable, Equatable {
             outputURL = absolute(output)
         } else {
             let folder = outputDir.map(absolute) ?? workingDirectory.standardizedFileURL
+            // A library asset's output is named after the resource's own name (a Motion Photo's
+            // `PXL_….MP4`), not after the file holding it.
+            let named = source.map { assetURL.deletingLastPathComponent().appendingPathComponent($0.outputStem) }
             outputURL = folder.appendingPathComponent(
                 OutputType.defaultFileName(
-                    asset: assetURL, preset: settings.preset, type: settings.outputType, tag: "{id}"))
+                    asset: named ?? assetURL, preset: settings.preset, type: settings.outputType, tag: "{id}"))
         }
         let metadata = settings.metadata ?? metadataDefault
+        // The library's answer is checked against the file as it is now, before the file is read.
+        try source?.checkUnchanged()
         switch checks {
         case .access:
             try Asset.checkAccess(assetURL, limits: limits)
         case .plan:
-            let probed = try Asset.header(of: assetURL, limits: limits)
+            let probed = try Asset.header(of: assetURL, byteRange: source?.byteRange?.range, limits: limits)
             _ = try ExportPlanner.decide(
                 asset: probed, preset: settings.preset, type: settings.outputType, timeRange: settings.timeRange,
                 metadata: metadata ?? .keep, optimizeForNetwork: settings.optimizeForNetwork,
@@ -133,6 +158,9 @@ public struct JobRequest: Sendable, Codable, Equatable {
             fileLengthLimit: settings.fileLengthLimit, background: settings.background)
         spec.metadataChosen = metadata != nil
         spec.allowAudioOnly = settings.allowsAudioOnly
+        spec.library = source
+        spec.saveToLibrary = settings.saveToLibrary
+        spec.keepContentIdentifier = settings.keepContentIdentifier
         return spec
     }
 
@@ -189,6 +217,29 @@ public enum Manifest {
             problems.first?.error.code ?? .invalidArgument,
             "manifest rejected, nothing was queued: "
                 + problems.map { "line \($0.line): \($0.error.message)" }.joined(separator: "; "))
+    }
+
+    /// `resolveLines`, with `library:<id>` assets resolved through `library` first (each line's
+    /// refusal its own: an unknown or changed identifier refuses that line).
+    public static func resolveLines(
+        _ data: Data, presets: PresetLibrary, limits: InputLimits, workingDirectory: URL,
+        checks: JobRequest.Checks = .plan, metadataDefault: MetadataPolicy? = nil, library: (any AssetLibrary)?
+    ) async -> [(line: Int, asset: String?, spec: Result<JobSpec, ExportError>)] {
+        var lines: [(line: Int, asset: String?, spec: Result<JobSpec, ExportError>)] = []
+        for (line, result) in requests(data) {
+            let asset = try? result.get().asset
+            do throws(ExportError) {
+                var request = try result.get()
+                try await request.resolveLibraryAsset(in: library)
+                let spec = try request.resolve(
+                    presets: presets, limits: limits, workingDirectory: workingDirectory, checks: checks,
+                    metadataDefault: metadataDefault)
+                lines.append((line, asset, .success(spec)))
+            } catch {
+                lines.append((line, asset, .failure(error)))
+            }
+        }
+        return lines
     }
 
     /// Each job line (numbered from 1) resolved to its spec, or the error that refuses it: what

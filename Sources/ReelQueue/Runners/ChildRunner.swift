@@ -124,7 +124,7 @@ public final class ChildRunner: Sendable {
         do throws(ExportError) {
             let presets = try PresetLibrary(userFolder: request.presetsFolder.map { URL(fileURLWithPath: $0) })
             let spec = request.spec
-            let asset = try await Asset.load(URL(fileURLWithPath: spec.asset), limits: request.limits)
+            let asset = try await spec.loadAsset(limits: request.limits)
             let session = try ExportSession(
                 asset: asset, presetName: spec.preset, presets: presets, limits: request.limits)
             spec.configure(session, stallTimeout: request.stallTimeout, threads: request.threads)

@@ -13,9 +13,9 @@ struct InProcessRunner: ExportRunner {
     func run(_ job: RunningJob, threads: Int, confirm: @escaping @Sendable () async -> PublishVerdict) async
         -> ExportAttempt
     {
-        let spec = job.lease.spec
+        let spec = job.spec
         do throws(ExportError) {
-            let asset = try await Asset.load(URL(fileURLWithPath: spec.asset), limits: limits)
+            let asset = try await spec.loadAsset(limits: limits)
             let session = try ExportSession(asset: asset, presetName: spec.preset, presets: presets, limits: limits)
             spec.configure(session, stallTimeout: stallTimeout, threads: threads, metadataDefault: metadataDefault)
             session.temporaryTag = job.lease.attemptTag
@@ -55,5 +55,9 @@ extension JobSpec {
         session.fileLengthLimit = fileLengthLimit
         session.backgroundColor = background
         session.codecThreads = threads
+        if let library {
+            session.metadataOverrides = library.metadata(
+                saving: saveToLibrary, keepContentIdentifier: keepContentIdentifier)
+        }
     }
 }

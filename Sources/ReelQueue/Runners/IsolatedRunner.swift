@@ -70,7 +70,7 @@ struct IsolatedRunner: ExportRunner {
     func run(_ job: RunningJob, threads: Int, confirm: @escaping @Sendable () async -> PublishVerdict) async
         -> ExportAttempt
     {
-        var spec = job.lease.spec
+        var spec = job.spec
         spec.metadata = spec.metadata(workerDefault: metadataDefault)
         spec.metadataChosen = true
         let request = ChildRequest(

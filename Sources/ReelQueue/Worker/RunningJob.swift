@@ -38,6 +38,8 @@ final class RunningJob: Sendable {
         var stop: StopReason?
         var handle: (any JobHandle)?
         var finished = false
+        /// The spec to export when it differs from the lease's (a library asset that moved).
+        var spec: JobSpec?
     }
 
     let lease: Lease
@@ -61,6 +63,13 @@ final class RunningJob: Sendable {
             $0.progressIsNew = true
         }
     }
+
+    /// What to export: the lease's spec, unless the worker found the library asset it names at a new
+    /// path (`export(_:)`). The output and everything else are the lease's.
+    var spec: JobSpec { state.withLock { $0.spec } ?? lease.spec }
+
+    /// Exports `spec` instead of the lease's (set before the export starts).
+    func export(_ spec: JobSpec) { state.withLock { $0.spec = spec } }
 
     /// Progress reported since the last call, if any.
     func takeProgress() -> JobProgress? {

@@ -30,6 +30,11 @@ public final class WorkerPool: Sendable {
         public var onEvent: (@Sendable (WorkerPoolEvent) -> Void)?
         /// The metadata policy of jobs whose spec did not choose one (`JobSpec.metadataChosen`).
         public var metadataDefault = MetadataPolicy.keep
+        /// The photo library `library:<id>` jobs are checked against when they start (an identifier
+        /// that now names other bytes, or none, fails `asset-changed`) and `saveToLibrary` jobs save
+        /// their output to. Without one, such jobs are checked against the file they resolved to at
+        /// submit, and a save fails the job (`save-failed`, not retryable).
+        public var library: (any AssetLibrary)?
 
         public init(
             jobs: Int = WorkerPool.defaultJobs, drain: Bool = false, presets: PresetLibrary = .shipped,
@@ -305,6 +310,8 @@ public final class WorkerPool: Sendable {
         var attempt: ExportAttempt
         if let adopted = await adoptPublishedOutput(of: lease) {
             attempt = .completed(adopted)
+        } else if let refusal = await checkLibrarySource(of: job) {
+            attempt = .failed(refusal)
         } else {
             attempt = await run(job, threads: threads)
             // Another attempt of this job published the file meanwhile (this one's publish found it there).
@@ -313,6 +320,11 @@ public final class WorkerPool: Sendable {
             {
                 attempt = .completed(adopted)
             }
+        }
+        // The job is completed only once its output is an asset of the library; a failed save leaves
+        // the published output and its receipt, so the next attempt adopts it and saves again.
+        if case .completed(let result) = attempt, lease.spec.saveToLibrary, job.stopReason != .lost {
+            attempt = await save(result, of: job)
         }
         let outcome: JobOutcome
         switch (attempt, job.stopReason) {
@@ -336,10 +348,13 @@ public final class WorkerPool: Sendable {
         let elapsed = ContinuousClock.now - began
         log(outcome, of: lease, elapsed: elapsed)
         let recorded = await record(outcome, of: lease)
-        // The receipt stays on the output only while its completion is not recorded.
-        if case .completed = outcome, recorded { await io.run { PublishReceipt.remove(for: lease) } }
+        // Told at once, before any further I/O: between the store's record and this event a look at the
+        // store no longer lists the job as running while this pool still does, and the status page would
+        // show it running again (issue 24 item 8).
         metrics.ended(lease, outcome, elapsed: elapsed)
         configuration.onEvent?(.ended(lease, outcome, elapsed: elapsed))
+        // The receipt stays on the output only while its completion is not recorded.
+        if case .completed = outcome, recorded { await io.run { PublishReceipt.remove(for: lease) } }
     }
 
     /// Runs the export with its heartbeat and, when the store has leases of limited length, its
@@ -371,6 +386,69 @@ public final class WorkerPool: Sendable {
             }
             return attempt
                 ?? .failed(JobError(code: .internal, message: "the export ended without an outcome", retryable: true))
+        }
+    }
+
+    /// Why a `library:<id>` job must not run, or nil. A worker with a library resolves the identifier
+    /// again: the same bytes run; the same content found at another path (the file was renamed or
+    /// moved and the library rescanned) runs from there (`RunningJob.export(_:)`); anything else (other
+    /// bytes, none, a file changed since) is `asset-changed`, not retryable, naming the identifier. A
+    /// worker without a library checks the recorded file. A library that cannot be read is a retryable
+    /// failure.
+    private func checkLibrarySource(of job: RunningJob) async -> JobError? {
+        let spec = job.lease.spec
+        guard let source = spec.library else { return nil }
+        do throws(ExportError) {
+            guard let library = configuration.library else {
+                try source.checkUnchanged()
+                return nil
+            }
+            let now: LibrarySource
+            do throws(ExportError) {
+                now = try await library.resolve(source.identifier, resource: source.resource)
+            } catch {
+                guard error.code == .unknownAsset || error.code == .assetChanged else { throw error }
+                throw source.changed("the library no longer resolves it (\(error.message))")
+            }
+            if now.sameBytes(as: source) {
+                try source.checkUnchanged()
+                return nil
+            }
+            guard let hash = source.contentHash, now.contentHash == hash, now.byteRange == source.byteRange else {
+                throw source.changed("the library now resolves it to other bytes (\(now.path))")
+            }
+            try now.checkUnchanged()
+            var moved = spec
+            moved.asset = now.path
+            moved.library = now
+            job.export(moved)
+            let metadata: Logger.Metadata = [
+                "job": "\(job.lease.id)", "asset": "\(source.reference)", "from": "\(source.path)", "to": "\(now.path)",
+            ]
+            logger.info("the library asset moved; exporting it from its new path", metadata: metadata)
+            return nil
+        } catch {
+            return JobError(error)
+        }
+    }
+
+    /// Saves a completed job's output to the library (`JobSpec.saveToLibrary`): the result with the
+    /// new asset's identifier, or the failure that keeps the job from completing.
+    private func save(_ result: JobResult, of job: RunningJob) async -> ExportAttempt {
+        let lease = job.lease
+        guard let library = configuration.library else {
+            let error = ExportError(.saveFailed, "this worker has no library to save the output to", retryable: false)
+            return .failed(JobError(error))
+        }
+        do throws(ExportError) {
+            var saved = result
+            saved.savedLocalIdentifier = try await library.saveOutput(at: lease.spec.output, from: job.spec.library)
+            logger.info(
+                "saved the output to the library",
+                metadata: ["job": "\(lease.id)", "asset": "\(saved.savedLocalIdentifier ?? "")"])
+            return .completed(saved)
+        } catch {
+            return .failed(JobError(error))
         }
     }
 
