@@ -2,9 +2,9 @@ import Foundation
 import Synchronization
 
 /// When a running job's status file is rewritten, for every store: with new progress at most every
-/// `fastest` (a quarter of a second), and without news at least every `heartbeat` less one renewal
-/// interval, so that with renewals on time its `heartbeatAt` is never older than 5 s, as
-/// `JobStatus.heartbeatAt` promises pollers. Time is the monotonic clock's.
+/// `fastest` (a quarter of a second; the first progress after the claim at once), and without news at
+/// least every `heartbeat` less one renewal interval, so that with renewals on time its `heartbeatAt`
+/// is never older than 5 s, as `JobStatus.heartbeatAt` promises pollers. Time is the monotonic clock's.
 package final class StatusFileSchedule: Sendable {
     /// The shortest time between two writes of a job's status file with progress.
     package static let fastest = Duration.milliseconds(250)
@@ -12,8 +12,9 @@ package final class StatusFileSchedule: Sendable {
     package static let heartbeat = Duration.seconds(5)
 
     private let quiet: Duration
-    /// When each lease's status file was last written, by lease token.
-    private let lastWrite = Mutex<[String: ContinuousClock.Instant]>([:])
+    /// When each lease's status file was last written, and last written with progress (nil until its
+    /// first progress), by lease token.
+    private let lastWrite = Mutex<[String: (any: ContinuousClock.Instant, progress: ContinuousClock.Instant?)]>([:])
 
     /// For a store whose workers renew every `renewInterval`.
     package init(renewInterval: Duration) {
@@ -24,16 +25,17 @@ package final class StatusFileSchedule: Sendable {
     /// `hasProgress`); when it does, the write is counted as made now.
     package func isDue(_ token: String, hasProgress: Bool, now: ContinuousClock.Instant = .now) -> Bool {
         lastWrite.withLock { last in
+            let previous = hasProgress ? last[token]?.progress : last[token]?.any
             let wait = hasProgress ? Self.fastest : quiet
-            guard last[token].map({ now - $0 >= wait }) ?? true else { return false }
-            last[token] = now
+            guard previous.map({ now - $0 >= wait }) ?? true else { return false }
+            last[token] = (now, hasProgress ? now : last[token]?.progress)
             return true
         }
     }
 
-    /// The lease's status file was written now (its claim).
+    /// The lease's status file was written now, without progress (its claim).
     package func wrote(_ token: String, now: ContinuousClock.Instant = .now) {
-        lastWrite.withLock { $0[token] = now }
+        lastWrite.withLock { $0[token] = (now, nil) }
     }
 
     /// The lease ended (finished, lost or handed back): nothing more is written for it.
