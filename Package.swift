@@ -53,23 +53,26 @@ let package = Package(
         // Bridges for what Swift cannot import from FFmpeg (macros, the variadic log callback) and two
         // glibc calls; a C target so the log sink's state has one definition (shim.c).
         .target(name: "CFFmpegShim", dependencies: ["CFFmpeg"]),
+        // ISO-BMFF boxes (MP4, QuickTime, HEIC): the package's one bounds-checked reader and writer, no
+        // dependencies. ReelMedia's MP4 surgery, ReelExport's layout check and the photo library read with it.
+        .target(name: "ReelBoxes"),
         // The only module that imports CFFmpeg and CFFmpegShim: owners for FFmpeg objects and the
         // transcode and remux pipelines.
         .target(
             name: "ReelMedia",
-            dependencies: ["CFFmpeg", "CFFmpegShim", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["CFFmpeg", "CFFmpegShim", "ReelBoxes", .product(name: "Logging", package: "swift-log")]
         ),
         // Asset, Preset, OutputType and ExportSession: what an app developer sees.
         .target(
             name: "ReelExport",
-            dependencies: ["ReelMedia", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["ReelMedia", "ReelBoxes", .product(name: "Logging", package: "swift-log")],
             plugins: ["PresetEmbedder"]
         ),
         // Jobs, the spool-directory store, status files and the worker pool.
         .target(
             name: "ReelQueue",
             dependencies: [
-                "ReelExport", "ReelSpawn", "CSpawn", .product(name: "Logging", package: "swift-log"),
+                "ReelMedia", "ReelExport", "ReelSpawn", "CSpawn", .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
@@ -79,7 +82,8 @@ let package = Package(
         .target(
             name: "ReelFleet",
             dependencies: [
-                "ReelQueue", "ReelExport", .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["Fleet"])),
+                "ReelQueue", "ReelExport",
+                .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["Fleet"])),
                 .product(name: "NIOSSL", package: "swift-nio-ssl", condition: .when(traits: ["Fleet"])),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -90,16 +94,16 @@ let package = Package(
         .target(
             name: "ReelServer",
             dependencies: [
-                "ReelQueue", .product(name: "Hummingbird", package: "hummingbird", condition: .when(traits: ["Server"])),
+                "ReelQueue", "ReelExport",
+                .product(name: "Hummingbird", package: "hummingbird", condition: .when(traits: ["Server"])),
                 .product(name: "NIOCore", package: "swift-nio", condition: .when(traits: ["Server"])),
                 .product(name: "Prometheus", package: "swift-prometheus", condition: .when(traits: ["Server"])),
                 .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        // ISO-BMFF boxes (MP4, QuickTime, HEIC): one bounds-checked reader and writer, no dependencies.
-        .target(name: "ReelBoxes"),
         // The photo library: PhotoKit's model over folders of phone media, indexed in SQLite (GRDB, kept
         // out of every other module). Videos are probed through ReelExport's and ReelMedia's public
         // probes; CFFmpeg is never imported here.
@@ -123,6 +127,7 @@ let package = Package(
         .executableTarget(
             name: "reel",
             dependencies: [
+                "ReelMedia",
                 "ReelExport",
                 "ReelLibrary",
                 "ReelLibraryFleet",
@@ -148,23 +153,29 @@ let package = Package(
         .target(name: "CSpawn"),
         .target(name: "ReelSpawn", dependencies: ["CSpawn"]),
         .target(
-            name: "TestSupport", dependencies: ["ReelSpawn", .product(name: "Logging", package: "swift-log")],
+            name: "TestSupport",
+            dependencies: ["ReelMedia", "ReelBoxes", "ReelSpawn", .product(name: "Logging", package: "swift-log")],
             path: "Tests/TestSupport"),
         // The queue's contract as test cases any store runs (the spool here, PostgreSQL in the fleet).
-        .target(name: "QueueContract", dependencies: ["ReelQueue", "TestSupport"], path: "Tests/QueueContract"),
-        .testTarget(name: "ReelMediaTests", dependencies: ["ReelMedia", "TestSupport"]),
-        .testTarget(name: "ReelExportTests", dependencies: ["ReelExport", "TestSupport"]),
+        .target(
+            name: "QueueContract", dependencies: ["ReelQueue", "ReelExport", "TestSupport"], path: "Tests/QueueContract"
+        ),
+        .testTarget(
+            name: "ReelMediaTests",
+            dependencies: ["ReelMedia", "TestSupport", .product(name: "Logging", package: "swift-log")]),
+        .testTarget(name: "ReelExportTests", dependencies: ["ReelExport", "ReelMedia", "TestSupport"]),
         .testTarget(
             name: "ReelQueueTests",
             dependencies: [
-                "ReelQueue", "ReelSpawn", "CSpawn", "TestSupport", "QueueContract",
+                "ReelQueue", "ReelExport", "ReelMedia", "ReelSpawn", "CSpawn", "TestSupport", "QueueContract",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .testTarget(name: "ReelCLITests", dependencies: ["TestSupport"]),
         // The photo library's store contract as test cases any LibraryStore runs (SQLite in ReelLibraryTests).
         .target(name: "LibraryContract", dependencies: ["ReelLibrary", "TestSupport"], path: "Tests/LibraryContract"),
-        .testTarget(name: "ReelBoxesTests", dependencies: ["ReelBoxes"]),
+        .testTarget(name: "ReelBoxesTests", dependencies: ["ReelBoxes", "TestSupport"]),
         // Fields against exiftool and ffprobe, pairing, scans, resources, hostile files, `reel library`.
         .testTarget(
             name: "ReelLibraryTests", dependencies: ["ReelLibrary", "ReelBoxes", "LibraryContract", "TestSupport"]),
@@ -176,11 +187,27 @@ let package = Package(
                 "ReelFleet", "ReelQueue", "ReelExport", "QueueContract", "TestSupport", "ReelLibrary",
                 "ReelLibraryFleet", "LibraryContract",
                 .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["Fleet"])),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // Scripts/bench-fleet's claim-and-finish load on a fleet's database (not part of `reel`).
+        .executableTarget(
+            name: "reel-bench-claims",
+            dependencies: [
+                "ReelFleet", "ReelQueue", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Tests/ReelBenchClaims"),
         // A running worker's HTTP side, black box: metrics scraped and parsed, health, the status page
         // in headless Chromium.
         .testTarget(name: "ReelServerTests", dependencies: ["TestSupport"]),
+        // The documentation against the code: the tables of codes and exit statuses made from the types,
+        // no code's string spelled out beside its type, the options, codes and folders the articles name.
+        .testTarget(
+            name: "DocumentationTests",
+            dependencies: [
+                "reel", "ReelExport", "ReelQueue", "ReelMedia",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -10,13 +10,11 @@ extension PostgresStore {
     /// when a waiting or running job already writes the same output (a unique index on the output of
     /// waiting and running rows decides, so two machines submitting at once cannot both win).
     public func submit(_ spec: JobSpec) async throws -> Submission {
-        if let key = spec.key, key.utf8.isEmpty || key.utf8.count > 100 {
-            throw QueueError(.invalid, "an idempotency key must be 1 to 100 bytes")
-        }
+        if let key = spec.key, let refusal = JobSpec.refuseKey(key) { throw refusal }
         let request = spec
         let submission = try await perform("submit a job") { () -> Submission in
             for _ in 0..<5 {
-                let id = Self.newID()
+                let id = JobStatus.newID(Date())  // only a name: the queue's order is the database's
                 var spec = spec
                 spec.output = spec.output.replacingOccurrences(of: "{id}", with: id)
                 let specJSON = try JSONCoding.text(spec)
@@ -78,14 +76,6 @@ extension PostgresStore {
             .conflict,
             "\(output) is already the output of job \(holder.status.id) (\(holder.status.state.rawValue)); wait for it, "
                 + "cancel it, or choose another output")
-    }
-
-    /// Job ids sort by creation time, as the spool's do: `j` + microseconds since 1970 (13 hex
-    /// digits) + 4 random hex digits. Only a name: the order of the queue is the database's.
-    static func newID() -> String {
-        let microseconds = UInt64(max(0, Date().timeIntervalSince1970) * 1_000_000)
-        return "j" + String(format: "%013llx", microseconds)
-            + String(format: "%04x", UInt16.random(in: 0...UInt16.max))
     }
 
     public func status(_ id: String) async throws -> JobStatus? {

@@ -16,7 +16,7 @@ extension PostgresStore {
     /// worker's name, a deadline on the database's clock and its next attempt.
     public func claim(worker: String) async throws -> Lease? {
         notifications.start()
-        let lease = options.lease.inSeconds
+        let lease = options.lease / .seconds(1)
         let claimed = try await perform("claim a job", within: workerTimeout) {
             try await self.rows(
                 """
@@ -29,7 +29,8 @@ extension PostgresStore {
                 UPDATE reel_jobs AS j SET
                     state = 'exporting', attempts = j.attempts + 1, lease_token = gen_random_uuid(),
                     worker = \(worker), lease_expires = now() + make_interval(secs => \(lease)),
-                    heartbeat_at = now(), cancel_requested = false, progress = 0, phase = 'transcoding',
+                    heartbeat_at = now(), cancel_requested = false, progress = 0,
+                    phase = \(ExportSession.Phase.transcoding.rawValue),
                     fps = NULL, eta_seconds = NULL, started_at = now(), updated_at = now(), not_before = NULL
                 FROM next
                 WHERE j.id = next.id
@@ -40,7 +41,7 @@ extension PostgresStore {
         guard let claimed, let token = claimed.leaseToken else { return nil }
         notifications.watch(claimed.status.id)
         publish(claimed.status)
-        statusWrites.withLock { $0[token] = .now }
+        statusSchedule.wrote(token)
         logger.debug(
             "claimed", metadata: ["job": "\(claimed.status.id)", "attempt": "\(claimed.status.attempts)"])
         return Lease(
@@ -50,16 +51,16 @@ extension PostgresStore {
     /// Extends the lease to `now() + lease` on the database's clock and records progress, only while
     /// the lease is this worker's (`id`, token, still exporting): no row back means it was lost. The
     /// answer comes from the row itself, never from a cache, so a publish gate can trust `.held`.
-    /// The status file is rewritten with any progress, and without it once `statusHeartbeat` has
-    /// passed since it was last written, so its `heartbeatAt` is never older than 5 s while the
-    /// worker renews (as `JobStatus.heartbeatAt` promises; the spool keeps the same promise).
+    /// The status file is rewritten when `StatusFileSchedule` says, with progress or without, so its
+    /// `heartbeatAt` is never older than 5 s while the worker renews (as `JobStatus.heartbeatAt`
+    /// promises; the spool keeps the same promise).
     public func renew(_ lease: Lease, progress: JobProgress?) async throws -> LeaseState {
         guard let token = UUID(uuidString: lease.token) else { return .lost }
         // The shared rounding of a progress report (JobStatus.record).
         var rounded = JobStatus(id: lease.id, spec: lease.spec, now: Date())
         if let progress { rounded.record(progress, now: Date()) }
         let report = rounded
-        let seconds = options.lease.inSeconds
+        let seconds = options.lease / .seconds(1)
         let hasProgress = progress != nil
         let renewed = try await perform("renew the lease of \(lease.id)", within: workerTimeout) {
             try await self.rows(
@@ -67,7 +68,7 @@ extension PostgresStore {
                 UPDATE reel_jobs SET
                     lease_expires = now() + make_interval(secs => \(seconds)), heartbeat_at = now(),
                     progress = CASE WHEN \(hasProgress) THEN \(report.progress) ELSE progress END,
-                    phase = CASE WHEN \(hasProgress) THEN \(report.phase) ELSE phase END,
+                    phase = CASE WHEN \(hasProgress) THEN \(report.phase?.rawValue) ELSE phase END,
                     fps = CASE WHEN \(hasProgress) THEN \(report.fps) ELSE fps END,
                     eta_seconds = CASE WHEN \(hasProgress) THEN \(report.etaSeconds) ELSE eta_seconds END,
                     updated_at = CASE WHEN \(hasProgress) THEN now() ELSE updated_at END
@@ -78,22 +79,12 @@ extension PostgresStore {
         }
         guard let renewed else {
             notifications.unwatch(lease.id)
-            statusWrites.withLock { _ = $0.removeValue(forKey: lease.token) }
+            statusSchedule.forget(lease.token)
             return .lost
         }
-        let now = ContinuousClock.now
-        let due = statusWrites.withLock { last in
-            guard hasProgress || last[lease.token].map({ now - $0 >= statusHeartbeat }) ?? true else { return false }
-            last[lease.token] = now
-            return true
-        }
-        if due { publish(renewed.status, durable: false) }
+        if statusSchedule.isDue(lease.token, hasProgress: hasProgress) { publish(renewed.status, durable: false) }
         return renewed.cancelRequested ? .cancelRequested : .held
     }
-
-    /// How long after its last write a renewal without progress rewrites a job's status file: 5 s less
-    /// one renewal interval, so that with renewals on time the file's `heartbeatAt` is at most 5 s old.
-    var statusHeartbeat: Duration { max(.zero, .seconds(5) - renewInterval) }
 
     /// Sleeps until the next renewal is due, or until a `reel_control` notification says the job
     /// changed (a cancel), so a cancel reaches a running job in milliseconds; without notifications
@@ -110,7 +101,7 @@ extension PostgresStore {
         guard let token = UUID(uuidString: lease.token) else { return false }
         defer {
             notifications.unwatch(lease.id)
-            statusWrites.withLock { _ = $0.removeValue(forKey: lease.token) }
+            statusSchedule.forget(lease.token)
         }
         let recorded = try await perform("record the outcome of \(lease.id)", within: workerTimeout) {
             () -> JobStatus? in
@@ -143,11 +134,7 @@ extension PostgresStore {
             return false
         }
         publish(recorded)
-        logger.debug(
-            "finished",
-            metadata: [
-                "job": "\(lease.id)", "state": "\(recorded.state.rawValue)", "error": "\(recorded.error?.code.rawValue ?? "-")",
-            ])
+        logger.recordedOutcome(recorded)
         return true
     }
 
@@ -187,14 +174,14 @@ extension PostgresStore {
                     worker = NULL, phase = NULL, fps = NULL, eta_seconds = NULL, lease_token = NULL,
                     lease_expires = NULL, heartbeat_at = NULL, cancel_requested = false, updated_at = now()
                 FROM (VALUES
-                    ('cancelled', \(cancelled.state)::text, \(cancelled.error)::text, \(cancelled.ended)::boolean),
-                    ('poisoned', \(poisoned.state)::text, \(poisoned.error)::text, \(poisoned.ended)::boolean),
-                    ('requeued', \(requeued.state)::text, \(requeued.error)::text, \(requeued.ended)::boolean)
+                    ('cancel', \(cancelled.state)::text, \(cancelled.error)::text, \(cancelled.ended)::boolean),
+                    ('poison', \(poisoned.state)::text, \(poisoned.error)::text, \(poisoned.ended)::boolean),
+                    ('requeue', \(requeued.state)::text, \(requeued.error)::text, \(requeued.ended)::boolean)
                 ) AS way (name, state, error, ended)
                 WHERE j.state = 'exporting' AND j.lease_expires < now()
-                    AND way.name = CASE WHEN j.cancel_requested THEN 'cancelled'
-                                        WHEN j.attempts >= j.max_attempts THEN 'poisoned'
-                                        ELSE 'requeued' END
+                    AND way.name = CASE WHEN j.cancel_requested THEN 'cancel'
+                                        WHEN j.attempts >= j.max_attempts THEN 'poison'
+                                        ELSE 'requeue' END
                 RETURNING \(unescaped: Row.columns("j"))
                 """)
             if rows.contains(where: { $0.status.state == .waiting }) {

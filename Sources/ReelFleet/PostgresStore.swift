@@ -95,9 +95,9 @@ public final class PostgresStore: JobStore, Service {
     package let logger: Logger
     let statusFiles: StatusFolder?
     let notifications: Notifications
-    /// When each lease this store holds last wrote its status file (renewals without progress still
-    /// write it now and then, to keep `heartbeatAt`'s promise).
-    let statusWrites = Mutex<[String: ContinuousClock.Instant]>([:])
+    /// When a running job's status file is rewritten (with progress at most four times a second, a
+    /// heartbeat at least every 5 s), as the spool does.
+    let statusSchedule: StatusFileSchedule
     /// The store's own run, with `.standalone`.
     private let running = Mutex<Task<Void, Never>?>(nil)
 
@@ -117,6 +117,7 @@ public final class PostgresStore: JobStore, Service {
         }
         self.url = url
         self.options = options
+        statusSchedule = StatusFileSchedule(renewInterval: options.renew)
         self.logger = logger
         if let folder = options.statusFolder {
             statusFiles = try StatusFolder(path: folder, logger: logger)
@@ -132,7 +133,7 @@ public final class PostgresStore: JobStore, Service {
         // A wait for a lock gives up at half the limit, so that it fails as what it is (a lock held
         // elsewhere) rather than as a statement that ran too long. (Migrations set their own.)
         let limit = Self.workerTimeout(lease: options.lease)
-        let milliseconds = { (duration: Duration) in "\(Int((duration.inSeconds * 1000).rounded()))" }
+        let milliseconds = { (duration: Duration) in "\(Int((duration / .milliseconds(1)).rounded()))" }
         configuration.options.additionalStartupParameters = [
             ("application_name", options.applicationName), ("statement_timeout", milliseconds(limit)),
             ("lock_timeout", milliseconds(limit / 2)), ("idle_in_transaction_session_timeout", milliseconds(limit)),
@@ -210,7 +211,7 @@ public final class PostgresStore: JobStore, Service {
         } catch let error as Deadline.Expired {
             _ = error
             throw QueueError(
-                .unavailable, "cannot \(what): the database at \(url) did not answer within \(limit.inSeconds) s")
+                .unavailable, "cannot \(what): the database at \(url) did not answer within \(limit / .seconds(1)) s")
         } catch {
             throw failure(error, what)
         }
@@ -262,13 +263,5 @@ public final class PostgresStore: JobStore, Service {
 
     func publish(_ status: JobStatus, durable: Bool = true) {
         statusFiles?.write(status, durable: durable)
-    }
-}
-
-extension Duration {
-    /// The duration in seconds, as a `Double`.
-    var inSeconds: Double {
-        let (seconds, attoseconds) = components
-        return Double(seconds) + Double(attoseconds) / 1e18
     }
 }

@@ -41,7 +41,7 @@ struct Row: Sendable {
         status.maxAttempts = try cells["max_attempts"].decode(Int.self)
         status.worker = try cells["worker"].decode(String?.self)
         status.progress = try cells["progress"].decode(Double.self)
-        status.phase = try cells["phase"].decode(String?.self)
+        status.phase = try cells["phase"].decode(String?.self).flatMap(ExportSession.Phase.init(rawValue:))
         status.fps = try cells["fps"].decode(Double?.self)
         status.etaSeconds = try cells["eta_seconds"].decode(Double?.self)
         if let error = try cells["error"].decode(String?.self) {
@@ -74,7 +74,7 @@ struct Row: Sendable {
         return """
             UPDATE reel_jobs SET
                 state = \(status.state.rawValue), attempts = \(status.attempts), worker = \(status.worker),
-                progress = \(status.progress), phase = \(status.phase), fps = \(status.fps),
+                progress = \(status.progress), phase = \(status.phase?.rawValue), fps = \(status.fps),
                 eta_seconds = \(status.etaSeconds), error = \(error)::jsonb, result = \(result)::jsonb,
                 updated_at = \(status.updatedAt), started_at = \(status.startedAt),
                 finished_at = \(status.finishedAt), not_before = \(status.notBefore),

@@ -100,7 +100,7 @@ package enum Schema {
         logger: Logger
     ) async throws -> [Int] {
         var applied: [Int] = []
-        let milliseconds = Int(limit.components.seconds * 1000)
+        let milliseconds = Int(limit / .milliseconds(1))
         for migration in migrations {
             let done = try await client.withTransaction(logger: logger) { connection -> Bool in
                 try await connection.query(

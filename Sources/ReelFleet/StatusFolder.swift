@@ -24,40 +24,13 @@ struct StatusFolder: Sendable {
 
     func path(for id: String) -> String { "\(path)/\(id).json" }
 
-    /// Replaces the job's status file. `durable` fsyncs it first (every change but progress).
+    /// Replaces the job's status file (`FileSystem.writeStatusFile`, as the spool writes its own).
+    /// `durable` fsyncs it first (every change but progress).
     func write(_ status: JobStatus, durable: Bool = true) {
-        let destination = path(for: status.id)
-        let temporary = "\(destination).\(getpid()).\(UInt32.random(in: 0...UInt32.max)).tmp"
         do {
-            var status = status
-            status.orphaned = nil  // only what `reel status` prints, never a status file
-            let data = try JSONCoding.prettyEncoder.encode(status)
-            let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
-            guard fd >= 0 else { throw Failure("cannot create \(temporary)") }
-            var ok = data.withUnsafeBytes { buffer -> Bool in
-                var offset = 0
-                while offset < buffer.count {
-                    let written = Glibc.write(fd, buffer.baseAddress! + offset, buffer.count - offset)
-                    if written < 0 {
-                        if errno == EINTR { continue }
-                        return false
-                    }
-                    offset += written
-                }
-                return true
-            }
-            ok = ok && (!durable || fsync(fd) == 0)
-            ok = close(fd) == 0 && ok
-            guard ok, rename(temporary, destination) == 0 else { throw Failure("cannot write \(destination)") }
+            try FileSystem.writeStatusFile(status, to: path(for: status.id), durable: durable)
         } catch {
-            let reason = errno == 0 ? "\(error)" : "\(error): \(String(cString: strerror(errno)))"
-            unlink(temporary)
-            logger.warning("cannot write a status file", metadata: ["job": "\(status.id)", "error": "\(reason)"])
+            logger.warning("cannot write a status file", metadata: ["job": "\(status.id)", "error": "\(error)"])
         }
-    }
-
-    private struct Failure: Error, CustomStringConvertible {
-        let description: String
-        init(_ description: String) { self.description = description }
     }
 }

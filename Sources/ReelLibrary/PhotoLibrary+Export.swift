@@ -1,5 +1,6 @@
 import Foundation
 import ReelExport
+import ReelMedia
 
 /// The library as exports see it (`AssetLibrary`): `library:<id>` inputs resolved to the file, or
 /// the byte range, holding the resource, and finished outputs saved back as new assets.
@@ -104,7 +105,7 @@ extension PhotoLibrary: AssetLibrary {
         }
         let walked = WalkedFile(path: absolute, name: (absolute as NSString).lastPathComponent, stamp: stamp)
         let limits = limits
-        let read = await Blocking.run { LibraryScanner.readOne(walked, limits: limits) }
+        let read = await onOwnThread(named: "reel-library") { LibraryScanner.readOne(walked, limits: limits) }
         let record: FileRecord
         switch read {
         case .failure(let skip): throw LibraryError(.invalidArgument, "\(path): \(skip.reason)")

@@ -1,5 +1,6 @@
 import Foundation
 import ReelExport
+import ReelMedia
 
 /// PhotoKit's names over the library's calls, so code written against PhotoKit reads the same:
 /// `PHAsset` is `PhotoLibrary.Asset`, `PHImageManager.requestExportSession(forVideo:options:exportPreset:)`
@@ -80,7 +81,7 @@ extension PhotoLibrary {
         let name = resource.options.originalFilename ?? resource.fileURL.lastPathComponent
         let move = resource.options.shouldMoveFile
         let limits = limits
-        let placed: Result<String, LibraryError> = await Blocking.run {
+        let placed: Result<String, LibraryError> = await onOwnThread(named: "reel-library") {
             do {
                 return .success(try Importer.place(source, into: folder, named: name, move: move, limits: limits))
             } catch let error as LibraryError {

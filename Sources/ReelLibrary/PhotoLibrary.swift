@@ -1,5 +1,6 @@
 import Foundation
 import ReelExport
+import ReelMedia
 
 /// A photo library over folders of phone media, shaped like PhotoKit's `PHPhotoLibrary` and
 /// `PHAsset` class methods: scan folders in, fetch assets with `FetchOptions`, list an asset's
@@ -76,7 +77,7 @@ public final class PhotoLibrary: Sendable {
             }
         }
         let limits = limits
-        let failure: LibraryError? = await Blocking.run {
+        let failure: LibraryError? = await onOwnThread(named: "reel-library") {
             do {
                 for path in paths { try Importer.place(path, into: folder, move: move, limits: limits) }
                 return nil
@@ -170,7 +171,7 @@ public final class PhotoLibrary: Sendable {
         for resource: AssetResource, toFile path: String, overwrite: Bool = false,
         progress: ResourceWriter.Progress? = nil
     ) async throws -> String {
-        let result: Result<String, LibraryError> = await Blocking.run {
+        let result: Result<String, LibraryError> = await onOwnThread(named: "reel-library") {
             do throws(LibraryError) {
                 return .success(try ResourceWriter.write(resource, to: path, overwrite: overwrite, progress: progress))
             } catch {

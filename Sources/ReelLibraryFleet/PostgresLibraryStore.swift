@@ -109,7 +109,8 @@ public final class PostgresLibraryStore: LibraryStore {
                 "SELECT name, size, modified_ns FROM reel_library_file WHERE folder = \(folder)", logger)
             {
                 stamps[try row["name"].decode(String.self)] = FileStamp(
-                    size: try row["size"].decode(Int64.self), modifiedNanoseconds: try row["modified_ns"].decode(Int64.self))
+                    size: try row["size"].decode(Int64.self),
+                    modifiedNanoseconds: try row["modified_ns"].decode(Int64.self))
             }
             return stamps
         }
@@ -135,7 +136,8 @@ public final class PostgresLibraryStore: LibraryStore {
         return FileRecord(
             path: try row["path"].decode(String.self),
             stamp: FileStamp(
-                size: try row["size"].decode(Int64.self), modifiedNanoseconds: try row["modified_ns"].decode(Int64.self)),
+                size: try row["size"].decode(Int64.self), modifiedNanoseconds: try row["modified_ns"].decode(Int64.self)
+            ),
             contentHash: try row["content_hash"].decode(String.self), facts: facts)
     }
 
@@ -302,7 +304,8 @@ public final class PostgresLibraryStore: LibraryStore {
         let asset = LibraryAsset(
             localIdentifier: try row["local_identifier"].decode(String.self),
             mediaType: MediaType(rawValue: try row["media_type"].decode(Int.self)) ?? .unknown,
-            mediaSubtypes: MediaSubtypes(rawValue: UInt(truncatingIfNeeded: try row["media_subtypes"].decode(Int64.self))),
+            mediaSubtypes: MediaSubtypes(
+                rawValue: UInt(truncatingIfNeeded: try row["media_subtypes"].decode(Int64.self))),
             pixelWidth: try row["pixel_width"].decode(Int.self), pixelHeight: try row["pixel_height"].decode(Int.self),
             duration: try row["duration"].decode(Double.self),
             creationDate: try row["creation_date"].decode(Double?.self).map { Date(timeIntervalSince1970: $0) },
@@ -345,8 +348,9 @@ public final class PostgresLibraryStore: LibraryStore {
         try await read("read an album") { connection, logger in
             guard
                 !(try await connection.rows(
-                    "SELECT 1 AS found FROM reel_library_album WHERE identifier = \(identifier)", logger)
-                    .isEmpty)
+                    "SELECT 1 AS found FROM reel_library_album WHERE identifier = \(identifier)", logger
+                )
+                .isEmpty)
             else { throw LibraryError(.notFound, "no album \(identifier)") }
             return try await connection.rows(
                 """
@@ -370,10 +374,12 @@ public final class PostgresLibraryStore: LibraryStore {
                 let now = try await Self.token(connection, logger)
                 guard token.library == now.library else {
                     throw LibraryError(
-                        .invalidToken, "the change token \(token) belongs to another library (this one is \(now.library))")
+                        .invalidToken,
+                        "the change token \(token) belongs to another library (this one is \(now.library))")
                 }
                 guard token.sequence <= now.sequence else {
-                    throw LibraryError(.invalidToken, "the change token \(token) is from the future (now \(now.sequence))")
+                    throw LibraryError(
+                        .invalidToken, "the change token \(token) is from the future (now \(now.sequence))")
                 }
                 let since = token.sequence
                 func identifiers(_ query: PostgresQuery) async throws -> [String] {

@@ -93,7 +93,7 @@ public final class StatusBoard: Sendable {
             }
         case .ended(let lease, let outcome, let elapsed):
             let name = presetName(lease.spec.preset)
-            let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+            let seconds = elapsed / .seconds(1)
             let now = Date()
             state.withLock { state in
                 let started = state.attempts[lease.id].flatMap { $0.attempt == lease.attempt ? $0.startedAt : nil }

@@ -1,3 +1,5 @@
+import ReelQueue
+
 /// The status page: one HTML file with its style and script inline (no external assets, no build
 /// step). It fetches `/status.json` every second (`?refresh=<seconds>` changes that) and rebuilds its
 /// tables with `textContent` only, so nothing from a job (an asset path, an error message) is ever
@@ -103,7 +105,7 @@ enum StatusPage {
           $("problem").hidden = !problem;
 
           const queue = $("queue");
-          queue.replaceChildren(...["waiting", "exporting", "completed", "failed", "cancelled"].map((state) => {
+          queue.replaceChildren(...\#(states).map((state) => {
             const box = document.createElement("div");
             box.className = "count";
             box.dataset.state = state;
@@ -178,4 +180,7 @@ enum StatusPage {
         </body>
         </html>
         """#
+
+    /// The job states in their order (`JobState`), as a JavaScript array of strings.
+    private static let states = "[" + JobState.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: ", ") + "]"
 }

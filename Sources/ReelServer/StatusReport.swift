@@ -35,6 +35,7 @@ struct StatusReport: Encodable {
         var attempt: Int
         var maxAttempts: Int
         var progress: Double
+        /// The export's phase (`ExportSession.Phase`), or `starting` before its first progress report.
         var phase: String?
         var fps: Double?
         var etaSeconds: Double?
@@ -109,7 +110,7 @@ extension StatusReport {
                     Job(
                         id: status.id, preset: status.preset, asset: status.asset, output: status.output,
                         attempt: status.attempts, maxAttempts: status.maxAttempts, progress: status.progress,
-                        phase: status.phase, fps: status.fps, etaSeconds: status.etaSeconds,
+                        phase: status.phase?.rawValue, fps: status.fps, etaSeconds: status.etaSeconds,
                         startedAt: status.startedAt, worker: status.worker, here: false,
                         orphaned: status.orphaned == true))
             }
@@ -129,9 +130,7 @@ extension StatusReport {
         running = jobs
         store = Store(
             available: summary != nil, error: snapshot?.error, sampledAt: snapshot?.takenAt,
-            sampleSeconds: snapshot.map {
-                Double($0.duration.components.seconds) + Double($0.duration.components.attoseconds) / 1e18
-            },
+            sampleSeconds: snapshot.map { $0.duration / .seconds(1) },
             counts: Dictionary(uniqueKeysWithValues: counts.map { ($0.key.rawValue, $0.value) }))
         recentFailures = (summary?.recentFailures ?? []).map { status in
             Failure(
@@ -150,7 +149,7 @@ extension StatusReport.Job {
         self.init(
             id: info.lease.id, preset: spec.preset, asset: spec.asset, output: spec.output,
             attempt: info.lease.attempt, maxAttempts: spec.maxAttempts, progress: info.progress?.fraction ?? 0,
-            phase: info.progress?.phase ?? "starting", fps: info.progress?.framesPerSecond,
+            phase: info.progress?.phase.rawValue ?? "starting", fps: info.progress?.framesPerSecond,
             etaSeconds: info.progress?.secondsRemaining, startedAt: info.startedAt, worker: worker, here: true,
             orphaned: false)
     }

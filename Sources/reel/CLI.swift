@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import Logging
 import ReelExport
+import ReelMedia
 import ReelQueue
 import Synchronization
 
@@ -10,25 +11,6 @@ enum CLI {
     static func printError(_ message: String) {
         let line = message.replacingOccurrences(of: "\n", with: " ")
         try? FileHandle.standardError.write(contentsOf: Data("reel: error: \(line)\n".utf8))
-    }
-
-    static func exitCode(for error: ExportError) -> Int32 {
-        switch error.code {
-        case .invalidArgument, .unknownPreset, .invalidPreset: 64
-        case .unreadableInput, .unsupportedCodec, .incompatiblePreset, .noVideo, .limitExceeded, .unknownAsset,
-            .assetChanged:
-            65
-        case .noSpace, .outputFailed, .outputExists: 74
-        default: 1
-        }
-    }
-
-    static func exitCode(for error: QueueError) -> Int32 {
-        switch error.kind {
-        case .invalid: 64
-        case .unavailable: 69
-        case .notFound, .conflict: 1
-        }
     }
 
     /// How logging was set up, once per process.
@@ -104,7 +86,9 @@ enum CLI {
 
     /// Ends the process for an argument error: with `--json` (export, submit), the error as the
     /// command's JSON on stdout too, then one `reel: error:` line; exit 64 unless said otherwise.
-    static func refuseArguments(_ message: String, arguments: [String], exitCode: Int32 = 64) -> Never {
+    static func refuseArguments(
+        _ message: String, arguments: [String], exitCode: Int32 = ExitStatus.usage.rawValue
+    ) -> Never {
         let options = arguments.prefix { $0 != "--" }
         if options.contains("--json") {
             let error = ExportError(.invalidArgument, message)

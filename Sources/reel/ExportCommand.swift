@@ -169,7 +169,7 @@ final class ProgressPrinter: Sendable {
         let percent = String(format: "%5.1f%%", update.fraction * 100)
         let fps = String(format: "%.0f fps", update.framesPerSecond)
         let eta = update.secondsRemaining.map { "ETA " + CLI.formatDuration($0) } ?? "ETA --:--"
-        let phase = update.phase == .finalizing ? "finalizing" : "exporting"
+        let phase = update.phase == .transcoding ? "exporting" : update.phase.rawValue
         try? FileHandle.standardError.write(
             contentsOf: Data("\r\u{1B}[K\(phase) \(bar) \(percent)  \(fps)  \(eta)".utf8))
     }

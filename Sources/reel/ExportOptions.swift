@@ -127,7 +127,7 @@ enum MetadataDefault {
         do {
             return try MetadataPolicy.serviceDefault(in: ProcessInfo.processInfo.environment)
         } catch {
-            throw CLIFailure(message: error.message, exitCode: 64)
+            throw CLIFailure(message: error.message, exitStatus: .usage)
         }
     }
 }

@@ -65,7 +65,7 @@ struct LibraryOptions: ParsableArguments {
     static func open(_ location: Location, limits: InputLimits, sharing: PostgresStore? = nil) throws -> PhotoLibrary {
         switch location {
         case .file(let path):
-            return try LibraryCLI.mapping { try PhotoLibrary(path: path, limits: limits) }
+            return try LibraryCLI.mappingNow { try PhotoLibrary(path: path, limits: limits) }
         case .database(let url):
             let database = try sharing ?? StoreOptions.openDatabase(url, statusFolder: nil)
             return PhotoLibrary(store: PostgresLibraryStore(database: database), limits: limits)
@@ -153,7 +153,9 @@ enum LibraryCLI {
         }
     }
 
-    static func mapping<T>(_ body: () throws -> T) throws -> T {
+    /// `mapping` for synchronous work (a distinct name: overloads on `async` alone are ambiguous with a
+    /// trailing closure).
+    static func mappingNow<T>(_ body: () throws -> T) throws -> T {
         do {
             return try body()
         } catch let error as LibraryError {
@@ -162,16 +164,7 @@ enum LibraryCLI {
     }
 
     static func failure(_ error: LibraryError) -> CLIFailure {
-        let code: Int32
-        switch error.code {
-        case .invalidArgument, .invalidToken: code = 64
-        case .stale: code = 65
-        case .storeFailed: code = 69
-        case .writeFailed: code = 74
-        case .busy: code = 75
-        default: code = 1
-        }
-        return CLIFailure(message: error.message, exitCode: code)
+        CLIFailure(message: error.message, exitStatus: ExitStatus(error.code))
     }
 
     /// An asset as `--json` prints it: PhotoKit's field names and raw values, plus the names of the
@@ -345,7 +338,7 @@ struct FetchArguments: ParsableArguments {
     var includeAllBurstAssets = false
 
     func options() throws -> FetchOptions {
-        try LibraryCLI.mapping {
+        try LibraryCLI.mappingNow {
             FetchOptions(
                 predicate: try predicate.map(PredicateParser.parse), sortDescriptors: try sort.map(FetchSort.parse),
                 fetchLimit: max(0, limit), includeHiddenAssets: includeHidden,
@@ -469,7 +462,7 @@ struct LibraryWriteResourceCommand: AsyncParsableCommand {
                 throw CLIFailure(
                     message:
                         "'\(type)' is not a resource type (\(AssetResourceType.allCases.map(\.name).joined(separator: ", ")))",
-                    exitCode: 64)
+                    exitStatus: .usage)
             }
             wanted = parsed
         } else {
@@ -524,7 +517,7 @@ struct LibrarySetCommand: AsyncParsableCommand {
         global.bootstrapLogging()
         guard favorite != nil || hidden != nil else {
             throw CLIFailure(
-                message: "say what to set: --favorite, --no-favorite, --hidden or --no-hidden", exitCode: 64)
+                message: "say what to set: --favorite, --no-favorite, --hidden or --no-hidden", exitStatus: .usage)
         }
         let library = try library.open()
         try await LibraryCLI.mapping {
@@ -582,7 +575,7 @@ struct LibraryAlbumCommand: AsyncParsableCommand {
         let library = try library.open()
         func need(_ count: Int, _ usage: String) throws {
             guard arguments.count >= count else {
-                throw CLIFailure(message: "usage: reel library album \(usage)", exitCode: 64)
+                throw CLIFailure(message: "usage: reel library album \(usage)", exitStatus: .usage)
             }
         }
         try await LibraryCLI.mapping {
@@ -604,7 +597,8 @@ struct LibraryAlbumCommand: AsyncParsableCommand {
                 try need(2, "remove <album> <asset>...")
                 try await library.removeAssets(Array(arguments.dropFirst()), fromAlbum: arguments[0])
             default:
-                throw CLIFailure(message: "'\(action)' is not create, rename, delete, add or remove", exitCode: 64)
+                throw CLIFailure(
+                    message: "'\(action)' is not create, rename, delete, add or remove", exitStatus: .usage)
             }
         }
     }
@@ -632,7 +626,7 @@ struct LibraryChangesCommand: AsyncParsableCommand {
             return
         }
         guard let token = LibraryChangeToken(since) else {
-            throw CLIFailure(message: "'\(since)' is not a change token (<library>:<number>)", exitCode: 64)
+            throw CLIFailure(message: "'\(since)' is not a change token (<library>:<number>)", exitStatus: .usage)
         }
         let changes = try await LibraryCLI.mapping { try await library.changes(since: token) }
         if json {

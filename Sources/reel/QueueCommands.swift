@@ -232,12 +232,13 @@ struct WaitCommand: AsyncParsableCommand {
             if statuses.allSatisfy({ $0.state.isTerminal }) {
                 JobPrinter.print(statuses, json: json, table: false)
                 if statuses.allSatisfy({ $0.state == .completed }) { return }
-                throw CLIFailure(message: "not every job completed", exitCode: 1)
+                throw CLIFailure(message: "not every job completed", exitStatus: .failure)
             }
             if let deadline, ContinuousClock.now >= deadline {
                 JobPrinter.print(statuses, json: json, table: false)
                 let open = statuses.filter { !$0.state.isTerminal }.map(\.id)
-                throw CLIFailure(message: "timed out waiting for \(open.joined(separator: ", "))", exitCode: 2)
+                throw CLIFailure(
+                    message: "timed out waiting for \(open.joined(separator: ", "))", exitStatus: .timedOut)
             }
             try await Task.sleep(for: .milliseconds(200))
         }
@@ -334,7 +335,7 @@ struct CancelCommand: JobIDCommand {
 
     func apply(to id: String, in store: any JobStore) async throws -> String? {
         switch try await store.cancel(id) {
-        case .cancelled: "cancelled"
+        case .cancelled: JobState.cancelled.rawValue
         case .requested: "cancelling (its worker stops it)"
         case .alreadyEnded(let state): "already \(state.rawValue)"
         case .notFound: nil

@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import ReelExport
 import ReelFleet
+import ReelMedia
 import ReelQueue
 
 @main
@@ -60,7 +61,7 @@ struct Reel: AsyncParsableCommand {
             let hint = unknown.map { CLI.fileHint(String($0)) } ?? ""
             CLI.refuseArguments(
                 "\(text)\(hint) (see '\(command) --help')", arguments: arguments,
-                exitCode: code == .validationFailure ? 64 : code.rawValue)
+                exitCode: code == .validationFailure ? ExitStatus.usage.rawValue : code.rawValue)
         }
         do {
             if var asyncCommand = command as? AsyncParsableCommand {
@@ -70,13 +71,13 @@ struct Reel: AsyncParsableCommand {
             }
         } catch let error as ExportError {
             CLI.printError(error.message)
-            Foundation.exit(error.code == .cancelled ? 130 : CLI.exitCode(for: error))
+            Foundation.exit(ExitStatus(error.code).rawValue)
         } catch let error as CLIFailure {
             CLI.printError(error.message)
-            Foundation.exit(error.exitCode)
+            Foundation.exit(error.exitStatus.rawValue)
         } catch let error as QueueError {
             CLI.printError(error.message)
-            Foundation.exit(CLI.exitCode(for: error))
+            Foundation.exit(ExitStatus(error.kind).rawValue)
         } catch {
             exit(withError: error)
         }
@@ -92,13 +93,25 @@ struct GlobalOptions: ParsableArguments {
         name: .long,
         help: ArgumentHelp(
             "Log level: trace, debug, info, notice, warning, error, critical (env REEL_LOG_LEVEL; default warning, info for work).",
-            valueName: "level"))
+            valueName: "level"),
+        transform: GlobalOptions.named)
     var logLevel: Logger.Level?
 
     @Option(
         name: .long,
-        help: ArgumentHelp("Log lines as text or json, on stderr (env REEL_LOG_FORMAT).", valueName: "format"))
+        help: ArgumentHelp("Log lines as text or json, on stderr (env REEL_LOG_FORMAT).", valueName: "format"),
+        transform: GlobalOptions.named)
     var logFormat: ReelLogHandler.Format?
+
+    /// The value of a type whose values are named by their raw strings (a log level, a format): parsed
+    /// here rather than through an `ExpressibleByArgument` conformance the types' own modules lack.
+    static func named<Value: RawRepresentable & CaseIterable>(_ text: String) throws -> Value
+    where Value.RawValue == String {
+        guard let value = Value(rawValue: text) else {
+            throw ValidationError("'\(text)' is not one of \(Value.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+        return value
+    }
 
     /// Sets up logging (quiet unless --verbose or --log-level): `--log-level`, else `$REEL_LOG_LEVEL`,
     /// else the command's default.
@@ -199,10 +212,12 @@ struct StoreOptions: ParsableArguments {
         -> any JobStore
     {
         if let databaseURL {
-            if spool != nil { throw CLIFailure(message: "use --spool or --store, not both", exitCode: 64) }
+            if spool != nil { throw CLIFailure(message: "use --spool or --store, not both", exitStatus: .usage) }
             return try openDatabase(databaseURL, connections: connections, lease: lease, service: service)
         }
-        let root = spool.map { URL(fileURLWithPath: $0) } ?? SpoolStore.defaultRoot(environment: ProcessInfo.processInfo.environment)
+        let root =
+            spool.map { URL(fileURLWithPath: $0) }
+            ?? SpoolStore.defaultRoot(environment: ProcessInfo.processInfo.environment)
         return try SpoolStore(root: root, create: create)
     }
 
@@ -252,7 +267,5 @@ struct DatabaseOptions: ParsableArguments {
 /// A failure the CLI reports itself, with its exit status.
 struct CLIFailure: Error {
     var message: String
-    var exitCode: Int32 = 1
+    var exitStatus = ExitStatus.failure
 }
-
-extension Logger.Level: @retroactive ExpressibleByArgument {}

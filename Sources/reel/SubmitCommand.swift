@@ -137,7 +137,7 @@ struct SubmitCommand: AsyncParsableCommand {
     private func read(_ source: String) throws -> Data {
         if source == "-" { return FileHandle.standardInput.readDataToEndOfFile() }
         guard let contents = FileManager.default.contents(atPath: source) else {
-            throw CLIFailure(message: "cannot read the manifest \(source)", exitCode: 66)
+            throw CLIFailure(message: "cannot read the manifest \(source)", exitStatus: .noInput)
         }
         return contents
     }

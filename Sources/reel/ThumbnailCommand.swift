@@ -25,7 +25,9 @@ struct ThumbnailCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("This many images, evenly spaced from the start.", valueName: "n"))
     var count: Int?
 
-    @Option(name: .long, help: ArgumentHelp("One image every interval (10s, 500ms, 2m) from the start.", valueName: "interval"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp("One image every interval (10s, 500ms, 2m) from the start.", valueName: "interval"))
     var every: String?
 
     @Option(
@@ -48,7 +50,9 @@ struct ThumbnailCommand: AsyncParsableCommand {
             valueName: "folder or pattern"))
     var output: String?
 
-    @Option(name: .long, help: ArgumentHelp("jpeg, png or webp. Default: the pattern's extension, else jpeg.", valueName: "format"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp("jpeg, png or webp. Default: the pattern's extension, else jpeg.", valueName: "format"))
     var format: String?
 
     @Option(name: .long, help: ArgumentHelp("1-100, higher is better (JPEG, WebP).", valueName: "1-100"))
@@ -61,7 +65,11 @@ struct ThumbnailCommand: AsyncParsableCommand {
             valueName: "COLSxROWS"))
     var sheet: String?
 
-    @Option(name: .long, help: ArgumentHelp("With --sheet: the WebVTT file (default <asset name>-thumbnails.vtt beside the sheets).", valueName: "file"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "With --sheet: the WebVTT file (default <asset name>-thumbnails.vtt beside the sheets).", valueName: "file")
+    )
     var vtt: String?
 
     @Flag(name: .long, help: "Replace files that exist.")
@@ -110,7 +118,8 @@ struct ThumbnailCommand: AsyncParsableCommand {
         guard imageFormat.isAvailable else {
             throw ExportError(
                 .unsupportedCodec,
-                "this FFmpeg's libavcodec has no \(imageFormat == .webp ? "libwebp" : imageFormat.rawValue) encoder, so it cannot write \(imageFormat.rawValue) images; use jpeg or png")
+                "this FFmpeg's libavcodec has no \(imageFormat == .webp ? "libwebp" : imageFormat.rawValue) encoder, so it cannot write \(imageFormat.rawValue) images; use jpeg or png"
+            )
         }
         let limits = input.limits
         let probed = try await Asset.load(assetURL, limits: limits)
@@ -189,7 +198,9 @@ struct ThumbnailCommand: AsyncParsableCommand {
                                 height: sheet.pictureHeight, x: pick.x, y: pick.y)))
                 }
             }
-            if !json { CLI.printLine("wrote \(file.path) (\(sheet.width)x\(sheet.height), \(sheet.picks.count) images)") }
+            if !json {
+                CLI.printLine("wrote \(file.path) (\(sheet.width)x\(sheet.height), \(sheet.picks.count) images)")
+            }
         }
         try AtomicFile.write(
             Data(ThumbnailTrack.webVTT(cues: cues, duration: duration).utf8), to: track, overwrite: overwrite)
@@ -202,7 +213,8 @@ struct ThumbnailCommand: AsyncParsableCommand {
         if Set(files).count < files.count {
             throw ExportError(
                 .invalidArgument,
-                "-o names one file but \(files.count) are to be written; name a folder or a pattern such as thumb-%03d.jpg")
+                "-o names one file but \(files.count) are to be written; name a folder or a pattern such as thumb-%03d.jpg"
+            )
         }
         guard !overwrite else { return }
         for file in files where FileManager.default.fileExists(atPath: file.path) {
@@ -256,12 +268,15 @@ struct ThumbnailCommand: AsyncParsableCommand {
                 prefix = String(name[..<range.lowerBound])
                 suffix = String(name[range.upperBound...])
                 digits = Int(name[range].dropFirst().dropLast()) ?? 0
-                let fromExtension = suffix.contains(".")
-                    ? ImageFormat(fileExtension: String(suffix.split(separator: ".", omittingEmptySubsequences: false).last!))
+                let fromExtension =
+                    suffix.contains(".")
+                    ? ImageFormat(
+                        fileExtension: String(suffix.split(separator: ".", omittingEmptySubsequences: false).last!))
                     : nil
                 if let chosen, let fromExtension, chosen != fromExtension {
                     throw ExportError(
-                        .invalidArgument, "the pattern's extension says \(fromExtension.rawValue) but --format says \(chosen.rawValue)")
+                        .invalidArgument,
+                        "the pattern's extension says \(fromExtension.rawValue) but --format says \(chosen.rawValue)")
                 }
                 self.format = chosen ?? fromExtension ?? .jpeg
                 if fromExtension == nil { suffix += "." + self.format.fileExtension }
@@ -271,7 +286,8 @@ struct ThumbnailCommand: AsyncParsableCommand {
                 let url = URL(fileURLWithPath: path)
                 if let chosen, chosen != named {
                     throw ExportError(
-                        .invalidArgument, "the file's extension says \(named.rawValue) but --format says \(chosen.rawValue)")
+                        .invalidArgument,
+                        "the file's extension says \(named.rawValue) but --format says \(chosen.rawValue)")
                 }
                 single = url
                 folder = url.deletingLastPathComponent()

@@ -135,7 +135,7 @@ struct ServiceOptions: ParsableArguments {
             do {
                 try await group.run()
             } catch let error as OpsServerError {
-                throw CLIFailure(message: error.message, exitCode: 69)
+                throw CLIFailure(message: error.message, exitStatus: .unavailable)
             }
         }
     }

@@ -167,7 +167,7 @@ public enum JobStoreContract {
         let fresh = try #require(try await store.claim(worker: "fresh"))
         #expect(fresh.token != stale.token && fresh.attempt == 2)
         // …but it wakes up and tries to write: refused, and nothing changes.
-        let progress = JobProgress(fraction: 0.9, phase: "transcoding", framesPerSecond: nil, secondsRemaining: nil)
+        let progress = JobProgress(fraction: 0.9, phase: .transcoding, framesPerSecond: nil, secondsRemaining: nil)
         #expect(try await store.renew(stale, progress: progress) == .lost)
         #expect(
             try await store.finish(stale, .failed(JobError(code: .internal, message: "stale", retryable: false)))
@@ -269,7 +269,8 @@ public enum JobStoreContract {
         let id = try await submit(store)
         let lease = try #require(try await store.claim(worker: "w"))
         #expect(
-            try await store.finish(lease, .failed(JobError(code: .init(.noSpace), message: "disk full", retryable: true))))
+            try await store.finish(
+                lease, .failed(JobError(code: .init(.noSpace), message: "disk full", retryable: true))))
         let waiting = try #require(try await store.status(id))
         #expect(waiting.state == .waiting && waiting.error?.code == JobError.Code(.noSpace))
         let due = try #require(waiting.notBefore)
@@ -288,7 +289,8 @@ public enum JobStoreContract {
             try await store.finish(
                 again, .failed(JobError(code: .init(.unreadableInput), message: "corrupt", retryable: false))))
         let failed = try #require(try await store.status(id))
-        #expect(failed.state == .failed && failed.error?.code == JobError.Code(.unreadableInput) && failed.notBefore == nil)
+        #expect(
+            failed.state == .failed && failed.error?.code == JobError.Code(.unreadableInput) && failed.notBefore == nil)
     }
 
     static func handBackKeepsTheAttempt(_ harness: any StoreHarness) async throws {
@@ -325,7 +327,7 @@ public enum JobStoreContract {
         let lease = try #require(try await store.claim(worker: "host:1"))
         let claimed = try #require(try await store.status(id))
         #expect(claimed.state == .exporting && claimed.worker == "host:1" && claimed.startedAt != nil)
-        let report = JobProgress(fraction: 0.4567, phase: "transcoding", framesPerSecond: 61.26, secondsRemaining: 3.14)
+        let report = JobProgress(fraction: 0.4567, phase: .transcoding, framesPerSecond: 61.26, secondsRemaining: 3.14)
         #expect(try await store.renew(lease, progress: report) == .held)
         let status = try #require(try await store.status(id))
         #expect(status.progress == 0.457 && status.fps == 61.3 && status.etaSeconds == 3.1)
@@ -353,7 +355,8 @@ public enum JobStoreContract {
         // The same request again is the same job, whatever became of it (a client retrying a submit).
         let lease = try #require(try await store.claim(worker: "w"))
         #expect(
-            try await store.finish(lease, .failed(JobError(code: .init(.unreadableInput), message: "x", retryable: false))))
+            try await store.finish(
+                lease, .failed(JobError(code: .init(.unreadableInput), message: "x", retryable: false))))
         let again = try await store.submit(try await spec(key: "upload-7"))
         #expect(!again.created && again.status.id == first.status.id && again.status.state == .failed)
         // A different request under the same key is refused, naming the job and what differs.

@@ -1,6 +1,7 @@
 import Foundation
-import Synchronization
 import ReelBoxes
+import Synchronization
+import TestSupport
 import Testing
 
 @Suite("Box reader", .timeLimit(.minutes(10)))
@@ -88,15 +89,8 @@ struct BoxReaderTests {
     func mutations() async throws {
         // Off Swift's cooperative pool: other suites run beside this one.
         let outside = Mutex(0)
-        try await Self.offPool { outside.withLock { $0 = Self.mutate() } }
+        try await onOwnThread(within: .seconds(600)) { outside.withLock { $0 = Self.mutate() } }
         #expect(outside.withLock { $0 } == 0, "boxes said to lie outside the bytes they were read from")
-    }
-
-    static func offPool(_ body: @escaping @Sendable () throws -> Void) async throws {
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            let thread = Thread { continuation.resume(with: Result { try body() }) }
-            thread.start()
-        }
     }
 
     /// Walks 5,000 mutated files; returns how many boxes claimed to reach past their file's end.

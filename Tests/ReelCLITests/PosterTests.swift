@@ -39,7 +39,9 @@ struct PosterTests {
         let source = try await Fixtures.url(Fixtures.hlg)
         let folder = Fixtures.scratchFolder("poster-hdr")
         let video = folder.appendingPathComponent("clip.mp4")
-        let result = try await ReelBinary.run(["export", source.path, "--preset", "1280x720", "--poster", "-o", video.path])
+        let result = try await ReelBinary.run([
+            "export", source.path, "--preset", "1280x720", "--poster", "-o", video.path,
+        ])
         #expect(result.status == 0, "\(result.stderr)")
         let poster = folder.appendingPathComponent("clip.jpg")
         let matrix = Self.matrix(["--preset", "1280x720"])
@@ -67,7 +69,9 @@ struct PosterTests {
         let folder = Fixtures.scratchFolder("poster-exists")
         let video = folder.appendingPathComponent("clip.mp4")
         try Data("old".utf8).write(to: folder.appendingPathComponent("clip.jpg"))
-        let refused = try await ReelBinary.run(["export", source.path, "--preset", "Passthrough", "--poster", "-o", video.path])
+        let refused = try await ReelBinary.run([
+            "export", source.path, "--preset", "Passthrough", "--poster", "-o", video.path,
+        ])
         #expect(refused.status == 74 && refused.stderr.contains("clip.jpg already exists"), "\(refused.stderr)")
         #expect(!FileManager.default.fileExists(atPath: video.path))
         let replaced = try await ReelBinary.run(

@@ -61,8 +61,10 @@ struct ThumbnailCommandTests {
         let folder = Fixtures.scratchFolder("thumbs-exact")
         let asked = [0.0, 1.99, 2.0, 3.33, 7.3, 7.31, 11.97]
         let lines = try await Self.run(
-            [source.path, "--exact", "--at", asked.map { String($0) }.joined(separator: ","), "-o",
-             folder.appendingPathComponent("f-%02d.png").path])
+            [
+                source.path, "--exact", "--at", asked.map { String($0) }.joined(separator: ","), "-o",
+                folder.appendingPathComponent("f-%02d.png").path,
+            ])
         #expect(lines.map(\.requestedTime) == asked)
         let times = try await Stills.frames(source).map(\.time)
         for line in lines {
@@ -74,7 +76,8 @@ struct ThumbnailCommandTests {
             #expect(try await ProbedFile.probe(image).video?.codec_name == "png")
             let right = try await Stills.psnr(image, against: source, at: line.actualTime)
             // A neighbouring frame (the one before, for the clip's last frame at 11.96 s).
-            let neighbour = line.actualTime + Self.frame < 11.98 ? line.actualTime + Self.frame : line.actualTime - Self.frame
+            let neighbour =
+                line.actualTime + Self.frame < 11.98 ? line.actualTime + Self.frame : line.actualTime - Self.frame
             let next = try await Stills.psnr(image, against: source, at: neighbour)
             #expect(right.average >= 35 && right.average > next.average + 5, "\(line.file): \(right) vs next \(next)")
         }
@@ -86,11 +89,20 @@ struct ThumbnailCommandTests {
         let source = try await Fixtures.url(Fixtures.gop)
         let folder = Fixtures.scratchFolder("thumbs-count")
         let good = try await Self.run(
-            [source.path, "--count", "4", "--exact", "--quality", "95", "-o", folder.appendingPathComponent("good-%d.jpg").path])
+            [
+                source.path, "--count", "4", "--exact", "--quality", "95", "-o",
+                folder.appendingPathComponent("good-%d.jpg").path,
+            ])
         #expect(good.map(\.requestedTime) == [0, 3, 6, 9])
-        #expect(good.map { URL(fileURLWithPath: $0.file).lastPathComponent } == ["good-1.jpg", "good-2.jpg", "good-3.jpg", "good-4.jpg"])
+        #expect(
+            good.map { URL(fileURLWithPath: $0.file).lastPathComponent } == [
+                "good-1.jpg", "good-2.jpg", "good-3.jpg", "good-4.jpg",
+            ])
         let poor = try await Self.run(
-            [source.path, "--count", "4", "--exact", "--quality", "10", "-o", folder.appendingPathComponent("poor-%d.jpg").path])
+            [
+                source.path, "--count", "4", "--exact", "--quality", "10", "-o",
+                folder.appendingPathComponent("poor-%d.jpg").path,
+            ])
         for (a, b) in zip(good, poor) {
             let sizes = try [a.file, b.file].map { try FileManager.default.attributesOfItem(atPath: $0)[.size] as! Int }
             #expect(sizes[1] < sizes[0] / 2, "\(sizes)")
@@ -160,10 +172,15 @@ struct ThumbnailCommandTests {
     @Test func sheetsAndTheirTrackAgree() async throws {
         let source = try await Fixtures.url(Fixtures.gop)
         let folder = Fixtures.scratchFolder("thumbs-sheet")
-        let lines = try await Self.run([source.path, "--every", "1s", "--sheet", "4x2", "--max-size", "160x", "-o", folder.path])
+        let lines = try await Self.run([
+            source.path, "--every", "1s", "--sheet", "4x2", "--max-size", "160x", "-o", folder.path,
+        ])
         #expect(lines.count == 12)
         let sheets = Array(Set(lines.map(\.file))).sorted()
-        #expect(sheets.map { URL(fileURLWithPath: $0).lastPathComponent } == ["gop-12s-sprite-001.jpg", "gop-12s-sprite-002.jpg"])
+        #expect(
+            sheets.map { URL(fileURLWithPath: $0).lastPathComponent } == [
+                "gop-12s-sprite-001.jpg", "gop-12s-sprite-002.jpg",
+            ])
         for sheet in sheets {
             let video = try #require(try await ProbedFile.probe(URL(fileURLWithPath: sheet)).video)
             #expect(video.width == 4 * 160 && video.height == 2 * 90)
@@ -240,7 +257,10 @@ struct ThumbnailCommandTests {
         let folder = Fixtures.scratchFolder("thumbs-webp")
         let encoders = try await Tools.run("ffmpeg", ["-hide_banner", "-encoders"])
         let result = try await ReelBinary.run(
-            ["thumbnail", source.path, "--exact", "--at", "2.5", "--json", "-o", folder.appendingPathComponent("w-%d.webp").path])
+            [
+                "thumbnail", source.path, "--exact", "--at", "2.5", "--json", "-o",
+                folder.appendingPathComponent("w-%d.webp").path,
+            ])
         if encoders.stdout.contains("libwebp ") {
             #expect(result.status == 0, "\(result.stderr)")
             let image = folder.appendingPathComponent("w-1.webp")

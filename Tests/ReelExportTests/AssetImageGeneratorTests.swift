@@ -24,7 +24,9 @@ struct AssetImageGeneratorTests {
         #expect(results.count == 4)
         for result in results where result.requestedTime < 0 || result.requestedTime > 12 {
             #expect(throws: ExportError.self) { try result.image }
-            if case .failure(let error) = result.outcome { #expect(error.code == .invalidArgument && error.message.contains("outside")) }
+            if case .failure(let error) = result.outcome {
+                #expect(error.code == .invalidArgument && error.message.contains("outside"))
+            }
         }
         let made = results.filter { (0...12).contains($0.requestedTime) }
         #expect(made.map(\.requestedTime) == [0.5, 3.05])
@@ -64,7 +66,8 @@ struct AssetImageGeneratorTests {
         let (image, actual) = try await generator.image(at: 0.5)
         #expect(image.width == 480 && image.height == 270)
         // As stored: ffmpeg's frame without its own rotation.
-        let right = try await Stills.psnr(try Self.write(image, "stored"), against: source, at: actual, noAutorotate: true)
+        let right = try await Stills.psnr(
+            try Self.write(image, "stored"), against: source, at: actual, noAutorotate: true)
         #expect(right.average >= 33, "\(right)")
     }
 
@@ -85,6 +88,7 @@ struct AssetImageGeneratorTests {
         let matrix = "scale=out_color_matrix=bt709"
         let matching = try await Stills.psnr(url, against: exported, at: actual, imageFilters: matrix)
         let untreated = try await Stills.psnr(url, against: source, at: actual, imageFilters: matrix)
-        #expect(matching.average >= 35 && matching.average > untreated.average + 5, "\(matching) vs untreated \(untreated)")
+        #expect(
+            matching.average >= 35 && matching.average > untreated.average + 5, "\(matching) vs untreated \(untreated)")
     }
 }

@@ -117,7 +117,7 @@ struct ClockStepTests {
             if case .failed(let failure) = event { return failure }
             return nil
         }.first
-        #expect(failure?.error.code == "stalled", "\(run.log)")
+        #expect(failure?.error.code == .stalled, "\(run.log)")
         #expect(!run.events.contains { if case .completed = $0 { return true } else { return false } })
     }
 }

@@ -11,7 +11,8 @@ struct ConfinementTests {
         let inside = root.appendingPathComponent("inside.mp4")
         try FileManager.default.copyItem(at: try await Fixtures.url(Fixtures.landscape), to: inside)
         let escape = root.appendingPathComponent("escape.mp4")
-        try FileManager.default.createSymbolicLink(at: escape, withDestinationURL: try await Fixtures.url(Fixtures.landscape))
+        let landscape = try await Fixtures.url(Fixtures.landscape)
+        try FileManager.default.createSymbolicLink(at: escape, withDestinationURL: landscape)
         var limits = Asset.defaultLimits
         limits.allowedRoots = [root.path]
         #expect(try Asset(url: inside, limits: limits).videoTrack != nil)

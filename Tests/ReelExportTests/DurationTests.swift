@@ -76,7 +76,8 @@ struct DurationTests {
         let reference = try await Self.ffmpegConversion(of: source, copy: spec.preset == "Passthrough")
         var misdeclared = false
         for (kind, mine, theirs, tolerance) in [
-            ("video", output.video, reference.video, 2.0 / 25), ("audio", output.audio, reference.audio, 2 * 1152.0 / 44_100),
+            ("video", output.video, reference.video, 2.0 / 25),
+            ("audio", output.audio, reference.audio, 2 * 1152.0 / 44_100),
         ] {
             guard let theirs else {
                 #expect(mine == nil, "Reel wrote a \(kind) stream ffmpeg did not")
@@ -85,7 +86,8 @@ struct DurationTests {
             let seconds = try #require(mine?.durationSeconds, "no \(kind) duration in Reel's output")
             let expected = try #require(theirs.durationSeconds)
             #expect(abs(seconds - expected) <= tolerance + 0.002, "\(kind): Reel \(seconds) s, ffmpeg \(expected) s")
-            let stated = declared.streams.first { $0.codec_type == kind }?.durationSeconds
+            let stated =
+                declared.streams.first { $0.codec_type == kind }?.durationSeconds
                 ?? declared.format.durationSeconds ?? seconds
             if abs(stated - seconds) > 0.05 { misdeclared = true }
         }

@@ -40,7 +40,7 @@ struct ExportEventTests {
                 """.utf8))
         let events: [ExportEvent] = [
             .completed(.init(output: "/out/a.mp4", preset: "1280x720", type: "mp4", result: result)),
-            .failed(.init(code: "stalled", message: "no progress", retryable: true)),
+            .failed(.init(code: .stalled, message: "no progress", retryable: true)),
         ]
         for event in events {
             #expect(ExportEvent(jsonLine: Data(event.jsonLine.utf8)) == event)

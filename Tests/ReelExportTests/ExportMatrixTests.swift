@@ -97,7 +97,9 @@ struct ExportMatrixTests {
         #expect(video.pix_fmt == spec.pixelFormat)
         // The source's displayed aspect; square pixels unless the size forces others (`ShapeTests`).
         if var wanted = source.video?.displayAspect, let shown = video.displayAspect {
-            if (source.video?.side_data_list ?? []).contains(where: { abs($0.rotation ?? 0) == 90 }) { wanted = 1 / wanted }
+            if (source.video?.side_data_list ?? []).contains(where: { abs($0.rotation ?? 0) == 90 }) {
+                wanted = 1 / wanted
+            }
             #expect(abs(shown / wanted - 1) <= 0.01, "shows \(shown), the source \(wanted)")
             if abs(Double(spec.width) / Double(spec.height) / wanted - 1) <= 0.01 {
                 #expect(video.sample_aspect_ratio == nil || video.sample_aspect_ratio == "1:1")

@@ -37,7 +37,9 @@ struct FailureTests {
                     try FileManager.default.createDirectory(at: $0, withIntermediateDirectories: false)
                 }
             case .truncatedHeader:
-                return try await make("truncated.mp4") { try await FailureTests.sourceBytes().prefix(600).write(to: $0) }
+                return try await make("truncated.mp4") {
+                    try await FailureTests.sourceBytes().prefix(600).write(to: $0)
+                }
             case .zeroedHeader:
                 return try await make("zeroed.mp4") { url in
                     var bytes = try await FailureTests.sourceBytes()

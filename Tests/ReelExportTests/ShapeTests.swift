@@ -45,14 +45,19 @@ struct ShapeTests {
         let video = try #require(try await ProbedFile.probe(url).video)
         let wanted = try #require(source.displayAspect)
         let shown = try #require(video.displayAspect)
-        #expect(abs(shown / wanted - 1) <= 0.01, "\(video.width ?? 0)x\(video.height ?? 0) \(video.sample_aspect_ratio ?? "-") shows \(shown), the source \(wanted)")
+        #expect(
+            abs(shown / wanted - 1) <= 0.01,
+            "\(video.width ?? 0)x\(video.height ?? 0) \(video.sample_aspect_ratio ?? "-") shows \(shown), the source \(wanted)"
+        )
         let width = try #require(video.width)
         let height = try #require(video.height)
         #expect(width % 2 == 0 && height % 2 == 0)
         // Square pixels wherever the picture's own proportions come within 1 %.
         let stored = Double(width) / Double(height)
         if abs(stored / wanted - 1) <= 0.01 {
-            #expect(video.sample_aspect_ratio == nil || video.sample_aspect_ratio == "1:1", "\(video.sample_aspect_ratio ?? "")")
+            #expect(
+                video.sample_aspect_ratio == nil || video.sample_aspect_ratio == "1:1",
+                "\(video.sample_aspect_ratio ?? "")")
         }
     }
 
@@ -72,9 +77,10 @@ struct ShapeTests {
     /// Every preset over a wide sweep of display sizes (planned, not exported): the shaped picture
     /// displays within 1 % of the source, and its pixel shape fits the 16-bit fields of the VUI.
     @Test func everyPlannedSizeDisplaysAtTheSourcesAspect() throws {
-        let sizes = stride(from: 2, through: 400, by: 7).flatMap { width in
-            stride(from: 2, through: 400, by: 11).map { (width, $0) }
-        } + [(1920, 1080), (1080, 1920), (3840, 2160), (1440, 1080), (1024, 576), (4095, 2161), (7, 4001)]
+        let sizes =
+            stride(from: 2, through: 400, by: 7).flatMap { width in
+                stride(from: 2, through: 400, by: 11).map { (width, $0) }
+            } + [(1920, 1080), (1080, 1920), (3840, 2160), (1440, 1080), (1024, 576), (4095, 2161), (7, 4001)]
         for name in Self.videoPresets {
             let preset = try PresetLibrary.shipped.preset(named: name)
             for (width, height) in sizes {

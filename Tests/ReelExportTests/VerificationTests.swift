@@ -60,7 +60,7 @@ struct VerificationTests {
                 if case .failed(let failure) = event { return failure }
                 return nil
             }.first)
-        #expect(failure.error.code == "output-invalid")
+        #expect(failure.error.code == .outputInvalid)
         #expect(!failure.error.retryable)
         #expect(contents(of: folder).isEmpty)
     }

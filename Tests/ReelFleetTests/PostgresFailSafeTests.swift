@@ -92,16 +92,17 @@ struct PostgresFailSafeTests {
         let id = try await store.submit(Self.spec()).status.id
         let lease = try #require(try await store.claim(worker: "w"))
         // A renewal that stalls on the server once it has locked the row (a trigger sleeping a minute,
-        // as a slow disk or a stuck extension would).
+        // as a slow disk or a stuck extension would): the one that reports `finalizing` (the claim set
+        // `transcoding`).
         let test = try await Self.connection(to: store)
         try await test.query(
             """
             CREATE FUNCTION stall() RETURNS trigger AS $$
-            BEGIN IF NEW.phase = 'stall' THEN PERFORM pg_sleep(60); END IF; RETURN NEW; END $$ LANGUAGE plpgsql
+            BEGIN IF NEW.phase = 'finalizing' THEN PERFORM pg_sleep(60); END IF; RETURN NEW; END $$ LANGUAGE plpgsql
             """, logger: Self.log)
         try await test.query(
             "CREATE TRIGGER stall BEFORE UPDATE ON reel_jobs FOR EACH ROW EXECUTE FUNCTION stall()", logger: Self.log)
-        let stall = JobProgress(fraction: 0.5, phase: "stall", framesPerSecond: nil, secondsRemaining: nil)
+        let stall = JobProgress(fraction: 0.5, phase: .finalizing, framesPerSecond: nil, secondsRemaining: nil)
         let began = ContinuousClock.now
         await #expect(throws: QueueError.self) { try await store.renew(lease, progress: stall) }
         #expect(ContinuousClock.now - began < .seconds(10), "the store did not give up at its time limit")

@@ -64,7 +64,7 @@ struct PostgresStoreTests {
         #expect(json["schema"] as? Int == 1 && json["state"] as? String == "waiting" && json["error"] is NSNull)
         let lease = try #require(try await store.claim(worker: "host:1"))
         #expect(try file()["state"] as? String == "exporting")
-        let report = JobProgress(fraction: 0.25, phase: "transcoding", framesPerSecond: 30, secondsRemaining: 2)
+        let report = JobProgress(fraction: 0.25, phase: .transcoding, framesPerSecond: 30, secondsRemaining: 2)
         #expect(try await store.renew(lease, progress: report) == .held)
         #expect(try file()["progress"] as? Double == 0.25)
         #expect(try await store.finish(lease, .completed(JobStoreFixtures.result)))

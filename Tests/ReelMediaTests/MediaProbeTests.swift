@@ -100,8 +100,7 @@ struct MediaProbeTests {
                 packet.unref()
                 before += 1
             }
-            let raiser = Thread { flag.raise() }
-            raiser.start()
+            startThread(named: "reel-test-raiser") { flag.raise() }
             _ = waitBlocking { flag.isRaised }
             do throws(MediaError) {
                 // The fixture is megabytes long: the buffer runs dry long before the end.

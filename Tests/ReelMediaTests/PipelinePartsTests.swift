@@ -62,8 +62,10 @@ struct PipelinePartsTests {
                     return error
                 }
             }
+            // The waiter is blocked in the queue before the abort, so only the abort can wake it.
+            let blocked = waitBlocking(within: .seconds(30)) { queue.waiting == 1 }
             queue.abort()
-            return waiter.join()
+            return blocked ? waiter.join() : nil
         }
         #expect(error?.kind == .pipelineStopped)
     }

@@ -183,7 +183,9 @@ struct ToneMapperTests {
     }
 
     /// Random pictures (seeded): the two paths differ by at most one code value anywhere.
-    @Test(arguments: [hlg, pq, ToneMapping(transfer: .pq, peakLuminance: 4000, bt2020Primaries: false)])
+    @Test(
+        .enabled(if: (try? ToneMapper(hlg))?.vectorized == true, "no AVX2+FMA here: it would compare C with C"),
+        arguments: [hlg, pq, ToneMapping(transfer: .pq, peakLuminance: 4000, bt2020Primaries: false)])
     func theVectorPathMatchesThePlainOne(_ mapping: ToneMapping) throws {
         var random = SeededGenerator(seed: 13)
         let width = 70

@@ -11,7 +11,8 @@ struct PosterJobTests {
         let spool = WorkerProcessTests.Spool()
         let flagged = try await spool.submit(Fixtures.gop, preset: "640x480", extra: ["--poster"])
         let source = try await Fixtures.url(Fixtures.gop).path
-        let line = ##"{"asset": "\##(source)", "preset": "Passthrough", "output": "\##(spool.outputs.path)/m.mp4", "poster": true}"##
+        let line =
+            ##"{"asset": "\##(source)", "preset": "Passthrough", "output": "\##(spool.outputs.path)/m.mp4", "poster": true}"##
         let piped = try await ReelBinary.run(
             ["submit", "--manifest", "-", "--json"], environment: spool.environment, input: Data(line.utf8))
         let manifest = try #require(

@@ -1,4 +1,5 @@
 import Foundation
+import ReelMedia
 import ReelSpawn
 import Synchronization
 import TestSupport
@@ -72,8 +73,6 @@ struct SpawnedProcessTests {
     }
 
     private func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
-        await withCheckedContinuation { continuation in
-            startThread(named: "test-wait") { continuation.resume(returning: body()) }
-        }
+        await ReelMedia.onOwnThread(named: "test-wait", body)
     }
 }

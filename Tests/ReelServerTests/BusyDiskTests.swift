@@ -19,14 +19,18 @@ struct BusyDiskTests {
         }
         let ids = submitted
         let worker = try await ServedWorker.start(
-            queue: queue, ["--jobs", "8", "--no-isolate"], environment: try await SlowDisk.environment(milliseconds: 2500))
+            queue: queue, ["--jobs", "8", "--no-isolate"],
+            environment: try await SlowDisk.environment(milliseconds: 2500))
         let worst = Mutex((probe: 0.0, failedProbes: [String](), heartbeat: 0.0))
         let watching = Task {
             while !Task.isCancelled {
                 for path in ["/readyz", "/healthz"] {
                     let result = try? await Tools.run(
                         "curl",
-                        ["-s", "--max-time", "10", "-o", "/dev/null", "-w", "%{http_code} %{time_total}", worker.url(path)],
+                        [
+                            "-s", "--max-time", "10", "-o", "/dev/null", "-w", "%{http_code} %{time_total}",
+                            worker.url(path),
+                        ],
                         timeLimit: .seconds(30))
                     let fields = result?.stdout.split(separator: " ") ?? []
                     let seconds = fields.count == 2 ? Double(fields[1]) ?? 99 : 99

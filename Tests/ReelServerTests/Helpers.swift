@@ -176,7 +176,7 @@ enum Chromium {
             [
                 "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
                 "--disable-extensions", "--user-data-dir=\(profile.path)",
-                "--virtual-time-budget=\(Int(budget.seconds * 1000))", "--dump-dom", url,
+                "--virtual-time-budget=\(Int(budget / .milliseconds(1)))", "--dump-dom", url,
             ], timeLimit: .seconds(90))
         try? FileManager.default.removeItem(at: profile)
         guard result.status == 0, result.stdout.contains("</html>") else {

@@ -1,4 +1,5 @@
 import Foundation
+import ReelMedia
 import Synchronization
 
 /// Runs blocking work (a pipeline, a watchdog, a queue's waiting side) on a thread of its own and
@@ -9,13 +10,11 @@ public func onOwnThread<T: Sendable>(
 ) async throws -> T {
     let once = Once()
     return try await withCheckedThrowingContinuation { continuation in
-        let thread = Thread {
+        startThread(named: "reel-test-work", stackSize: 8 << 20) {
             let result = Result { try body() }
             if once.claim() { continuation.resume(with: result) }
         }
-        thread.stackSize = 8 << 20
-        thread.start()
-        DispatchQueue.global().asyncAfter(deadline: .now() + timeLimit.seconds) {
+        DispatchQueue.global().asyncAfter(deadline: .now() + timeLimit / .seconds(1)) {
             if once.claim() {
                 continuation.resume(throwing: ToolFailure(message: "blocking work ran longer than \(timeLimit)"))
             }

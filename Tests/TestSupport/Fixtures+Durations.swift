@@ -110,8 +110,8 @@ extension Fixtures {
         let clock = UInt64(seconds * 90_000)
         func timestamp(_ value: UInt64) -> [UInt8] {
             [
-                UInt8(0x20 | ((value >> 29) & 0x0E) | 1), UInt8((value >> 22) & 0xFF), UInt8(((value >> 14) & 0xFE) | 1),
-                UInt8((value >> 7) & 0xFF), UInt8(((value << 1) & 0xFE) | 1),
+                UInt8(0x20 | ((value >> 29) & 0x0E) | 1), UInt8((value >> 22) & 0xFF),
+                UInt8(((value >> 14) & 0xFE) | 1), UInt8((value >> 7) & 0xFF), UInt8(((value << 1) & 0xFE) | 1),
             ]
         }
         // MPEG-2 pack header: '01', SCR with markers, SCR extension 0, mux rate 20000, no stuffing.

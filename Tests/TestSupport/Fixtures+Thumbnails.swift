@@ -53,7 +53,10 @@ public enum Stills {
     public static func frames(_ url: URL) async throws -> [(time: Double, key: Bool)] {
         let result = try await Tools.run(
             "ffprobe",
-            ["-v", "error", "-select_streams", "v:0", "-show_entries", "packet=pts_time,flags", "-of", "csv=p=0", url.path])
+            [
+                "-v", "error", "-select_streams", "v:0", "-show_entries", "packet=pts_time,flags", "-of", "csv=p=0",
+                url.path,
+            ])
         guard result.status == 0 else { throw ToolFailure(message: "ffprobe: \(result.stderr)") }
         return result.stdout.split(separator: "\n").compactMap { line in
             let parts = line.split(separator: ",")

@@ -1,4 +1,5 @@
 import Foundation
+import ReelBoxes
 
 /// Small edits of MP4/QuickTime files that ffmpeg 5.1 cannot make, for test media: a track's display
 /// matrix (mirrors), and extra boxes in a video sample entry (`dvcC`/`dvvC`, `mdcv`/`clli`).
@@ -6,60 +7,48 @@ import Foundation
 /// Only for files whose `moov` follows `mdat` (ffmpeg's default): growing `moov` then moves no
 /// sample data, so chunk offsets stay valid.
 public enum MP4Boxes {
-    struct Box {
-        var type: String
-        var offset: Int
-        var size: Int
-        var headerSize: Int
-        var contentOffset: Int { offset + headerSize }
-        var end: Int { offset + size }
+    /// Container boxes on the way from `moov` to a video sample entry.
+    static let containers: Set<FourCC> = ["moov", "trak", "mdia", "minf", "stbl"]
+
+    /// The boxes of `start..<end` in the file `reader` holds, up to the first that does not fit.
+    static func children(_ reader: BoxReader, from start: Int64, to end: Int64) -> [Box] {
+        start < end ? reader.boxesLeniently(in: start..<end).boxes : []
     }
 
-    /// Container boxes on the way from `moov` to a video sample entry.
-    static let containers: Set<String> = ["moov", "trak", "mdia", "minf", "stbl"]
+    static func children(_ reader: BoxReader, of box: Box) -> [Box] {
+        children(reader, from: box.payload.lowerBound, to: box.range.upperBound)
+    }
 
-    static func children(_ data: [UInt8], from start: Int, to end: Int) -> [Box] {
-        var boxes: [Box] = []
-        var offset = start
-        while offset + 8 <= end {
-            var size = Int(readUInt32(data, offset))
-            let type = String(decoding: data[(offset + 4)..<(offset + 8)], as: UTF8.self)
-            var header = 8
-            if size == 1 {
-                size = Int(readUInt64(data, offset + 8))
-                header = 16
-            } else if size == 0 {
-                size = end - offset
-            }
-            guard size >= header, offset + size <= end else { break }
-            boxes.append(Box(type: type, offset: offset, size: size, headerSize: header))
-            offset += size
-        }
-        return boxes
+    /// A `hdlr` box's handler type (`vide`, `soun`): after version/flags (4) and pre-defined (4).
+    static func handlerType(_ reader: BoxReader, _ hdlr: Box) -> FourCC? {
+        guard var cursor = try? reader.cursor(of: hdlr), (try? cursor.skip(8)) != nil else { return nil }
+        return try? cursor.fourCC()
     }
 
     /// The chain of boxes from the top level down to the first video track's `tkhd` and sample entry.
     static func videoTrackPath(_ data: [UInt8]) throws -> (ancestors: [Box], tkhd: Box, entryParents: [Box], entry: Box)
     {
-        let top = children(data, from: 0, to: data.count)
+        let reader = BoxReader(BufferSource(data))
+        let top = children(reader, from: 0, to: Int64(data.count))
         guard let moov = top.first(where: { $0.type == "moov" }) else { throw ToolFailure(message: "no moov box") }
         if let mdat = top.first(where: { $0.type == "mdat" }), mdat.offset > moov.offset {
             throw ToolFailure(message: "moov precedes mdat: growing it would move the samples")
         }
-        for trak in children(data, from: moov.contentOffset, to: moov.end) where trak.type == "trak" {
-            let trakChildren = children(data, from: trak.contentOffset, to: trak.end)
+        for trak in children(reader, of: moov) where trak.type == "trak" {
+            let trakChildren = children(reader, of: trak)
             guard let tkhd = trakChildren.first(where: { $0.type == "tkhd" }),
                 let mdia = trakChildren.first(where: { $0.type == "mdia" })
             else { continue }
-            let mdiaChildren = children(data, from: mdia.contentOffset, to: mdia.end)
+            let mdiaChildren = children(reader, of: mdia)
             guard let hdlr = mdiaChildren.first(where: { $0.type == "hdlr" }),
-                String(decoding: data[(hdlr.contentOffset + 8)..<(hdlr.contentOffset + 12)], as: UTF8.self) == "vide",
+                handlerType(reader, hdlr) == "vide",
                 let minf = mdiaChildren.first(where: { $0.type == "minf" }),
-                let stbl = children(data, from: minf.contentOffset, to: minf.end).first(where: { $0.type == "stbl" }),
-                let stsd = children(data, from: stbl.contentOffset, to: stbl.end).first(where: { $0.type == "stsd" })
+                let stbl = children(reader, of: minf).first(where: { $0.type == "stbl" }),
+                let stsd = children(reader, of: stbl).first(where: { $0.type == "stsd" })
             else { continue }
             // stsd: version/flags (4), entry count (4), then the sample entries.
-            guard let entry = children(data, from: stsd.contentOffset + 8, to: stsd.end).first else { continue }
+            guard let entry = children(reader, from: stsd.payload.lowerBound + 8, to: stsd.range.upperBound).first
+            else { continue }
             return ([moov, trak], tkhd, [mdia, minf, stbl, stsd], entry)
         }
         throw ToolFailure(message: "no video track")
@@ -70,17 +59,17 @@ public enum MP4Boxes {
     public static func setDisplayMatrix(_ url: URL, a: Int, b: Int, c: Int, d: Int, x: Int, y: Int) throws {
         var data = [UInt8](try Data(contentsOf: url))
         let path = try videoTrackPath(data)
-        let version = data[path.tkhd.contentOffset]
+        let header = Int(path.tkhd.payload.lowerBound)
+        let version = data[header]
         // tkhd: version/flags, times and ids (20 bytes in v0, 32 in v1), reserved 8, layer,
         // alternate group, volume, reserved (8), then the 3x3 matrix.
-        let matrixOffset = path.tkhd.contentOffset + 4 + (version == 1 ? 32 : 20) + 8 + 8
+        let matrixOffset = header + 4 + (version == 1 ? 32 : 20) + 8 + 8
         let values: [Int32] = [
             Int32(a << 16), Int32(b << 16), 0, Int32(c << 16), Int32(d << 16), 0, Int32(x << 16), Int32(y << 16),
             1 << 30,
         ]
-        for (index, value) in values.enumerated() {
-            writeUInt32(&data, matrixOffset + index * 4, UInt32(bitPattern: value))
-        }
+        let matrix = values.flatMap { BoxWriter.be32(UInt32(bitPattern: $0)) }
+        data.replaceSubrange(matrixOffset..<(matrixOffset + matrix.count), with: matrix)
         try Data(data).write(to: url)
     }
 
@@ -92,22 +81,19 @@ public enum MP4Boxes {
         let insertion = boxes.flatMap { $0 }
         for box in path.ancestors + path.entryParents + [path.entry] {
             guard box.headerSize == 8 else { throw ToolFailure(message: "64-bit box sizes are not handled") }
-            writeUInt32(&data, box.offset, UInt32(box.size + insertion.count))
+            let at = Int(box.offset)
+            data.replaceSubrange(at..<(at + 4), with: BoxWriter.be32(UInt32(box.size) + UInt32(insertion.count)))
         }
         if let renameEntry {
-            data.replaceSubrange((path.entry.offset + 4)..<(path.entry.offset + 8), with: Array(renameEntry.utf8))
+            let at = Int(path.entry.offset) + 4
+            data.replaceSubrange(at..<(at + 4), with: FourCC(renameEntry).bytes)
         }
-        data.insert(contentsOf: insertion, at: path.entry.end)
+        data.insert(contentsOf: insertion, at: Int(path.entry.range.upperBound))
         try Data(data).write(to: url)
     }
 
     /// A box: size, type, payload.
-    public static func box(_ type: String, _ payload: [UInt8]) -> [UInt8] {
-        var bytes: [UInt8] = []
-        appendUInt32(&bytes, UInt32(8 + payload.count))
-        bytes += Array(type.utf8)
-        return bytes + payload
-    }
+    public static func box(_ type: String, _ payload: [UInt8]) -> [UInt8] { BoxWriter.box(FourCC(type), payload) }
 
     /// A Dolby Vision configuration box: `dvcC` for profiles up to 7, `dvvC` above (24-byte record).
     public static func dolbyVisionBox(
@@ -135,8 +121,7 @@ public enum MP4Boxes {
         for (x, y) in [green, blue, red, white] {
             payload += [UInt8(x >> 8), UInt8(x & 0xff), UInt8(y >> 8), UInt8(y & 0xff)]
         }
-        appendUInt32(&payload, UInt32(maxLuminance))
-        appendUInt32(&payload, UInt32(minLuminance))
+        payload += BoxWriter.be32(UInt32(maxLuminance)) + BoxWriter.be32(UInt32(minLuminance))
         return box("mdcv", payload)
     }
 
@@ -148,13 +133,14 @@ public enum MP4Boxes {
     /// The types of the first video sample entry and of the boxes inside it (`hvc1`, [`hvcC`, `colr`, …]).
     public static func videoSampleEntry(_ url: URL) throws -> (type: String, children: [String]) {
         let data = [UInt8](try Data(contentsOf: url))
-        let top = children(data, from: 0, to: data.count)
+        let reader = BoxReader(BufferSource(data))
+        let top = children(reader, from: 0, to: Int64(data.count))
         guard let moov = top.first(where: { $0.type == "moov" }) else { throw ToolFailure(message: "no moov box") }
         var entry: Box?
         func search(_ box: Box) {
             guard entry == nil else { return }
             if box.type == "stsd" {
-                if let first = children(data, from: box.contentOffset + 8, to: box.end).first,
+                if let first = children(reader, from: box.payload.lowerBound + 8, to: box.range.upperBound).first,
                     ["hvc1", "hev1", "avc1", "dvh1", "dvhe"].contains(first.type)
                 {
                     entry = first
@@ -162,26 +148,13 @@ public enum MP4Boxes {
                 return
             }
             if containers.contains(box.type) {
-                children(data, from: box.contentOffset, to: box.end).forEach(search)
+                children(reader, of: box).forEach(search)
             }
         }
         search(moov)
         guard let entry else { throw ToolFailure(message: "no video sample entry") }
         // A visual sample entry has 78 bytes of fields before its child boxes.
-        let inner = children(data, from: entry.contentOffset + 78, to: entry.end).map(\.type)
-        return (entry.type, inner)
-    }
-
-    static func readUInt32(_ data: [UInt8], _ offset: Int) -> UInt32 {
-        data[offset..<(offset + 4)].reduce(0) { $0 << 8 | UInt32($1) }
-    }
-    static func readUInt64(_ data: [UInt8], _ offset: Int) -> UInt64 {
-        data[offset..<(offset + 8)].reduce(0) { $0 << 8 | UInt64($1) }
-    }
-    static func writeUInt32(_ data: inout [UInt8], _ offset: Int, _ value: UInt32) {
-        for index in 0..<4 { data[offset + index] = UInt8((value >> (24 - 8 * UInt32(index))) & 0xff) }
-    }
-    static func appendUInt32(_ data: inout [UInt8], _ value: UInt32) {
-        for shift in stride(from: 24, through: 0, by: -8) { data.append(UInt8((value >> UInt32(shift)) & 0xff)) }
+        let inner = children(reader, from: entry.payload.lowerBound + 78, to: entry.range.upperBound)
+        return (entry.type.description, inner.map(\.type.description))
     }
 }

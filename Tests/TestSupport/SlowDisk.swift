@@ -41,7 +41,9 @@ public enum SlowDisk {
         """.write(to: source, atomically: true, encoding: .utf8)
         let partial = made.appendingPathExtension("\(getpid()).tmp")
         let result = try await Tools.run("cc", ["-shared", "-fPIC", "-O2", "-o", partial.path, source.path, "-ldl"])
-        guard result.status == 0 else { throw ToolFailure(message: "cannot build the slow-fsync shim: \(result.stderr)") }
+        guard result.status == 0 else {
+            throw ToolFailure(message: "cannot build the slow-fsync shim: \(result.stderr)")
+        }
         _ = rename(partial.path, made.path)
         return made
     }

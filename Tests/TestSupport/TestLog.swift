@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import ReelMedia
 import Synchronization
 
 /// Where the log lines of the queue, the stores and the workers a test runs in its own process go:
@@ -27,7 +28,9 @@ public enum TestLog {
         let sink = FileSink(
             file: FileHandle(forWritingAtPath: path),
             alsoToStandardError: ProcessInfo.processInfo.environment["REEL_TEST_LOG"] == "full")
-        LoggingSystem.bootstrap { label in LineHandler(label: label, sink: sink) }
+        LoggingSystem.bootstrap { label in
+            ReelLogHandler(label: label, format: .text, logLevel: .debug, write: sink.write)
+        }
     }
 
     /// One file shared by every handler; a line is written whole.
@@ -44,26 +47,6 @@ public enum TestLog {
             let data = Data(line.utf8)
             file.withLock { try? $0?.write(contentsOf: data) }
             if alsoToStandardError { FileHandle.standardError.write(data) }
-        }
-    }
-
-    /// `2026-11-23T22:45:33.123Z warning reel.worker: job=… message`, as the CLI's text format.
-    private struct LineHandler: LogHandler {
-        let label: String
-        let sink: FileSink
-        var logLevel: Logger.Level = .debug
-        var metadata: Logger.Metadata = [:]
-
-        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-            get { metadata[key] }
-            set { metadata[key] = newValue }
-        }
-
-        func log(event: LogEvent) {
-            let merged = metadata.merging(event.metadata ?? [:]) { $1 }
-            let fields = merged.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
-            let time = Date.ISO8601FormatStyle(includingFractionalSeconds: true).format(Date())
-            sink.write("\(time) \(event.level) \(label): \(fields.isEmpty ? "" : fields + " ")\(event.message)\n")
         }
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import ReelMedia
 import ReelSpawn
 import Synchronization
 
@@ -62,7 +63,7 @@ public enum Tools {
             collected.withLock { $0.timedOut = true }
             child.signal(SIGKILL)
         }
-        DispatchQueue.global().asyncAfter(deadline: .now() + timeLimit.seconds, execute: kill)
+        DispatchQueue.global().asyncAfter(deadline: .now() + timeLimit / .seconds(1), execute: kill)
         await withCheckedContinuation { continuation in
             group.notify(queue: .global()) { continuation.resume() }
         }
@@ -238,14 +239,6 @@ public func eventually<T>(
         if let value = try await condition() { return value }
         if ContinuousClock.now >= deadline { return nil }
         try? await Task.sleep(for: interval)
-    }
-}
-
-extension Duration {
-    /// The duration in seconds, as a `Double`.
-    public var seconds: Double {
-        let (seconds, attoseconds) = components
-        return Double(seconds) + Double(attoseconds) / 1e18
     }
 }
 

@@ -1,6 +1,7 @@
 import Foundation
 import ReelBoxes
 import ReelExport
+import ReelMedia
 import Synchronization
 
 /// Indexes folders into a library: walks them without following links, reads only new or changed
@@ -59,7 +60,7 @@ public struct LibraryScanner: Sendable {
             while let folder = stack.popLast() {
                 visited.insert(folder)
                 let ignored = ignoredPaths
-                let listing = await Blocking.run { FileWalker.list(folder, ignoring: ignored) }
+                let listing = await onOwnThread(named: "reel-library") { FileWalker.list(folder, ignoring: ignored) }
                 let entries: FileWalker.Listing
                 switch listing {
                 case .failure(let skip):
@@ -128,7 +129,9 @@ public struct LibraryScanner: Sendable {
             let batch = Array(pending[start..<min(pending.count, start + batchSize)])
             let limits = limits
             let threads = threads
-            let results = await Blocking.run { LibraryScanner.read(batch, limits: limits, threads: threads) }
+            let results = await onOwnThread(named: "reel-library") {
+                LibraryScanner.read(batch, limits: limits, threads: threads)
+            }
             var new: [FileRecord] = []
             var changed: [FileRecord] = []
             var moved: [(FileRecord, FileRecord)] = []
@@ -223,14 +226,12 @@ public struct LibraryScanner: Sendable {
         let group = DispatchGroup()
         for _ in 0..<min(threads, files.count) {
             group.enter()
-            let thread = Thread {
+            startThread(named: "reel-library-read") {
                 while let index = next.take(below: files.count) {
                     results.set(index, readOne(files[index], limits: limits))
                 }
                 group.leave()
             }
-            thread.name = "reel-library-read"
-            thread.start()
         }
         group.wait()
         return results.values()

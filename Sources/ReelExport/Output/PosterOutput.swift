@@ -1,0 +1,60 @@
+import Foundation
+
+/// An export's poster (`ExportSession.writesPoster`): where it goes, when in the video it is taken,
+/// and its temporary file, published with the video by the same `OutputPublisher` steps.
+package struct PosterOutput {
+    let publisher: OutputPublisher
+
+    /// Checks the poster's name as the video's is checked (`output-exists` unless `overwrite`).
+    init(video: URL, asset: URL, tag: String, overwrite: Bool) throws(ExportError) {
+        try PosterOutput.check(video: video, asset: asset, overwrite: overwrite)
+        let url = PosterOutput.url(forVideo: video)
+        TemporaryOutput.removeLeftovers(for: url)
+        publisher = try OutputPublisher(destination: url, asset: asset, tag: tag, overwrite: overwrite)
+    }
+
+    /// The checks `OutputPublisher.check` makes for the video, made for its poster (at submit, and
+    /// again when the export starts).
+    package static func check(video: URL, asset: URL, overwrite: Bool) throws(ExportError) {
+        let url = url(forVideo: video)
+        if url.standardizedFileURL.path == video.standardizedFileURL.path {
+            throw ExportError(
+                .invalidArgument, "the poster would replace the video itself (\(video.lastPathComponent))")
+        }
+        try OutputPublisher.check(destination: url, asset: asset, overwrite: overwrite)
+    }
+
+    /// `clip.mp4` → `clip.jpg`, beside it.
+    package static func url(forVideo video: URL) -> URL { video.deletingPathExtension().appendingPathExtension("jpg") }
+
+    /// Seconds into the export the poster is taken at: a tenth of the way in, past the fade from
+    /// black many videos open with, and still near the start when the video is long.
+    static func moment(of plan: ExportPlan) -> Double { plan.durationSeconds / 10 }
+
+    /// Writes the JPEG to the temporary name and syncs it (published later with the video).
+    func write(_ bytes: [UInt8]) throws(ExportError) {
+        let path = publisher.temporary.path
+        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw PosterOutput.failure("cannot create the poster") }
+        defer { close(fd) }
+        var written = 0
+        let ok = bytes.withUnsafeBytes { buffer -> Bool in
+            while written < buffer.count {
+                let count = Foundation.write(fd, buffer.baseAddress! + written, buffer.count - written)
+                if count < 0 {
+                    if errno == EINTR { continue }
+                    return false
+                }
+                written += count
+            }
+            return true
+        }
+        guard ok, fsync(fd) == 0 else { throw PosterOutput.failure("cannot write the poster") }
+    }
+
+    private static func failure(_ what: String) -> ExportError {
+        let code = errno
+        return ExportError(
+            code == ENOSPC || code == EDQUOT ? .noSpace : .outputFailed, "\(what): \(String(cString: strerror(code)))")
+    }
+}

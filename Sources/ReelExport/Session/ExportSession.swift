@@ -1,0 +1,764 @@
+import Foundation
+public import ReelMedia
+import Synchronization
+
+/// Exports an asset with a preset into a new, network-optimised file: the Linux cousin of
+/// `AVAssetExportSession`.
+///
+/// Configure the properties, then call `export()` once. The work runs on a dedicated thread, never on
+/// Swift's cooperative pool. The output appears at `outputURL` only when complete: it is written as a
+/// hidden temporary file in the same folder (`TemporaryOutput`) and renamed into place; a failed or
+/// cancelled export leaves nothing behind. Thread-safe: every property may be read from any thread
+/// while exporting.
+public final class ExportSession: Sendable {
+    /// Where an export stands (`AVAssetExportSession.Status`).
+    public enum Status: String, Sendable, Codable {
+        case unknown, waiting, exporting, completed, failed, cancelled
+
+        /// Completed, failed or cancelled: nothing changes any more.
+        var isFinal: Bool { self == .completed || self == .failed || self == .cancelled }
+    }
+
+    /// What a running export is doing: `transcoding` (reading, decoding, encoding, writing), then
+    /// `finalizing` (the trailer and, with faststart, the index moved in front). Stored and printed as
+    /// its raw string wherever a phase is shown (JSON lines, status files, the database).
+    public typealias Phase = TranscodeProgress.Phase
+
+    /// One progress report.
+    public struct Progress: Sendable, Equatable {
+        public var status: Status
+        public var phase: Phase
+        /// 0…1 over the whole export, including the final faststart rewrite.
+        public var fraction: Double
+        /// Frames encoded (or packets copied) so far.
+        public var frames: Int
+        /// Encoding speed in frames per second, averaged since the start.
+        public var framesPerSecond: Double
+        /// Estimated seconds until done, once it can be estimated.
+        public var secondsRemaining: Double?
+        /// Seconds since the export started.
+        public var elapsedSeconds: Double
+    }
+
+    /// What a completed export produced, read back from the file. Encoded as JSON, it carries every
+    /// key, `null` where a value is absent (an audio-only file's `width`, `height`, `videoCodec`).
+    public struct Result: Sendable, Codable, Equatable {
+        /// Size of the file.
+        public var bytes: Int64
+        /// Media duration of the file, in seconds.
+        public var durationSeconds: Double
+        /// Picture size (nil for audio-only files).
+        public var width: Int?
+        public var height: Int?
+        /// Codec names as FFmpeg gives them (`h264`, `hevc`, `aac`), nil without such a stream.
+        public var videoCodec: String?
+        public var audioCodec: String?
+        /// Whether the moov atom precedes the media data (plays while downloading).
+        public var networkOptimized: Bool
+        /// Wall time of the export, in seconds.
+        public var elapsedSeconds: Double
+        /// How the file was made: `transcode`, `passthrough` or `smart-passthrough`.
+        public var method: ExportMethod
+        /// Why that method (for video presets: why the source was or was not copied as is).
+        public var decision: String
+        /// Seconds spent reading the file back to verify it (`OutputVerification`), part of
+        /// `elapsedSeconds`.
+        public var verificationSeconds: Double? = nil
+        /// Encodes made: 2 when a size limit (`fileLengthLimit`) was missed by the first.
+        public var encodingPasses: Int? = nil
+        /// The part of the source exported (`ExportPlan.timeRange`: the requested range clamped to the
+        /// asset), nil for all of it.
+        public var timeRange: TimeRange? = nil
+        /// The range asked for, when one was: it differs from `timeRange` when it ended past the asset.
+        public var requestedTimeRange: TimeRange? = nil
+        /// Which location and device keys the file's metadata holds, read back from it.
+        public var metadata: WrittenMetadata? = nil
+
+        /// The location and device keys found in an output's container metadata.
+        public struct WrittenMetadata: Sendable, Codable, Equatable {
+            /// Keys that say where the recording was made (`MetadataPolicy.isLocationKey`), sorted.
+            public var location: [String]
+            /// Keys that name the device or its software (`MetadataPolicy.isDeviceKey`), sorted.
+            public var device: [String]
+
+            public init(_ metadata: [String: String]) {
+                location = metadata.keys.filter(MetadataPolicy.isLocationKey).sorted()
+                device = metadata.keys.filter(MetadataPolicy.isDeviceKey).sorted()
+            }
+        }
+
+        private enum CodingKeys: String, CodingKey {
+            case bytes, durationSeconds, width, height, videoCodec, audioCodec, networkOptimized, elapsedSeconds
+            case method, decision, verificationSeconds, encodingPasses, timeRange, requestedTimeRange, metadata
+        }
+
+        public init(
+            bytes: Int64, durationSeconds: Double, width: Int?, height: Int?, videoCodec: String?,
+            audioCodec: String?, networkOptimized: Bool, elapsedSeconds: Double, method: ExportMethod,
+            decision: String, verificationSeconds: Double? = nil, encodingPasses: Int? = nil,
+            metadata: WrittenMetadata? = nil
+        ) {
+            self.bytes = bytes
+            self.durationSeconds = durationSeconds
+            self.width = width
+            self.height = height
+            self.videoCodec = videoCodec
+            self.audioCodec = audioCodec
+            self.networkOptimized = networkOptimized
+            self.elapsedSeconds = elapsedSeconds
+            self.method = method
+            self.decision = decision
+            self.verificationSeconds = verificationSeconds
+            self.encodingPasses = encodingPasses
+            self.metadata = metadata
+        }
+
+        public init(from decoder: any Decoder) throws {
+            try self.init(from: decoder, methodOtherwise: nil)
+        }
+
+        /// Reads a result whose `method` may be absent or a word no `ExportMethod` has, taking
+        /// `fallback` then (and an empty `decision` when none is given): a job queue's result of an
+        /// output it adopted (`adopted`), and status files written before results had a method.
+        package init(from decoder: any Decoder, methodOtherwise fallback: ExportMethod?) throws {
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            bytes = try c.decode(Int64.self, forKey: .bytes)
+            durationSeconds = try c.decode(Double.self, forKey: .durationSeconds)
+            width = try c.decodeIfPresent(Int.self, forKey: .width)
+            height = try c.decodeIfPresent(Int.self, forKey: .height)
+            videoCodec = try c.decodeIfPresent(String.self, forKey: .videoCodec)
+            audioCodec = try c.decodeIfPresent(String.self, forKey: .audioCodec)
+            networkOptimized = try c.decode(Bool.self, forKey: .networkOptimized)
+            elapsedSeconds = try c.decode(Double.self, forKey: .elapsedSeconds)
+            if let fallback {
+                method = (try? c.decodeIfPresent(ExportMethod.self, forKey: .method)) ?? fallback
+                decision = try c.decodeIfPresent(String.self, forKey: .decision) ?? ""
+            } else {
+                method = try c.decode(ExportMethod.self, forKey: .method)
+                decision = try c.decode(String.self, forKey: .decision)
+            }
+            verificationSeconds = try c.decodeIfPresent(Double.self, forKey: .verificationSeconds)
+            encodingPasses = try c.decodeIfPresent(Int.self, forKey: .encodingPasses)
+            timeRange = try c.decodeIfPresent(TimeRange.self, forKey: .timeRange)
+            requestedTimeRange = try c.decodeIfPresent(TimeRange.self, forKey: .requestedTimeRange)
+            metadata = try c.decodeIfPresent(WrittenMetadata.self, forKey: .metadata)
+        }
+
+        /// Every key, absent values as `null`: a program reading the JSON finds the same keys in
+        /// every result.
+        public func encode(to encoder: any Encoder) throws {
+            try encode(to: encoder, method: method.rawValue)
+        }
+
+        /// Encodes the result with `method` written in place of its own (a job queue's `adopted`).
+        package func encode(to encoder: any Encoder, method: String) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(bytes, forKey: .bytes)
+            try c.encode(durationSeconds, forKey: .durationSeconds)
+            try c.encode(width, forKey: .width)
+            try c.encode(height, forKey: .height)
+            try c.encode(videoCodec, forKey: .videoCodec)
+            try c.encode(audioCodec, forKey: .audioCodec)
+            try c.encode(networkOptimized, forKey: .networkOptimized)
+            try c.encode(elapsedSeconds, forKey: .elapsedSeconds)
+            try c.encode(method, forKey: .method)
+            try c.encode(decision, forKey: .decision)
+            try c.encode(verificationSeconds, forKey: .verificationSeconds)
+            try c.encode(encodingPasses, forKey: .encodingPasses)
+            try c.encode(timeRange, forKey: .timeRange)
+            try c.encode(requestedTimeRange, forKey: .requestedTimeRange)
+            try c.encode(metadata, forKey: .metadata)
+        }
+    }
+
+    /// Damage done to the finished temporary file before it is verified, to prove that verification
+    /// catches it. Honoured only in debug builds (tests); release builds ignore it.
+    enum OutputFault: String, Sendable {
+        /// Cut the file to half its size.
+        case truncate
+        /// Overwrite a stretch in the middle of the media data with zeros.
+        case corrupt
+        /// Make the first encode under a size limit overshoot it (its rate cap four times too high), so
+        /// the second pass runs.
+        case overshoot
+    }
+
+    private struct State {
+        var outputURL: URL?
+        var outputFileType: OutputType?
+        var shouldOptimizeForNetworkUse = true
+        var timeRange: TimeRange?
+        var metadataPolicy = MetadataPolicy.keep
+        var metadataOverrides: [String: String] = [:]
+        var overwrite = false
+        var writesPoster = false
+        var stallTimeout: TimeInterval = 120
+        var forceTranscode = false
+        var fileLengthLimit: Int64?
+        var backgroundColor = RGBColor.black
+        var allowsAudioOnly = false
+        var codecThreads = 0
+        var temporaryTag: String?
+        var publishGate: (@Sendable () throws(ExportError) -> Void)?
+        var outputFault: OutputFault?
+        var status = Status.unknown
+        var progress = Progress(
+            status: .unknown, phase: .transcoding, fraction: 0, frames: 0, framesPerSecond: 0, elapsedSeconds: 0)
+        var error: ExportError?
+        var result: Result?
+        var started = false
+        var observers: [Int: AsyncStream<Progress>.Continuation] = [:]
+        var handler: (@Sendable (Progress) -> Void)?
+        var nextObserver = 0
+        var lastPublished: ContinuousClock.Instant?
+    }
+
+    /// The asset being exported.
+    public let asset: Asset
+    /// The preset, resolved from the name given.
+    public let preset: Preset
+    private let limits: InputLimits
+    private let cancelFlag = CancellationFlag()
+    private let state = Mutex(State())
+
+    /// Creates a session for an asset and a preset name (case-insensitive; Apple's
+    /// `AVAssetExportPreset` prefix and short aliases accepted). Throws `unknown-preset`.
+    public init(
+        asset: Asset, presetName: String, presets: PresetLibrary = .shipped, limits: InputLimits = .standard
+    ) throws(ExportError) {
+        self.asset = asset
+        self.preset = try presets.preset(named: presetName)
+        self.limits = limits
+    }
+
+    /// Where to write the file. Required before `export()`.
+    public var outputURL: URL? {
+        get { state.withLock { $0.outputURL } }
+        set { state.withLock { $0.outputURL = newValue } }
+    }
+    /// The file type; default `mp4` (`m4a` for audio presets).
+    public var outputFileType: OutputType? {
+        get { state.withLock { $0.outputFileType } }
+        set { state.withLock { $0.outputFileType = newValue } }
+    }
+    /// Moov atom first so the file plays while it downloads. Default true.
+    public var shouldOptimizeForNetworkUse: Bool {
+        get { state.withLock { $0.shouldOptimizeForNetworkUse } }
+        set { state.withLock { $0.shouldOptimizeForNetworkUse = newValue } }
+    }
+    /// Part of the asset to export; nil for all of it.
+    public var timeRange: TimeRange? {
+        get { state.withLock { $0.timeRange } }
+        set { state.withLock { $0.timeRange = newValue } }
+    }
+    /// Which source metadata to keep. Default `.keep`.
+    public var metadataPolicy: MetadataPolicy {
+        get { state.withLock { $0.metadataPolicy } }
+        set { state.withLock { $0.metadataPolicy = newValue } }
+    }
+    /// Container metadata written over the source's (`AVAssetExportSession.metadata`): a key here
+    /// replaces the source's value, an empty value removes the key. The metadata policy still
+    /// applies (`sharing` drops location keys, `strip` everything). Default none.
+    public var metadataOverrides: [String: String] {
+        get { state.withLock { $0.metadataOverrides } }
+        set { state.withLock { $0.metadataOverrides = newValue } }
+    }
+    /// Also write a poster beside the video: `outputURL` with its extension replaced by `jpg`, the
+    /// video's frame at 10 % of the export (the first frame at or after it, past any fade-in from
+    /// black at the start), taken from the export's own decode as the frame goes to the encoder.
+    /// Exports whose frames cannot be taken as they are (streams copied, 10-bit HDR kept, non-square
+    /// pixels) take the same moment from the source with `ThumbnailReader` instead, tone-mapped and
+    /// upright as a thumbnail is. The poster is published in the same step as the video: renamed
+    /// into place just before it, and removed again if the video cannot be; an export that fails
+    /// leaves neither. An export without video writes none. Default false.
+    public var writesPoster: Bool {
+        get { state.withLock { $0.writesPoster } }
+        set { state.withLock { $0.writesPoster = newValue } }
+    }
+    /// Replace an existing file at `outputURL` (default false: an existing file is an error).
+    public var overwritesExistingFile: Bool {
+        get { state.withLock { $0.overwrite } }
+        set { state.withLock { $0.overwrite = newValue } }
+    }
+    /// Called on the export's thread with the same reports as `progressUpdates` (for callers that
+    /// own a thread and want no async machinery). Keep it quick: the export waits for it.
+    public var progressHandler: (@Sendable (Progress) -> Void)? {
+        get { state.withLock { $0.handler } }
+        set { state.withLock { $0.handler = newValue } }
+    }
+    /// Re-encode even when the source already satisfies the preset (no smart passthrough). Default false.
+    public var forceTranscode: Bool {
+        get { state.withLock { $0.forceTranscode } }
+        set { state.withLock { $0.forceTranscode = newValue } }
+    }
+    /// The largest file the export may write, in bytes (`fileLengthLimit`); nil for no limit. The
+    /// whole duration is kept: the rate (and if need be the picture size) is chosen to fit
+    /// (`SizeLimit`), the size is checked after the export, and a file still over the limit is
+    /// re-encoded once at a corrected rate. A limit that cannot be met at a watchable quality fails
+    /// before any work (`limit-exceeded`, saying the smallest feasible size).
+    public var fileLengthLimit: Int64? {
+        get { state.withLock { $0.fileLengthLimit } }
+        set { state.withLock { $0.fileLengthLimit = newValue.map { max(1, $0) } } }
+    }
+    /// The colour transparent pixels of an animated GIF or APNG are flattened onto. Default black.
+    public var backgroundColor: RGBColor {
+        get { state.withLock { $0.backgroundColor } }
+        set { state.withLock { $0.backgroundColor = newValue } }
+    }
+    /// Under a video preset, export an asset that has no video as its audio alone. Default false: such
+    /// an asset fails `no-video`, since a caller that asked for video rarely wants an audio file.
+    public var allowsAudioOnly: Bool {
+        get { state.withLock { $0.allowsAudioOnly } }
+        set { state.withLock { $0.allowsAudioOnly = newValue } }
+    }
+    /// Sets every property an `ExportRequest` decides (`ExportRequest.resolve`): output type, time
+    /// range, metadata (`metadataDefault` when the request did not choose), network optimisation,
+    /// forced transcode, audio-only output, size limit, background and overwrite. The preset is the
+    /// session's own, given at `init`.
+    public func apply(_ settings: ExportSettings, metadataDefault: MetadataPolicy = .keep) {
+        state.withLock { state in
+            state.outputFileType = settings.outputType
+            state.timeRange = settings.timeRange
+            state.metadataPolicy = settings.metadata ?? metadataDefault
+            state.shouldOptimizeForNetworkUse = settings.optimizeForNetwork
+            state.forceTranscode = settings.forceTranscode
+            state.allowsAudioOnly = settings.allowsAudioOnly
+            state.fileLengthLimit = settings.fileLengthLimit.map { max(1, $0) }
+            state.backgroundColor = settings.background
+            state.overwrite = settings.overwrite
+            state.writesPoster = settings.poster
+        }
+    }
+    /// Threads the video decoder and encoder may each use; 0 (the default) lets them use every core.
+    /// A worker running one job per core sets 1: two single-threaded jobs side by side waste less
+    /// than two frame-threaded ones contending for the same cores.
+    public var codecThreads: Int {
+        get { state.withLock { $0.codecThreads } }
+        set { state.withLock { $0.codecThreads = max(0, newValue) } }
+    }
+    /// Names this attempt's temporary file (`TemporaryOutput.url(for:tag:)`): a queue passes
+    /// `<job id>-<attempt>` so it can tell attempts apart; nil (the default) picks a random tag.
+    public var temporaryTag: String? {
+        get { state.withLock { $0.temporaryTag } }
+        set { state.withLock { $0.temporaryTag = newValue } }
+    }
+    /// Called on the export's thread once the file is complete, right before it is moved into
+    /// place. Throwing aborts the export with that error and removes the file: a queue that lost its
+    /// lease on the job, for instance, must not publish.
+    public var publishGate: (@Sendable () throws(ExportError) -> Void)? {
+        get { state.withLock { $0.publishGate } }
+        set { state.withLock { $0.publishGate = newValue } }
+    }
+    /// Seconds without any sign of life (a packet read, bytes written) before the export is stopped
+    /// and fails as `stalled`. Default 120.
+    public var stallTimeout: TimeInterval {
+        get { state.withLock { $0.stallTimeout } }
+        set { state.withLock { $0.stallTimeout = max(0.05, newValue) } }
+    }
+    /// Damage to do to the file before verifying it, or an overshoot to force a size limit's second
+    /// pass (debug builds only). Defaults to the fault set with `injectOutputFault(named:)`.
+    var outputFault: OutputFault? {
+        get { state.withLock { $0.outputFault } }
+        set { state.withLock { $0.outputFault = newValue } }
+    }
+    /// Where the export stands.
+    public var status: Status { state.withLock { $0.status } }
+    /// 0…1.
+    public var progress: Double { state.withLock { $0.progress.fraction } }
+    /// The latest full progress report.
+    public var currentProgress: Progress { state.withLock { $0.progress } }
+    /// Why the export failed or was cancelled.
+    public var error: ExportError? { state.withLock { $0.error } }
+    /// What a completed export produced.
+    public var result: Result? { state.withLock { $0.result } }
+
+    /// Progress reports as they happen (at most ~10 a second, plus every status change); the
+    /// sequence ends when the export completes, fails or is cancelled. Each access makes a new sequence.
+    public var progressUpdates: AsyncStream<Progress> {
+        let (stream, continuation) = AsyncStream.makeStream(of: Progress.self, bufferingPolicy: .bufferingNewest(64))
+        let finished: Progress? = state.withLock { state in
+            if state.status.isFinal { return state.progress }
+            let id = state.nextObserver
+            state.nextObserver += 1
+            state.observers[id] = continuation
+            continuation.onTermination = { [weak self] _ in
+                _ = self?.state.withLock { $0.observers.removeValue(forKey: id) }
+            }
+            return nil
+        }
+        if let finished {
+            continuation.yield(finished)
+            continuation.finish()
+        }
+        return stream
+    }
+
+    /// Decides, without doing any work, whether this preset can export this asset to the chosen
+    /// output type (`determineCompatibility`), and returns the plan: method, sizes, rates, what
+    /// becomes of each stream and the estimated size. Throws the reason when it cannot.
+    @discardableResult
+    public func determineCompatibility() throws(ExportError) -> ExportPlan {
+        let (type, range, metadata, network, force, destination, limit, background, audioOnly) = state.withLock {
+            (
+                $0.outputFileType ?? ExportPlanner.defaultType(for: preset), $0.timeRange, $0.metadataPolicy,
+                $0.shouldOptimizeForNetworkUse, $0.forceTranscode, $0.outputURL, $0.fileLengthLimit,
+                $0.backgroundColor, $0.allowsAudioOnly
+            )
+        }
+        let overrides = state.withLock { $0.metadataOverrides }
+        var plan = try ExportPlanner.decide(
+            asset: asset, preset: preset, type: type, timeRange: range, metadata: metadata,
+            optimizeForNetwork: network, forceTranscode: force, fileLengthLimit: limit,
+            background: background, allowAudioOnly: audioOnly)
+        plan.output.path = destination?.standardizedFileURL.path
+        if !overrides.isEmpty {
+            let merged = asset.metadata.merging(overrides) { _, new in new }.filter { !$0.value.isEmpty }
+            plan.metadata = ExportPlan.Metadata(
+                policy: metadata, written: ExportPlanner.metadataToWrite(merged, policy: metadata))
+        }
+        return plan
+    }
+
+    /// The size the output is expected to have, in bytes (`estimateOutputFileLength`): the plan's
+    /// `estimatedBytes`. Throws what `determineCompatibility()` throws.
+    public func estimateOutputFileLength() throws(ExportError) -> Int64 {
+        try determineCompatibility().estimatedBytes
+    }
+
+    /// Asks a running export to stop; it ends `cancelled` within a packet and leaves no file.
+    /// Cancelling before `export()` makes it end cancelled at once.
+    public func cancelExport() {
+        cancelFlag.raise()
+    }
+
+    /// Runs the export on a dedicated thread and returns when it is done. Cancelling the calling task
+    /// cancels the export. Throws `ExportError`; `status` and `error` say the same.
+    public func export() async throws(ExportError) {
+        let outcome: Swift.Result<Void, ExportError> = await withTaskCancellationHandler {
+            await onOwnThread(named: "reel-export", stackSize: 4 << 20) { [self] in
+                Swift.Result { () throws(ExportError) in try exportBlocking() }
+            }
+        } onCancel: {
+            cancelExport()
+        }
+        try outcome.get()
+    }
+
+    /// Runs the export on the calling thread, blocking it (for callers that own a thread, such as
+    /// queue workers). Same guarantees as `export()`.
+    public func exportBlocking() throws(ExportError) {
+        let begin = state.withLock { state -> Bool in
+            if state.started { return false }
+            state.started = true
+            return true
+        }
+        guard begin else { throw ExportError(.invalidArgument, "export() was already called on this session") }
+        // Elapsed time, fps and the watchdog use the monotonic clock: a wall-clock step (NTP, a
+        // person setting the date) neither stretches nor shrinks them.
+        let started = ContinuousClock.now
+        do throws(ExportError) {
+            let result = try run(started: started)
+            finish(status: .completed, error: nil, result: result, started: started)
+        } catch {
+            finish(status: error.code == .cancelled ? .cancelled : .failed, error: error, result: nil, started: started)
+            throw error
+        }
+    }
+
+    private func run(started: ContinuousClock.Instant) throws(ExportError) -> Result {
+        if cancelFlag.isRaised { throw ExportSession.cancelled() }
+        guard let destination = outputURL?.standardizedFileURL else {
+            throw ExportError(.invalidArgument, "no output URL was set")
+        }
+        let exportPlan = try determineCompatibility()
+        let (overwrite, tag, gate, writesPoster) = state.withLock {
+            ($0.overwrite, $0.temporaryTag, $0.publishGate, $0.writesPoster)
+        }
+        let attempt = tag ?? TemporaryOutput.randomTag()
+        let output = try OutputPublisher(destination: destination, asset: asset.url, tag: attempt, overwrite: overwrite)
+        let poster =
+            try writesPoster && exportPlan.video != nil
+            ? PosterOutput(video: destination, asset: asset.url, tag: attempt, overwrite: overwrite) : nil
+        setStatus(.exporting)
+        defer {
+            output.discard()
+            poster?.publisher.discard()
+        }
+        // What an export that crashed here left behind (an FFmpeg assertion, a kill): never a live one's.
+        TemporaryOutput.removeLeftovers(for: destination)
+        do throws(ExportError) {
+            return try run(
+                exportPlan, into: output, poster: poster, destination: destination, gate: gate, started: started)
+        } catch {
+            // The temporary file is the export's business: errors name the file the caller named.
+            throw output.naming(error)
+        }
+    }
+
+    /// Produces the file into `output`'s temporary name (twice when a size limit was missed), lets
+    /// `gate` stop it, publishes it and reads it back.
+    private func run(
+        _ plan: ExportPlan, into output: OutputPublisher, poster: PosterOutput?, destination: URL,
+        gate: (@Sendable () throws(ExportError) -> Void)?, started: ContinuousClock.Instant
+    ) throws(ExportError) -> Result {
+        var exportPlan = plan
+        #if DEBUG
+            if activeFault == .overshoot, var video = exportPlan.video, let rate = video.maxBitrate {
+                video.maxBitrate = rate * 4
+                video.bufferSize = rate * 4
+                exportPlan.video = video
+            }
+        #endif
+        // Holds the temporary file's lock (`OutputLock`) until it is published or discarded.
+        var (verificationSeconds, hold, posterBytes) = try produce(
+            exportPlan, into: output, poster: poster != nil, started: started)
+        var passes = 1
+        if let limit = exportPlan.sizeLimit?.bytes, let bytes = ExportSession.fileBytes(output.temporary),
+            bytes > limit
+        {
+            // Over the limit: one more encode at a rate corrected by how far the first one missed.
+            guard let corrected = exportPlan.corrected(forBytes: bytes) else {
+                throw ExportSession.overLimit(bytes: bytes, limit: limit, passes: 1)
+            }
+            output.discard()
+            exportPlan = corrected
+            let again = try produce(exportPlan, into: output, poster: poster != nil, started: started)
+            verificationSeconds += again.seconds
+            hold = again.lock
+            posterBytes = again.poster
+            passes = 2
+            if let again = ExportSession.fileBytes(output.temporary), again > limit {
+                throw ExportSession.overLimit(bytes: again, limit: limit, passes: 2)
+            }
+        }
+        if let poster {
+            if let posterBytes {
+                try poster.write(posterBytes)
+            } else {
+                try poster.write(try takePosterFromSource(exportPlan))
+            }
+        }
+        try gate?()
+        // Both or neither: the poster goes into place first, and comes out again if the video cannot.
+        try poster?.publisher.publish()
+        do throws(ExportError) {
+            try withExtendedLifetime(hold) { () throws(ExportError) in try output.publish() }
+        } catch {
+            poster.map { _ = unlink($0.publisher.destination.path) }
+            throw error
+        }
+        do {
+            var result = try ExportSession.summarize(destination, started: started)
+            result.method = exportPlan.method
+            result.decision = exportPlan.decision.summary
+            result.verificationSeconds = verificationSeconds
+            result.encodingPasses = passes
+            result.timeRange = exportPlan.timeRange
+            result.requestedTimeRange = exportPlan.requestedTimeRange
+            return result
+        } catch {
+            unlink(destination.path)
+            poster.map { _ = unlink($0.publisher.destination.path) }
+            throw error
+        }
+    }
+
+    /// Runs one encode (or copy) of `plan` into the temporary file and verifies it against what was
+    /// written; returns the seconds the verification took and the file's lock.
+    private func produce(
+        _ exportPlan: ExportPlan, into output: OutputPublisher, poster: Bool, started: ContinuousClock.Instant
+    ) throws(ExportError) -> (seconds: Double, lock: OutputLock?, poster: [UInt8]?) {
+        var transcode = exportPlan.transcodePlan(limits: limits)
+        transcode.outputPath = output.temporary.path
+        transcode.threads = codecThreads
+        if poster { transcode.posterSeconds = PosterOutput.moment(of: exportPlan) }
+        let watchdog = Watchdog(timeout: stallTimeout, cancel: cancelFlag)
+        let plan = transcode
+        let produced = Mutex<TranscodeOutcome?>(nil)
+        let outcome = watchdog.run { [self, cancelFlag] heartbeat throws(MediaError) in
+            let made = try Transcoder.run(plan, cancel: cancelFlag, heartbeat: heartbeat) { [self] update in
+                publish(update, started: started)
+            }
+            produced.withLock { $0 = made }
+        }
+        if watchdog.stalled {
+            // How far it got tells a stuck decoder (early) from a starved encoder (its flush, late).
+            let reached = state.withLock { Int(($0.progress.fraction * 100).rounded(.down)) }
+            throw ExportError(
+                .stalled,
+                "no progress for \(Int(stallTimeout)) s at \(reached) %; the export was stopped"
+                    + (outcome == nil ? " (its codec did not return and was abandoned)" : ""))
+        }
+        switch outcome {
+        case .none:
+            throw ExportSession.cancelled(detail: "its codec did not return and was abandoned")
+        case .failure(let error):
+            if cancelFlag.isRaised { throw ExportSession.cancelled() }
+            throw ExportError(error)
+        case .success:
+            break
+        }
+        if cancelFlag.isRaised { throw ExportSession.cancelled() }
+        let made = produced.withLock { $0 }
+        injectFault(into: output.temporary)
+        let verifying = ContinuousClock.now
+        try OutputVerification.check(output.temporary, plan: exportPlan, asset: asset, written: made?.written)
+        return ((ContinuousClock.now - verifying) / .seconds(1), made?.lock, made?.poster)
+    }
+
+    /// The poster of an export whose frames could not be taken as they were encoded: the same
+    /// moment read from the source, exactly, upright and tone-mapped, at the video's size.
+    private func takePosterFromSource(_ plan: ExportPlan) throws(ExportError) -> [UInt8] {
+        let start = plan.timeRange?.start ?? 0
+        var request = ThumbnailRequest(
+            inputPath: asset.url.path, policy: limits,
+            times: [min(asset.duration, start + PosterOutput.moment(of: plan))], toleranceBefore: 0, toleranceAfter: 0,
+            format: .jpeg, quality: 90)
+        if let width = plan.width, let height = plan.height {
+            request.maximumWidth = width
+            request.maximumHeight = height
+        }
+        var bytes: [UInt8]?
+        do {
+            try ThumbnailReader.read(request, cancel: cancelFlag) { image in bytes = image.data }
+        } catch {
+            if cancelFlag.isRaised { throw ExportSession.cancelled() }
+            throw ExportError(
+                error.kind == .internalFailure ? .internal : .outputFailed, "cannot make the poster: \(error.message)")
+        }
+        guard let bytes else { throw ExportError(.internal, "the poster was not made") }
+        return bytes
+    }
+
+    private static func fileBytes(_ url: URL) -> Int64? {
+        var status = stat()
+        return stat(url.path, &status) == 0 ? Int64(status.st_size) : nil
+    }
+
+    private static func overLimit(bytes: Int64, limit: Int64, passes: Int) -> ExportError {
+        ExportError(
+            .limitExceeded,
+            "the file came out at \(bytes) bytes, over the limit of \(limit), after \(passes) \(passes == 1 ? "pass" : "passes")",
+            retryable: false)
+    }
+
+    /// Damages the finished file as `outputFault` (or `injectOutputFault(named:)`) says, in debug builds.
+    private func injectFault(into url: URL) {
+        #if DEBUG
+            guard let fault = activeFault, fault != .overshoot, let handle = try? FileHandle(forUpdating: url) else {
+                return
+            }
+            defer { try? handle.close() }
+            guard let size = try? handle.seekToEnd() else { return }
+            switch fault {
+            case .truncate:
+                try? handle.truncate(atOffset: size / 2)
+            case .corrupt:
+                try? handle.seek(toOffset: size / 2)
+                try? handle.write(contentsOf: Data(count: Int(min(size / 4, 1 << 20))))
+            case .overshoot:
+                break
+            }
+        #endif
+    }
+
+    /// `outputFault`, else the one injected for every session.
+    private var activeFault: OutputFault? {
+        outputFault ?? ExportSession.injectedFault.withLock { $0 }
+    }
+
+    private static let injectedFault = Mutex<OutputFault?>(nil)
+
+    /// Debug builds only (tests): damages the finished file of every session that sets no fault of its
+    /// own, to prove that verification catches it: `truncate` (cut to half), `corrupt` (zeros in the
+    /// middle), `overshoot` (a first encode under a size limit four times over its rate); nil for none.
+    /// The `reel` command sets it from `REEL_TEST_OUTPUT_FAULT`, so tests can damage what `reel export`
+    /// or a worker writes. Returns false for a name it does not know. Release builds ignore it.
+    @discardableResult
+    public static func injectOutputFault(named name: String?) -> Bool {
+        let fault = name.flatMap { $0.isEmpty ? nil : OutputFault(rawValue: $0) }
+        injectedFault.withLock { $0 = fault }
+        return name?.isEmpty ?? true || fault != nil
+    }
+
+    /// The error of a cancelled export.
+    private static func cancelled(detail: String? = nil) -> ExportError {
+        ExportError(.cancelled, "the export was cancelled" + (detail.map { " (\($0))" } ?? ""))
+    }
+
+    /// Reads the finished file back to report what it holds. A file that cannot be read is
+    /// `output-invalid`, unless the cause was I/O (`OutputVerification.unreadable`); the caller removes it.
+    static func summarize(_ url: URL, started: ContinuousClock.Instant) throws(ExportError) -> Result {
+        let info: MediaInfo
+        do {
+            info = try MediaProbe.probeHeader(path: url.path)
+        } catch {
+            throw OutputVerification.unreadable(error)
+        }
+        let video = info.bestVideoStream
+        let audio = info.bestAudioStream
+        return Result(
+            bytes: info.fileBytes, durationSeconds: info.durationSeconds, width: video?.displaySize?.width,
+            height: video?.displaySize?.height, videoCodec: video?.codec, audioCodec: audio?.codec,
+            networkOptimized: (try? MovieAtoms.moovPrecedesMdat(url)) ?? false,
+            elapsedSeconds: (ContinuousClock.now - started) / .seconds(1), method: .transcode, decision: "",
+            metadata: Result.WrittenMetadata(info.metadata))
+    }
+
+    private func setStatus(_ status: Status) {
+        let (snapshot, observers, handler) = state.withLock { state in
+            state.status = status
+            state.progress.status = status
+            return (state.progress, Array(state.observers.values), state.handler)
+        }
+        for observer in observers { observer.yield(snapshot) }
+        handler?(snapshot)
+    }
+
+    /// Records a progress report and passes it on (at most every 0.1 s, and on a phase change). A
+    /// no-op once the session has finished: a thread the watchdog abandoned may still report.
+    func publish(_ update: TranscodeProgress, started: ContinuousClock.Instant) {
+        let now = ContinuousClock.now
+        let elapsed = (now - started) / .seconds(1)
+        let (snapshot, observers, handler):
+            (Progress, [AsyncStream<Progress>.Continuation], (@Sendable (Progress) -> Void)?) = state.withLock {
+                state in
+                if state.status.isFinal { return (state.progress, [], nil) }
+                let fps = elapsed > 0 ? Double(update.frames) / elapsed : 0
+                let remaining = update.fraction > 0.02 ? elapsed * (1 - update.fraction) / update.fraction : nil
+                let phaseChanged = state.progress.phase != update.phase
+                state.progress = Progress(
+                    status: state.status, phase: update.phase, fraction: update.fraction, frames: update.frames,
+                    framesPerSecond: fps, secondsRemaining: remaining, elapsedSeconds: elapsed)
+                guard phaseChanged || state.lastPublished.map({ now - $0 >= .milliseconds(100) }) ?? true else {
+                    return (state.progress, [], nil)
+                }
+                state.lastPublished = now
+                return (state.progress, Array(state.observers.values), state.handler)
+            }
+        for observer in observers { observer.yield(snapshot) }
+        handler?(snapshot)
+    }
+
+    private func finish(status: Status, error: ExportError?, result: Result?, started: ContinuousClock.Instant) {
+        let (snapshot, observers, handler) = state.withLock { state in
+            state.status = status
+            state.error = error
+            state.result = result
+            state.progress.status = status
+            state.progress.elapsedSeconds = (ContinuousClock.now - started) / .seconds(1)
+            if status == .completed {
+                state.progress.fraction = 1
+                state.progress.secondsRemaining = 0
+            }
+            let observers = Array(state.observers.values)
+            state.observers.removeAll()
+            return (state.progress, observers, state.handler)
+        }
+        handler?(snapshot)
+        for observer in observers {
+            observer.yield(snapshot)
+            observer.finish()
+        }
+    }
+}

@@ -1,0 +1,305 @@
+import Foundation
+import ReelExport
+
+/// One job as a client asks for it: a manifest line, or `reel submit`'s arguments. Names are as the
+/// user wrote them; `resolve` checks everything and turns the request into the `JobSpec` a worker runs.
+///
+/// The export's own options are an `ExportRequest` (the same names and checks as `reel export`); the
+/// rest say where the output goes and how the queue treats the job. As a manifest line, flat:
+/// `{"asset": "/media/a.mov", "preset": "960x540", "outputDir": "/srv/out", "timeRange": "0-5"}`;
+/// only `asset` and `preset` are required, and a key the request does not know is an error.
+public struct JobRequest: Sendable, Codable, Equatable {
+    public var asset: String
+    /// The export's options: preset, type, output, time range, metadata, …
+    public var export: ExportRequest
+    /// Default: the working directory.
+    public var outputDir: String?
+    public var priority: Int?
+    /// Idempotency key, 1 to 100 bytes.
+    public var key: String?
+    /// 1 to 20 (default 3).
+    public var maxAttempts: Int?
+    /// What a `library:<id>` asset resolved to (`resolveLibraryAsset(in:)`); never read from a
+    /// manifest line.
+    public var librarySource: LibrarySource?
+
+    public init(
+        asset: String, export: ExportRequest, outputDir: String? = nil, priority: Int? = nil, key: String? = nil,
+        maxAttempts: Int? = nil
+    ) {
+        self.asset = asset
+        self.export = export
+        self.outputDir = outputDir
+        self.priority = priority
+        self.key = key
+        self.maxAttempts = maxAttempts
+    }
+
+    public init(
+        asset: String, preset: String, type: String? = nil, output: String? = nil, outputDir: String? = nil,
+        priority: Int? = nil, key: String? = nil, timeRange: String? = nil, metadata: String? = nil,
+        maxAttempts: Int? = nil, forceTranscode: Bool? = nil, overwrite: Bool? = nil, forceExtension: Bool? = nil,
+        maxSize: String? = nil, background: String? = nil, allowAudioOnly: Bool? = nil
+    ) {
+        self.init(
+            asset: asset,
+            export: ExportRequest(
+                preset: preset, type: type, output: output, forceExtension: forceExtension, timeRange: timeRange,
+                metadata: metadata, forceTranscode: forceTranscode, allowAudioOnly: allowAudioOnly, maxSize: maxSize,
+                background: background, overwrite: overwrite),
+            outputDir: outputDir, priority: priority, key: key, maxAttempts: maxAttempts)
+    }
+
+    private enum CodingKeys: String, CodingKey { case asset, outputDir, priority, key, maxAttempts }
+
+    /// Reads the flat form: the job's own keys and the export's side by side.
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        asset = try c.decode(String.self, forKey: .asset)
+        export = try ExportRequest(from: decoder)
+        outputDir = try c.decodeIfPresent(String.self, forKey: .outputDir)
+        priority = try c.decodeIfPresent(Int.self, forKey: .priority)
+        key = try c.decodeIfPresent(String.self, forKey: .key)
+        maxAttempts = try c.decodeIfPresent(Int.self, forKey: .maxAttempts)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(asset, forKey: .asset)
+        try export.encode(to: encoder)
+        try c.encodeIfPresent(outputDir, forKey: .outputDir)
+        try c.encodeIfPresent(priority, forKey: .priority)
+        try c.encodeIfPresent(key, forKey: .key)
+        try c.encodeIfPresent(maxAttempts, forKey: .maxAttempts)
+    }
+
+    /// How much `resolve` checks of the asset.
+    public enum Checks: Sendable {
+        /// That it is a readable regular file inside the allowed roots and under the size limit.
+        case access
+        /// Also what `reel export` checks before any work, from a header-only probe: that it is media
+        /// Reel accepts, within the limits, and that the preset, output type and time range suit it.
+        case plan
+    }
+
+    /// For a `library:<id>` asset: asks `library` what it names (with `export.resource`) and keeps
+    /// the answer for `resolve`. Nothing for a path. Throws what `AssetLibrary.resolve` throws
+    /// (`unknown-asset`, `asset-changed`), or `invalid-argument` when there is no library.
+    public mutating func resolveLibraryAsset(in library: (any AssetLibrary)?) async throws(ExportError) {
+        try export.checkResource(asset: asset)
+        guard let identifier = LibraryReference.identifier(in: asset) else { return }
+        guard let library else {
+            throw ExportError(.invalidArgument, "\(asset) names a library asset, and no library is open")
+        }
+        librarySource = try await library.resolve(identifier, resource: export.resource)
+    }
+
+    /// Checks the request and returns the spec to queue. Relative paths are taken from
+    /// `workingDirectory`. A request that does not choose a metadata policy gets `metadataDefault`,
+    /// and without one, the worker's (`JobSpec.metadataChosen`). Throws the `ExportError` that `reel
+    /// export` would give for the same export (`unknown-preset`, `invalid-argument`,
+    /// `unreadable-input`, `incompatible-preset`, `no-video`, `output-exists`, …), in the same words.
+    public func resolve(
+        presets: PresetLibrary, limits: InputLimits, workingDirectory: URL, checks: Checks = .plan,
+        metadataDefault: MetadataPolicy? = nil
+    ) throws(ExportError) -> JobSpec {
+        let settings = try export.resolve(presets: presets)
+        try export.checkResource(asset: asset)
+        func absolute(_ path: String) -> URL {
+            (path.hasPrefix("/") ? URL(fileURLWithPath: path) : workingDirectory.appendingPathComponent(path))
+                .standardizedFileURL
+        }
+        if LibraryReference.identifier(in: asset) != nil, librarySource == nil {
+            throw ExportError(.invalidArgument, "\(asset) names a library asset, and no library resolved it")
+        }
+        let source = LibraryReference.identifier(in: asset) != nil ? librarySource : nil
+        let assetURL = source.map { URL(fileURLWithPath: $0.path) } ?? absolute(asset)
+        if let key { try JobSpec.checkKey(key) }
+        let attempts = maxAttempts ?? JobSpec.defaultAttempts
+        guard JobSpec.attemptLimits.contains(attempts) else {
+            throw ExportError(
+                .invalidArgument,
+                "max attempts must be between \(JobSpec.attemptLimits.lowerBound) and \(JobSpec.attemptLimits.upperBound), not \(attempts)"
+            )
+        }
+        let outputURL: URL
+        if let output = export.output {
+            if outputDir != nil { throw ExportError(.invalidArgument, "give output or outputDir, not both") }
+            outputURL = absolute(output)
+        } else {
+            let folder = outputDir.map(absolute) ?? workingDirectory.standardizedFileURL
+            // A library asset's output is named after the resource's own name (a Motion Photo's
+            // `PXL_….MP4`), not after the file holding it.
+            let named = source.map { assetURL.deletingLastPathComponent().appendingPathComponent($0.outputStem) }
+            outputURL = folder.appendingPathComponent(
+                OutputType.defaultFileName(
+                    asset: named ?? assetURL, preset: settings.preset, type: settings.outputType, tag: "{id}"))
+        }
+        let metadata = settings.metadata ?? metadataDefault
+        // The library's answer is checked against the file as it is now, before the file is read.
+        try source?.checkUnchanged()
+        switch checks {
+        case .access:
+            try Asset.checkAccess(assetURL, limits: limits)
+        case .plan:
+            let probed = try Asset.header(of: assetURL, byteRange: source?.byteRange?.range, limits: limits)
+            _ = try ExportPlanner.decide(
+                asset: probed, preset: settings.preset, type: settings.outputType, timeRange: settings.timeRange,
+                metadata: metadata ?? .keep, optimizeForNetwork: settings.optimizeForNetwork,
+                forceTranscode: settings.forceTranscode, fileLengthLimit: settings.fileLengthLimit,
+                background: settings.background, allowAudioOnly: settings.allowsAudioOnly)
+        }
+        try OutputPublisher.check(destination: outputURL, asset: assetURL, overwrite: settings.overwrite)
+        if settings.poster {
+            try PosterOutput.check(video: outputURL, asset: assetURL, overwrite: settings.overwrite)
+        }
+        var spec = JobSpec(
+            asset: assetURL.path, preset: settings.preset.name, outputType: settings.outputType, output: outputURL.path,
+            priority: priority ?? 0, key: key, timeRange: settings.timeRange, metadata: metadata ?? .keep,
+            optimizeForNetwork: settings.optimizeForNetwork, maxAttempts: attempts,
+            forceTranscode: settings.forceTranscode, overwrite: settings.overwrite,
+            fileLengthLimit: settings.fileLengthLimit, background: settings.background)
+        spec.metadataChosen = metadata != nil
+        spec.allowAudioOnly = settings.allowsAudioOnly
+        spec.library = source
+        spec.saveToLibrary = settings.saveToLibrary
+        spec.keepContentIdentifier = settings.keepContentIdentifier
+        spec.poster = settings.poster
+        return spec
+    }
+
+    /// The keys a manifest line may have: the job's own and the export's.
+    static let knownKeys = Set(["asset", "outputDir", "priority", "key", "maxAttempts"]).union(ExportRequest.keys)
+}
+
+extension JobSpec {
+    /// Attempts a job may be given (`maxAttempts`, `--max-attempts`).
+    public static let attemptLimits = 1...20
+    public static let defaultAttempts = 3
+
+    /// Whether `key` is a valid idempotency key: 1 to 100 bytes of UTF-8.
+    public static func isValidKey(_ key: String) -> Bool { (1...100).contains(key.utf8.count) }
+
+    /// Throws `invalid-argument` unless `key` is a valid idempotency key.
+    public static func checkKey(_ key: String) throws(ExportError) {
+        guard isValidKey(key) else {
+            throw ExportError(.invalidArgument, "an idempotency key must be 1 to 100 bytes, not \(key.utf8.count)")
+        }
+    }
+
+    /// What a store answers to a spec whose key is no valid idempotency key (`.invalid`).
+    package static func refuseKey(_ key: String) -> QueueError? {
+        isValidKey(key) ? nil : QueueError(.invalid, "an idempotency key must be 1 to 100 bytes")
+    }
+}
+
+/// A JSON-lines file of job requests: `reel submit --manifest`.
+public enum Manifest {
+    /// Reads every line (blank lines and lines starting with `#` are skipped) and resolves it. Nothing
+    /// is returned unless every line is good: otherwise one `ExportError` names every bad line by number
+    /// and what is wrong with it, with the first bad line's code.
+    public static func resolve(
+        _ data: Data, presets: PresetLibrary, limits: InputLimits, workingDirectory: URL,
+        checks: JobRequest.Checks = .plan, metadataDefault: MetadataPolicy? = nil
+    ) throws(ExportError) -> [JobSpec] {
+        let lines = resolveLines(
+            data, presets: presets, limits: limits, workingDirectory: workingDirectory, checks: checks,
+            metadataDefault: metadataDefault)
+        let problems = lines.compactMap { line -> (line: Int, error: ExportError)? in
+            if case .failure(let error) = line.spec { return (line.line, error) }
+            return nil
+        }
+        if !problems.isEmpty { throw rejection(problems) }
+        if lines.isEmpty { throw ExportError(.invalidArgument, "the manifest has no jobs") }
+        return lines.compactMap { try? $0.spec.get() }
+    }
+
+    /// The one error a rejected manifest ends with: every bad line by number and what is wrong with
+    /// it, with the first bad line's code.
+    public static func rejection(_ problems: [(line: Int, error: ExportError)]) -> ExportError {
+        ExportError(
+            problems.first?.error.code ?? .invalidArgument,
+            "manifest rejected, nothing was queued: "
+                + problems.map { "line \($0.line): \($0.error.message)" }.joined(separator: "; "))
+    }
+
+    /// `resolveLines`, with `library:<id>` assets resolved through `library` first (each line's
+    /// refusal its own: an unknown or changed identifier refuses that line).
+    public static func resolveLines(
+        _ data: Data, presets: PresetLibrary, limits: InputLimits, workingDirectory: URL,
+        checks: JobRequest.Checks = .plan, metadataDefault: MetadataPolicy? = nil, library: (any AssetLibrary)?
+    ) async -> [(line: Int, asset: String?, spec: Result<JobSpec, ExportError>)] {
+        var lines: [(line: Int, asset: String?, spec: Result<JobSpec, ExportError>)] = []
+        for (line, result) in requests(data) {
+            let asset = try? result.get().asset
+            do throws(ExportError) {
+                var request = try result.get()
+                try await request.resolveLibraryAsset(in: library)
+                let spec = try request.resolve(
+                    presets: presets, limits: limits, workingDirectory: workingDirectory, checks: checks,
+                    metadataDefault: metadataDefault)
+                lines.append((line, asset, .success(spec)))
+            } catch {
+                lines.append((line, asset, .failure(error)))
+            }
+        }
+        return lines
+    }
+
+    /// Each job line (numbered from 1) resolved to its spec, or the error that refuses it: what
+    /// `resolve` throws, line by line, for a caller that reports each refusal on its own.
+    public static func resolveLines(
+        _ data: Data, presets: PresetLibrary, limits: InputLimits, workingDirectory: URL,
+        checks: JobRequest.Checks = .plan, metadataDefault: MetadataPolicy? = nil
+    ) -> [(line: Int, asset: String?, spec: Result<JobSpec, ExportError>)] {
+        requests(data).map { line, result in
+            let asset = try? result.get().asset
+            return (
+                line, asset,
+                Result { () throws(ExportError) in
+                    try result.get().resolve(
+                        presets: presets, limits: limits, workingDirectory: workingDirectory, checks: checks,
+                        metadataDefault: metadataDefault)
+                }
+            )
+        }
+    }
+
+    /// Each job line (numbered from 1) as a request, or why it is not one.
+    public static func requests(_ data: Data) -> [(line: Int, request: Result<JobRequest, ExportError>)] {
+        let decoder = JSONDecoder()
+        var lines: [(Int, Result<JobRequest, ExportError>)] = []
+        for (number, raw) in String(decoding: data, as: UTF8.self).split(
+            separator: "\n", omittingEmptySubsequences: false
+        ).enumerated() {
+            let text = raw.trimmingCharacters(in: .whitespacesAndNewlines)
+            if text.isEmpty || text.hasPrefix("#") { continue }
+            lines.append((number + 1, Result { () throws(ExportError) in try request(text, decoder: decoder) }))
+        }
+        return lines
+    }
+
+    static func request(_ text: String, decoder: JSONDecoder) throws(ExportError) -> JobRequest {
+        let data = Data(text.utf8)
+        guard let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] else {
+            throw ExportError(.invalidArgument, "not a JSON object")
+        }
+        let unknown = StrictKeys.unknown(in: object, known: JobRequest.knownKeys)
+        if !unknown.isEmpty { throw ExportError(.invalidArgument, unknown.joined(separator: ", ")) }
+        do {
+            let request = try decoder.decode(JobRequest.self, from: data)
+            if request.export.preset == nil { throw ExportError(.invalidArgument, "missing \"preset\"") }
+            return request
+        } catch let error as ExportError {
+            throw error
+        } catch DecodingError.keyNotFound(let key, _) {
+            throw ExportError(.invalidArgument, "missing \"\(key.stringValue)\"")
+        } catch DecodingError.typeMismatch(_, let context), DecodingError.valueNotFound(_, let context) {
+            throw ExportError(
+                .invalidArgument,
+                "\"\(context.codingPath.map(\.stringValue).joined(separator: "."))\" has the wrong type")
+        } catch {
+            throw ExportError(.invalidArgument, "not a valid job")
+        }
+    }
+}

@@ -1,0 +1,87 @@
+import Foundation
+import ReelExport
+import ReelQueue
+import Testing
+
+@testable import reel
+
+/// Error codes, exit statuses and phases are types; these tests keep their strings in those types,
+/// and make the documentation's tables of them from the types.
+@Suite(.timeLimit(.minutes(1)))
+struct CodeTests {
+    /// Every code's string and every phase's: each may be spelled out only where its type declares it.
+    static let typedStrings = JobError.Code.allCases.map(\.rawValue) + ExportSession.Phase.allCases.map(\.rawValue)
+
+    @Test func noCodeOrPhaseIsSpelledOutsideItsType() throws {
+        var found: [String] = []
+        // The fleet's schema is frozen text: a migration, once applied, must read the same forever, so the
+        // job states its CHECK constraint lists (`cancelled` among them, a code's word too) stay spelled out.
+        let frozen: Set<String> = ["Sources/ReelFleet/Schema.swift"]
+        for path in Repository.files(under: "Sources", endingIn: ".swift") where !frozen.contains(path) {
+            for (number, line) in try Repository.text(path).split(separator: "\n", omittingEmptySubsequences: false)
+                .enumerated()
+            {
+                let code = line.trimmingCharacters(in: .whitespaces)
+                if code.hasPrefix("//") { continue }
+                // Declarations: a code of its own type (`static let x = Code("…")`), or a case of another
+                // enum whose raw value happens to be the same word (`PassthroughObstacle.noVideo`).
+                if code.contains("static let ") && code.contains(" = Code(") { continue }
+                if code.hasPrefix("case ") && code.contains(" = \"") { continue }
+                for string in Self.typedStrings where code.contains("\"\(string)\"") || code.contains("'\(string)'") {
+                    found.append("\(path):\(number + 1): \(string)")
+                }
+            }
+        }
+        #expect(found.isEmpty, "spelled out instead of named by its type: \(found)")
+    }
+
+    /// The check above finds what it looks for: the declarations themselves are seen.
+    @Test func theDeclarationsAreWhereTheCheckLooks() throws {
+        let declarations = try Self.codeDeclarations()
+        #expect(Set(declarations.map(\.code)) == Set(JobError.Code.allCases.map(\.rawValue)))
+    }
+
+    @Test func theErrorCodeTableIsMadeFromTheTypes() throws {
+        let meanings = Dictionary(try Self.codeDeclarations().map { ($0.code, $0.meaning) }) { first, _ in first }
+        var lines = ["| code | retried | `reel export` exits | meaning |", "| --- | --- | --- | --- |"]
+        for code in JobError.Code.allCases {
+            let export = ExportError.Code.allCases.first { JobError.Code($0) == code }
+            let retried =
+                export.map { ExportError($0, "").isRetryable } ?? JobError.requeuedAfterCrash(attempt: 1).retryable
+            let exits = export.map { "\(ExitStatus($0).rawValue)" } ?? "–"
+            lines.append("| `\(code)` | \(retried ? "yes" : "no") | \(exits) | \(meanings[code.rawValue] ?? "") |")
+        }
+        try GeneratedBlock(name: "error-codes").check(lines.joined(separator: "\n") + "\n")
+    }
+
+    @Test func theExitStatusTableIsMadeFromTheTypes() throws {
+        var lines = ["| status | meaning |", "| --- | --- |"]
+        for status in ExitStatus.allCases {
+            let codes = ExportError.Code.allCases.filter { ExitStatus($0) == status }.map { "`\($0)`" }
+            let meaning = codes.isEmpty ? status.meaning : "\(status.meaning); codes \(codes.joined(separator: ", "))"
+            lines.append("| \(status.rawValue) | \(meaning) |")
+        }
+        try GeneratedBlock(name: "exit-statuses").check(lines.joined(separator: "\n") + "\n")
+    }
+
+    /// The codes as their types declare them, each with its doc comment: `ExportError.Code`'s and the
+    /// queue's own in `JobError.Code`.
+    static func codeDeclarations() throws -> [(code: String, meaning: String)] {
+        var declarations: [(code: String, meaning: String)] = []
+        for path in ["Sources/ReelExport/Session/ExportError.swift", "Sources/ReelQueue/Model/Job.swift"] {
+            var comment: [String] = []
+            for line in try Repository.text(path).split(separator: "\n") {
+                let code = line.trimmingCharacters(in: .whitespaces)
+                if code.hasPrefix("///") {
+                    comment.append(code.dropFirst(3).trimmingCharacters(in: .whitespaces))
+                    continue
+                }
+                defer { comment = [] }
+                if let match = code.firstMatch(of: #/static let `?\w+`? = Code\((?:rawValue: )?"([^"]+)"\)/#) {
+                    declarations.append((String(match.1), comment.joined(separator: " ")))
+                }
+            }
+        }
+        return declarations
+    }
+}
