@@ -31,7 +31,7 @@ struct ArticleTests {
         "--reestimate": "Scripts/estimate-calibration", "--out": "Scripts/docs", "--from-test-build": "Scripts/package",
         "--workers": "reel-bench-claims", "--seconds": "reel-bench-claims", "--strict": "swift format lint",
         "--explicit-target-dependency-import-check": "swift build", "--now": "systemctl enable",
-        "--hdr": "Scripts/deltae.py",
+        "--hdr": "Scripts/deltae.py", "--seed": "Scripts/fuzz and Scripts/chaos",
     ]
 
     /// Backticked words that look like codes (`a-b`) but are not Reel's: packages, tools, thread names.
