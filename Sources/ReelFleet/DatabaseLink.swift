@@ -180,18 +180,17 @@ package final class DatabaseLink: Sendable {
     private static func mayBeUnreachable(_ error: any Error) -> Bool {
         if error is Refused || error is CancellationError || error is QueueError { return false }
         if let error = error as? PSQLError, error.serverInfo != nil { return false }
-        if let error = error as? PostgresTransactionError {
-            return [error.beginError, error.closureError, error.commitError, error.rollbackError]
-                .compactMap { $0 }.contains { mayBeUnreachable($0) }
-        }
+        if let error = error as? CommitFailed { return mayBeUnreachable(error.underlying) }
         return true
     }
 
-    /// Runs `body` on a connection of its own (not the pool's), closed when it returns.
+    /// Runs `body` on a connection of its own (not the pool's), closed when it returns. The connection
+    /// starts with the pool's settings (its time limits), or with `settings` in their place.
     package func withOwnConnection<T: Sendable>(
-        connectTimeout: Duration = .seconds(5), _ body: (PostgresConnection) async throws -> T
+        connectTimeout: Duration = .seconds(5), settings: [(String, String)]? = nil,
+        _ body: (PostgresConnection) async throws -> T
     ) async throws -> T {
-        let connection = try await connect(timeout: connectTimeout)
+        let connection = try await connect(timeout: connectTimeout, settings: settings)
         do {
             let result = try await body(connection)
             try? await connection.close()
@@ -202,13 +201,15 @@ package final class DatabaseLink: Sendable {
         }
     }
 
-    private func connect(timeout: Duration) async throws -> PostgresConnection {
+    private func connect(timeout: Duration, settings: [(String, String)]? = nil) async throws -> PostgresConnection {
         let (cached, id) = state.withLock { state in
             state.nextConnectionID += 1
             return (state.connectionConfiguration, state.nextConnectionID)
         }
         var configuration: PostgresConnection.Configuration
-        if let cached {
+        if let settings {
+            configuration = try url.connectionConfiguration(connectTimeout: timeout, startupParameters: settings)
+        } else if let cached {
             configuration = cached
         } else {
             configuration = try url.connectionConfiguration(

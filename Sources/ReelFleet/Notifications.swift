@@ -257,7 +257,7 @@ final class Notifications: Sendable {
     /// A round trip on the listening connection, so a half-open connection is noticed.
     private func ping(_ connection: PostgresConnection) async throws {
         try await Deadline.run(within: .seconds(10)) { () -> Void in
-            _ = try await connection.query("SELECT 1", logger: self.logger)
+            _ = try await connection.checkedQuery("SELECT 1", logger: self.logger)
         }
     }
 }

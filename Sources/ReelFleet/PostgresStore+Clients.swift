@@ -104,7 +104,7 @@ extension PostgresStore {
     /// `NOTIFY reel_control` (sent when the transaction commits).
     public func cancel(_ id: String) async throws -> CancelResult {
         let (result, status) = try await perform("cancel \(id)") { () -> (CancelResult, JobStatus?) in
-            try await self.client.withTransaction(logger: self.logger) { connection -> (CancelResult, JobStatus?) in
+            try await self.client.checkedTransaction(logger: self.logger) { connection -> (CancelResult, JobStatus?) in
                 let found = try await self.rows(
                     """
                     SELECT \(unescaped: Row.columns()), now() AS db_now
@@ -133,7 +133,7 @@ extension PostgresStore {
 
     /// Whether a running job's lease is still in force (its worker may be alive).
     private func leaseIsLive(_ id: String, on connection: PostgresConnection) async throws -> Bool {
-        let rows = try await connection.query(
+        let rows = try await connection.checkedQuery(
             "SELECT coalesce(lease_expires > now(), false) FROM reel_jobs WHERE id = \(id)", logger: logger)
         for try await live in rows.decode(Bool.self) { return live }
         return false
@@ -144,8 +144,7 @@ extension PostgresStore {
         let status = try await perform("retry \(id)") { () -> JobStatus in
             do {
                 return try await self.requeue(id)
-            } catch let error as PostgresTransactionError {
-                guard let inner = error.closureError as? PSQLError, Self.isOutputTaken(inner) else { throw error }
+            } catch let error as PSQLError where Self.isOutputTaken(error) {
                 let output = try await self.rows("SELECT \(unescaped: Row.columns()) FROM reel_jobs WHERE id = \(id)")
                     .first?.spec.output
                 throw try await self.outputTaken(output ?? "")
@@ -157,7 +156,7 @@ extension PostgresStore {
 
     /// The transaction of `retry`.
     private func requeue(_ id: String) async throws -> JobStatus {
-        try await self.client.withTransaction(logger: self.logger) { connection -> JobStatus in
+        try await self.client.checkedTransaction(logger: self.logger) { connection -> JobStatus in
             let found = try await self.rows(
                 "SELECT \(unescaped: Row.columns()), now() AS db_now FROM reel_jobs WHERE id = \(id) FOR UPDATE",
                 on: connection)
@@ -173,7 +172,7 @@ extension PostgresStore {
             }
             status.requeue(now: now)
             let updated = try await self.rows(try Row.update(status), on: connection)
-            try await connection.query("SELECT pg_notify(\(Notifications.jobs), '')", logger: self.logger)
+            try await connection.checkedQuery("SELECT pg_notify(\(Notifications.jobs), '')", logger: self.logger)
             return updated.first?.status ?? status
         }
     }

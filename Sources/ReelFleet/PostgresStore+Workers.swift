@@ -5,11 +5,10 @@ import ReelQueue
 
 extension PostgresStore {
     /// How long a worker's request may take before the worker treats the database as unreachable:
-    /// a third of the lease (at most 10 s), so a worker that cannot renew still fences itself in time.
+    /// `Options.workerTimeout`, by default a third of the lease (at most 10 s), so a worker that cannot
+    /// renew still fences itself in time.
     /// Every connection gives its statements this long on the server too (see `init`).
-    var workerTimeout: Duration { Self.workerTimeout(lease: options.lease) }
-
-    static func workerTimeout(lease: Duration) -> Duration { min(.seconds(10), lease / 3) }
+    var workerTimeout: Duration { options.workerLimit }
 
     /// Takes the most urgent claimable job in one statement: the row is locked with `SKIP LOCKED`
     /// (concurrent claims take the next one instead of waiting), then given a fresh lease token, this
@@ -106,7 +105,7 @@ extension PostgresStore {
         let recorded = try await perform("record the outcome of \(lease.id)", within: workerTimeout) {
             () -> JobStatus? in
             do {
-                return try await self.client.withTransaction(logger: self.logger) { connection -> JobStatus? in
+                return try await self.client.checkedTransaction(logger: self.logger) { connection -> JobStatus? in
                     let found = try await self.rows(
                         """
                         SELECT \(unescaped: Row.columns()), now() AS db_now FROM reel_jobs
@@ -120,11 +119,12 @@ extension PostgresStore {
                     let next = status.end(outcome, now: now, backoff: self.options.retryBackoff.delay(afterAttempts:))
                     let updated = try await self.rows(try Row.update(status), on: connection)
                     if next == .waiting {
-                        try await connection.query("SELECT pg_notify(\(Notifications.jobs), '')", logger: self.logger)
+                        try await connection.checkedQuery(
+                            "SELECT pg_notify(\(Notifications.jobs), '')", logger: self.logger)
                     }
                     return updated.first?.status
                 }
-            } catch let error as PostgresTransactionError where error.commitError != nil {
+            } catch let error as CommitFailed {
                 guard let status = try await self.outcomeRecorded(by: lease) else { throw error }
                 return status
             }

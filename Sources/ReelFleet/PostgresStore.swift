@@ -27,7 +27,8 @@ import Synchronization
 ///
 /// Time limits hold on both sides: the store stops waiting for an answer at its request's limit, and
 /// every connection tells the server the worker's limit (`statement_timeout` and
-/// `idle_in_transaction_session_timeout`: `workerTimeout`, a third of the lease and at most 10 s;
+/// `idle_in_transaction_session_timeout`: `Options.workerTimeout`, by default a third of the lease
+/// and at most 10 s;
 /// `lock_timeout`: half that), so a query the store gave up on does not run on, or keep its row
 /// locks, on the server. (A client's request, `requestTimeout`, may make several statements.)
 /// A database that refuses connections fails a request within about half a second, and a request
@@ -63,13 +64,23 @@ public final class PostgresStore: JobStore, Service {
         public var lifecycle: Lifecycle
         /// How long a retryable failure waits before its next attempt.
         public var retryBackoff: RetryBackoff
+        /// The time limit of a worker's requests (claim, renew, finish, rescue), which every connection
+        /// also gives the server (see the type's description). nil: a third of the lease, at most 10 s.
+        /// At most a third of the lease, so that a renewal the database could not answer in time
+        /// leaves the worker time to try again before its lease runs out.
+        public var workerTimeout: Duration?
+
+        /// `workerTimeout`, or its default for `lease`.
+        var workerLimit: Duration { workerTimeout ?? min(.seconds(10), lease / 3) }
 
         public init(
             statusFolder: String? = nil, lease: Duration = .seconds(30), renew: Duration = .seconds(1),
             connections: Int = 4, requestTimeout: Duration = .seconds(30), applicationName: String = "reel",
-            listen: Bool = true, lifecycle: Lifecycle = .standalone, retryBackoff: RetryBackoff = .standard
+            listen: Bool = true, lifecycle: Lifecycle = .standalone, retryBackoff: RetryBackoff = .standard,
+            workerTimeout: Duration? = nil
         ) {
             self.retryBackoff = retryBackoff
+            self.workerTimeout = workerTimeout
             self.statusFolder = statusFolder
             self.lease = lease
             self.renew = renew
@@ -90,7 +101,7 @@ public final class PostgresStore: JobStore, Service {
     }
 
     public let url: DatabaseURL
-    let options: Options
+    package let options: Options
     package let link: DatabaseLink
     package let logger: Logger
     let statusFiles: StatusFolder?
@@ -115,6 +126,9 @@ public final class PostgresStore: JobStore, Service {
         guard options.lease >= .seconds(1), options.renew * 2 <= options.lease else {
             throw QueueError(.invalid, "a lease must last at least 1 s and at least two renewals")
         }
+        if let limit = options.workerTimeout, limit <= .zero || limit * 3 > options.lease {
+            throw QueueError(.invalid, "a worker's time limit must be above 0 and at most a third of the lease")
+        }
         self.url = url
         self.options = options
         statusSchedule = StatusFileSchedule(renewInterval: options.renew)
@@ -132,7 +146,7 @@ public final class PostgresStore: JobStore, Service {
         // running, or waiting for a lock, or sit in its transaction, holding row locks until it ended.
         // A wait for a lock gives up at half the limit, so that it fails as what it is (a lock held
         // elsewhere) rather than as a statement that ran too long. (Migrations set their own.)
-        let limit = Self.workerTimeout(lease: options.lease)
+        let limit = options.workerLimit
         let milliseconds = { (duration: Duration) in "\(Int((duration / .milliseconds(1)).rounded()))" }
         configuration.options.additionalStartupParameters = [
             ("application_name", options.applicationName), ("statement_timeout", milliseconds(limit)),
@@ -141,7 +155,7 @@ public final class PostgresStore: JobStore, Service {
         let notified = Mutex<Notifications?>(nil)
         let link = DatabaseLink(
             url: url, configuration: configuration,
-            linger: max(options.requestTimeout, Self.workerTimeout(lease: options.lease)) + .seconds(1),
+            linger: max(options.requestTimeout, options.workerLimit) + .seconds(1),
             logger: logger, onRecovered: { notified.withLock { $0 }?.wakeWorkers() })
         self.link = link
         notifications = Notifications(link: link, enabled: options.listen, logger: logger)
@@ -184,7 +198,8 @@ public final class PostgresStore: JobStore, Service {
     /// Applies the migrations the database lacks (see `Schema`); returns their versions.
     public func migrate() async throws -> [Int] {
         try await perform("migrate the schema", within: .seconds(600)) {
-            try await Schema.migrate(self.client, limit: .seconds(600), logger: self.logger)
+            try await Schema.migrate(
+                self.link, applicationName: self.options.applicationName, limit: .seconds(600), logger: self.logger)
         }
     }
 
@@ -221,10 +236,11 @@ public final class PostgresStore: JobStore, Service {
     func failure(_ error: any Error, _ what: String) -> QueueError {
         if let error = error as? QueueError { return error }
         if let error = error as? DatabaseLink.Refused { return QueueError(.unavailable, "cannot \(what): \(error)") }
-        if let error = error as? PostgresTransactionError {
-            if let inner = error.closureError ?? error.beginError ?? error.commitError {
-                return failure(inner, what)
-            }
+        if let error = error as? CommitFailed { return failure(error.underlying, what) }
+        if error is ConnectionClosed {
+            return QueueError(
+                .unavailable,
+                "cannot \(what): the database at \(url) closed the connection (\(ConnectionClosed.reasons))")
         }
         if let error = error as? PSQLError {
             if let state = error.serverInfo?[.sqlState] {
@@ -246,7 +262,7 @@ public final class PostgresStore: JobStore, Service {
     func rows(_ query: PostgresQuery, on connection: PostgresConnection? = nil) async throws -> [Row] {
         let sequence =
             if let connection {
-                try await connection.query(query, logger: logger)
+                try await connection.checkedQuery(query, logger: logger)
             } else {
                 try await client.query(query, logger: logger)
             }

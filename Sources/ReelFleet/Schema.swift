@@ -84,54 +84,61 @@ package enum Schema {
     static var latest: Int { migrations.last?.version ?? 0 }
 
     /// Applies the migrations the database lacks; returns their versions (empty when it was current).
-    /// `limit` replaces the session's time limits (a worker's, a few seconds) for the transaction: a
-    /// migration may take long, and waits for the one before it.
-    static func migrate(_ client: PostgresClient, limit: Duration, logger: Logger) async throws -> [Int] {
+    static func migrate(_ link: DatabaseLink, applicationName: String, limit: Duration, logger: Logger)
+        async throws -> [Int]
+    {
         try await migrate(
-            client, migrations: migrations, versionTable: "reel_schema_version", lockKey: lockKey, limit: limit,
-            logger: logger)
+            link, applicationName: applicationName, migrations: migrations, versionTable: "reel_schema_version",
+            lockKey: lockKey, limit: limit, logger: logger)
     }
 
     /// Applies the `migrations` a database lacks, recording them in `versionTable`, one migrator at a time
     /// under the advisory lock `lockKey`: the queue's migrations above, and another module's own set
     /// (the photo library's) with a table and a lock of its own, so neither waits for nor renumbers the other.
+    ///
+    /// They run on a connection of their own whose time limits are `limit` (statements, lock waits and
+    /// a transaction left idle): a migration may take long and waits for the one before it, and the
+    /// pool's limits are a worker's, a few seconds, which a busy machine can stall its own client past
+    /// between two statements.
     package static func migrate(
-        _ client: PostgresClient, migrations: [Migration], versionTable: String, lockKey: Int64, limit: Duration,
-        logger: Logger
+        _ link: DatabaseLink, applicationName: String, migrations: [Migration], versionTable: String, lockKey: Int64,
+        limit: Duration, logger: Logger
     ) async throws -> [Int] {
-        var applied: [Int] = []
-        let milliseconds = Int(limit / .milliseconds(1))
-        for migration in migrations {
-            let done = try await client.withTransaction(logger: logger) { connection -> Bool in
-                try await connection.query(
-                    PostgresQuery(unsafeSQL: "SET LOCAL statement_timeout = \(milliseconds)"), logger: logger)
-                try await connection.query(
-                    PostgresQuery(unsafeSQL: "SET LOCAL lock_timeout = \(milliseconds)"), logger: logger)
-                // One migrator at a time, fleet-wide; the lock goes with the transaction.
-                try await connection.query("SELECT pg_advisory_xact_lock(\(lockKey))", logger: logger)
-                try await connection.query(
-                    """
-                    CREATE TABLE IF NOT EXISTS \(unescaped: versionTable) (
-                        version integer PRIMARY KEY,
-                        description text NOT NULL,
-                        applied_at timestamptz NOT NULL DEFAULT now())
-                    """, logger: logger)
-                let rows = try await connection.query(
-                    "SELECT 1 FROM \(unescaped: versionTable) WHERE version = \(migration.version)", logger: logger)
-                for try await _ in rows { return false }
-                for statement in migration.statements {
-                    try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+        let milliseconds = "\(Int(limit / .milliseconds(1)))"
+        let settings = [
+            ("application_name", applicationName), ("statement_timeout", milliseconds), ("lock_timeout", milliseconds),
+            ("idle_in_transaction_session_timeout", milliseconds),
+        ]
+        return try await link.withOwnConnection(settings: settings) { connection in
+            var applied: [Int] = []
+            for migration in migrations {
+                let done = try await connection.checkedTransaction(logger: logger) { connection -> Bool in
+                    // One migrator at a time, fleet-wide; the lock goes with the transaction.
+                    try await connection.checkedQuery("SELECT pg_advisory_xact_lock(\(lockKey))", logger: logger)
+                    try await connection.checkedQuery(
+                        """
+                        CREATE TABLE IF NOT EXISTS \(unescaped: versionTable) (
+                            version integer PRIMARY KEY,
+                            description text NOT NULL,
+                            applied_at timestamptz NOT NULL DEFAULT now())
+                        """, logger: logger)
+                    let rows = try await connection.checkedQuery(
+                        "SELECT 1 FROM \(unescaped: versionTable) WHERE version = \(migration.version)", logger: logger)
+                    for try await _ in rows { return false }
+                    for statement in migration.statements {
+                        try await connection.checkedQuery(PostgresQuery(unsafeSQL: statement), logger: logger)
+                    }
+                    try await connection.checkedQuery(
+                        """
+                        INSERT INTO \(unescaped: versionTable) (version, description)
+                        VALUES (\(migration.version), \(migration.description))
+                        """, logger: logger)
+                    return true
                 }
-                try await connection.query(
-                    """
-                    INSERT INTO \(unescaped: versionTable) (version, description)
-                    VALUES (\(migration.version), \(migration.description))
-                    """, logger: logger)
-                return true
+                if done { applied.append(migration.version) }
             }
-            if done { applied.append(migration.version) }
+            return applied
         }
-        return applied
     }
 
     /// The version the database is at (0 before the first migration).

@@ -9,12 +9,12 @@ extension PostgresLibraryStore {
         // A scan's batch (128 files and their assets) is a few hundred statements; the request's limit
         // leaves room for that behind another machine's batch.
         return try await run("write to the library", within: .seconds(120)) { client, logger in
-            try await client.withTransaction(logger: logger) { connection in
+            try await client.checkedTransaction(logger: logger) { connection in
                 // Waiting for another writer's turn (see the type's description) may take longer than
                 // a worker's limits (lock 5 s, statement 10 s with the default lease), which also bound
                 // that wait; a scan's batch holds the turn for well under a second.
-                try await connection.query("SET LOCAL lock_timeout = '60s'", logger: logger)
-                try await connection.query("SET LOCAL statement_timeout = '90s'", logger: logger)
+                try await connection.checkedQuery("SET LOCAL lock_timeout = '60s'", logger: logger)
+                try await connection.checkedQuery("SET LOCAL statement_timeout = '90s'", logger: logger)
                 let next = try await connection.rows(
                     "UPDATE reel_library_state SET sequence = sequence + 1 RETURNING sequence", logger)
                 guard let sequence = try next.first?["sequence"].decode(Int64.self) else {

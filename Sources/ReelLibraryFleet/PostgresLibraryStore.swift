@@ -33,9 +33,11 @@ public final class PostgresLibraryStore: LibraryStore {
 
     /// Applies the library's migrations the database lacks (see `LibraryMigrations`); returns their versions.
     public func migrate() async throws -> [Int] {
-        try await run("migrate the library's schema", within: .seconds(600)) { client, logger in
+        let database = database
+        return try await run("migrate the library's schema", within: .seconds(600)) { _, logger in
             try await Schema.migrate(
-                client, migrations: LibraryMigrations.migrations, versionTable: LibraryMigrations.versionTable,
+                database.link, applicationName: database.options.applicationName,
+                migrations: LibraryMigrations.migrations, versionTable: LibraryMigrations.versionTable,
                 lockKey: LibraryMigrations.lockKey, limit: .seconds(600), logger: logger)
         }
     }
@@ -65,9 +67,6 @@ public final class PostgresLibraryStore: LibraryStore {
                     return .success(try await body(database.client, database.logger))
                 } catch let error as LibraryError {
                     return .failure(error)
-                } catch let error as PostgresTransactionError {
-                    if let inner = error.closureError as? LibraryError { return .failure(inner) }
-                    throw error
                 }
             }
         } catch {
@@ -368,9 +367,10 @@ public final class PostgresLibraryStore: LibraryStore {
 
     public func changes(since token: LibraryChangeToken) async throws -> LibraryChanges {
         try await run("read the library's changes") { client, logger in
-            try await client.withTransaction(logger: logger) { connection in
+            try await client.checkedTransaction(logger: logger) { connection in
                 // One snapshot for the token and the rows it covers (see the type's description).
-                try await connection.query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY", logger: logger)
+                try await connection.checkedQuery(
+                    "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY", logger: logger)
                 let now = try await Self.token(connection, logger)
                 guard token.library == now.library else {
                     throw LibraryError(
@@ -409,7 +409,7 @@ extension PostgresConnection {
     /// Runs `query` and collects its rows.
     func rows(_ query: PostgresQuery, _ logger: Logger) async throws -> [PostgresRandomAccessRow] {
         var rows: [PostgresRandomAccessRow] = []
-        for try await row in try await self.query(query, logger: logger) { rows.append(row.makeRandomAccess()) }
+        for try await row in try await self.checkedQuery(query, logger: logger) { rows.append(row.makeRandomAccess()) }
         return rows
     }
 }

@@ -10,8 +10,12 @@ import Testing
 /// worker is one whose lease has expired (its deadline moved into the past on the database's
 /// clock); retries fall due when their `not_before` is moved to now.
 struct PostgresHarness: StoreHarness {
+    /// The contract's cases take leases by hand (a dead worker's is moved into the past) and time
+    /// nothing, so worker requests get a minute: a test machine busy with everything else once took
+    /// more than the default 10 s to answer a claim.
     var options = PostgresStore.Options(
-        connections: 4, requestTimeout: .seconds(120), retryBackoff: JobStoreContract.retryBackoff)
+        lease: .seconds(180), connections: 4, requestTimeout: .seconds(120),
+        retryBackoff: JobStoreContract.retryBackoff, workerTimeout: .seconds(60))
 
     func makeStore() async throws -> any JobStore {
         let server = try await PostgresServer.shared()
