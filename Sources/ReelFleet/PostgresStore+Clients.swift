@@ -189,7 +189,7 @@ extension PostgresStore {
         var deleted = 0
         while true {
             let ids = try await perform("prune finished jobs") { () -> [String] in
-                let rows = try await self.client.query(
+                let rows = try await self.client.checkedRows(
                     """
                     DELETE FROM reel_jobs WHERE id IN (
                         SELECT id FROM reel_jobs
@@ -197,9 +197,7 @@ extension PostgresStore {
                         LIMIT 1000)
                     RETURNING id
                     """, logger: self.logger)
-                var ids: [String] = []
-                for try await id in rows.decode(String.self) { ids.append(id) }
-                return ids
+                return try rows.map { try $0.decode(String.self) }
             }
             if let statusFiles { for id in ids { unlink(statusFiles.path(for: id)) } }
             deleted += ids.count
@@ -211,7 +209,7 @@ extension PostgresStore {
     /// the database's "in how long"), a job running anywhere.
     public func pendingWork() async throws -> PendingWork {
         try await perform("look for pending work") {
-            let rows = try await self.client.query(
+            let rows = try await self.client.checkedRows(
                 """
                 SELECT
                     EXISTS (SELECT 1 FROM reel_jobs WHERE state = 'waiting'
@@ -220,7 +218,8 @@ extension PostgresStore {
                                         WHERE state = 'waiting' AND not_before > now()) - now())::float8,
                     EXISTS (SELECT 1 FROM reel_jobs WHERE state = 'exporting')
                 """, logger: self.logger)
-            for try await (waiting, retryIn, running) in rows.decode((Bool, Double?, Bool).self) {
+            for row in rows {
+                let (waiting, retryIn, running) = try row.decode((Bool, Double?, Bool).self)
                 return PendingWork(
                     waiting: waiting, nextRetry: retryIn.map { Date().addingTimeInterval($0) }, running: running)
             }

@@ -10,7 +10,7 @@ extension PostgresStore: JobStoreMonitoring {
     /// worker's, which a stop must not wait out for the full request timeout).
     public func checkAvailable() async throws {
         try await perform("reach the database", within: .seconds(5)) {
-            for try await _ in try await self.client.query("SELECT 1", logger: self.logger) {}
+            _ = try await self.client.checkedRows("SELECT 1", logger: self.logger)
         }
     }
 }
@@ -24,9 +24,10 @@ struct PostgresSummarizer: QueueSummarizer {
     func summarize(recentFailures limit: Int) async throws -> QueueSummary {
         try await store.perform("summarize the queue") {
             var counts: [JobState: Int] = [:]
-            let grouped = try await store.client.query(
+            let grouped = try await store.client.checkedRows(
                 "SELECT state, count(*) FROM reel_jobs GROUP BY state", logger: store.logger)
-            for try await (state, count) in grouped.decode((String, Int).self) {
+            for row in grouped {
+                let (state, count) = try row.decode((String, Int).self)
                 if let state = JobState(rawValue: state) { counts[state] = count }
             }
             let running = try await store.rows(

@@ -185,7 +185,8 @@ extension PostgresStore {
                 RETURNING \(unescaped: Row.columns("j"))
                 """)
             if rows.contains(where: { $0.status.state == .waiting }) {
-                try await self.client.query("SELECT pg_notify(\(Notifications.jobs), '')", logger: self.logger)
+                _ = try await self.client.checkedRows(
+                    "SELECT pg_notify(\(Notifications.jobs), '')", logger: self.logger)
             }
             return rows
         }

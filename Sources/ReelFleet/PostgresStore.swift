@@ -260,14 +260,9 @@ public final class PostgresStore: JobStore, Service {
 
     /// Runs a query and decodes every row into a `Row`.
     func rows(_ query: PostgresQuery, on connection: PostgresConnection? = nil) async throws -> [Row] {
-        let sequence =
-            if let connection {
-                try await connection.checkedQuery(query, logger: logger)
-            } else {
-                try await client.query(query, logger: logger)
-            }
+        guard let connection else { return try await client.checkedRows(query, logger: logger).map { try Row($0) } }
         var rows: [Row] = []
-        for try await row in sequence { rows.append(try Row(row)) }
+        for try await row in try await connection.checkedQuery(query, logger: logger) { rows.append(try Row(row)) }
         return rows
     }
 

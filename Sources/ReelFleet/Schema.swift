@@ -148,12 +148,11 @@ package enum Schema {
 
     /// The newest version recorded in `versionTable` (0 when it does not exist yet).
     package static func version(_ client: PostgresClient, versionTable: String, logger: Logger) async throws -> Int {
-        let exists = try await client.query(
+        let exists = try await client.checkedRows(
             "SELECT to_regclass(\(versionTable)) IS NOT NULL", logger: logger)
-        for try await present in exists.decode(Bool.self) where !present { return 0 }
-        let rows = try await client.query(
+        guard try exists.first?.decode(Bool.self) == true else { return 0 }
+        let rows = try await client.checkedRows(
             "SELECT coalesce(max(version), 0) FROM \(unescaped: versionTable)", logger: logger)
-        for try await version in rows.decode(Int.self) { return version }
-        return 0
+        return try rows.first?.decode(Int.self) ?? 0
     }
 }

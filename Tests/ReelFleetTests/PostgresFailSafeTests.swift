@@ -3,6 +3,7 @@ import Logging
 import PostgresNIO
 import ReelExport
 import ReelQueue
+import Synchronization
 import TestSupport
 import Testing
 
@@ -14,9 +15,12 @@ import Testing
 @Suite("PostgreSQL store: failing safe", .serialized, .timeLimit(.minutes(6)))
 struct PostgresFailSafeTests {
     /// A store whose worker requests have 1 s (a 3 s lease), on a fresh database of `server`.
-    static func store(on server: PostgresServer? = nil, lease: Duration = .seconds(3)) async throws -> PostgresStore {
+    static func store(on server: PostgresServer? = nil, lease: Duration = .seconds(3), workerTimeout: Duration? = nil)
+        async throws -> PostgresStore
+    {
         let harness = PostgresHarness(
-            options: PostgresStore.Options(lease: lease, renew: .seconds(1), requestTimeout: .seconds(30)))
+            options: PostgresStore.Options(
+                lease: lease, renew: .seconds(1), requestTimeout: .seconds(30), workerTimeout: workerTimeout))
         if let server {
             var options = harness.options
             options.statusFolder = Fixtures.scratchFolder("status").path
@@ -44,7 +48,9 @@ struct PostgresFailSafeTests {
     static let log = Logger(label: "test")
 
     @Test func aLostCommitIsNeverTakenForOneAfterSomeoneElseTookTheJob() async throws {
-        let store = try await Self.store()
+        // Nothing here is timed (dead workers' leases are moved into the past): a minute per request,
+        // so that a busy test machine cannot fail a claim (1 s with the suite's 3 s lease).
+        let store = try await Self.store(lease: .seconds(180), workerTimeout: .seconds(60))
         let first = try await store.submit(Self.spec()).status.id
         let second = try await store.submit(Self.spec()).status.id
         let rescued = try #require(try await store.claim(worker: "w"))
@@ -80,6 +86,40 @@ struct PostgresFailSafeTests {
         #expect(try await store.list(state: nil).isEmpty)
         _ = try await store.submit(Self.spec())
         #expect(try await store.list(state: nil).count == 1)
+        await store.close()
+    }
+
+    /// What closes the race `checkedQuery`'s first look leaves open (a close after the look, before the
+    /// write): the watch calls every handler waiting on a connection when it closes, and a handler
+    /// added after the close at once; a handler removed before is not called.
+    @Test func aConnectionsCloseReachesEveryQueryWaitingOnIt() async throws {
+        let store = try await Self.store()
+        let connection = try await Self.connection(to: store)
+        let called = Mutex<[String]>([])
+        let watch = ClosedConnectionWatch.shared
+        _ = watch.watch(connection) { called.withLock { $0.append("first") } }
+        _ = watch.watch(connection) { called.withLock { $0.append("second") } }
+        let removed = watch.watch(connection) { called.withLock { $0.append("removed") } }
+        watch.unwatch(connection, removed)
+        // The server ends the session (as idle_in_transaction_session_timeout or a restart would).
+        let pid = try await connection.checkedQuery("SELECT pg_backend_pid()", logger: Self.log).collect().first?
+            .decode(Int32.self)
+        let other = try await Self.connection(to: store)
+        try await other.checkedQuery("SELECT pg_terminate_backend(\(try #require(pid)))", logger: Self.log)
+        let closed = await eventually(within: .seconds(30), every: .milliseconds(50)) {
+            called.withLock { $0.count == 2 } ? true : nil
+        }
+        #expect(closed == true)
+        #expect(called.withLock { $0.sorted() } == ["first", "second"])
+        _ = watch.watch(connection) { called.withLock { $0.append("late") } }
+        let late = await eventually(within: .seconds(10), every: .milliseconds(50)) {
+            called.withLock { $0.contains("late") } ? true : nil
+        }
+        #expect(late == true)
+        await #expect(throws: ConnectionClosed.self) {
+            try await connection.checkedQuery("SELECT 1", logger: Self.log)
+        }
+        try await other.close()
         await store.close()
     }
 
