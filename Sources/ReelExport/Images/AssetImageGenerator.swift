@@ -96,7 +96,7 @@ public struct AssetImageGenerator: Sendable {
         continuation.onTermination = { _ in cancel.raise() }
         let request = makeRequest(times: valid, sheet: nil)
         let format = format
-        Thread.detachNewThread {
+        startThread(named: "reel-thumbnails") {
             var done = 0
             do throws(ExportError) {
                 try AssetImageGenerator.read(request, cancel: cancel) { image in
@@ -148,7 +148,7 @@ public struct AssetImageGenerator: Sendable {
         let cancel = CancellationFlag()
         continuation.onTermination = { _ in cancel.raise() }
         let request = makeRequest(times: times, sheet: (columns, rows))
-        Thread.detachNewThread {
+        startThread(named: "reel-thumbnails") {
             do throws(ExportError) {
                 try AssetImageGenerator.read(request, cancel: cancel) { continuation.yield($0) }
                 continuation.finish()
