@@ -12,18 +12,7 @@ public enum AtomicFile {
         let temporary = TemporaryOutput.url(for: url, tag: TemporaryOutput.randomTag())
         let fd = open(temporary.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw failure("cannot create \(temporary.path)") }
-        var written = 0
-        let ok = data.withUnsafeBytes { buffer -> Bool in
-            while written < buffer.count {
-                let count = Foundation.write(fd, buffer.baseAddress! + written, buffer.count - written)
-                if count < 0 {
-                    if errno == EINTR { continue }
-                    return false
-                }
-                written += count
-            }
-            return true
-        }
+        let ok = data.withUnsafeBytes { writeAll(fd, $0) }
         if !ok || fsync(fd) != 0 {
             let error = failure("cannot write \(url.path)")
             close(fd)
@@ -50,7 +39,24 @@ public enum AtomicFile {
         }
     }
 
-    private static func failure(_ what: String) -> ExportError {
+    /// Writes every byte of `bytes` to `fd`, going on after short writes and interruptions (EINTR);
+    /// false on any other failure, with `errno` set.
+    package static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Bool {
+        var written = 0
+        while written < bytes.count {
+            let count = Foundation.write(fd, bytes.baseAddress! + written, bytes.count - written)
+            if count < 0 {
+                if errno == EINTR { continue }
+                return false
+            }
+            written += count
+        }
+        return true
+    }
+
+    /// The failure `errno` describes, for `what` (`cannot write …`): `no-space` for a full disk or
+    /// quota, `output-failed` otherwise.
+    package static func failure(_ what: String) -> ExportError {
         let code = errno
         let reason = String(cString: strerror(code))
         let noSpace = code == ENOSPC || code == EDQUOT

@@ -35,26 +35,9 @@ package struct PosterOutput {
     func write(_ bytes: [UInt8]) throws(ExportError) {
         let path = publisher.temporary.path
         let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw PosterOutput.failure("cannot create the poster") }
+        guard fd >= 0 else { throw AtomicFile.failure("cannot create the poster") }
         defer { close(fd) }
-        var written = 0
-        let ok = bytes.withUnsafeBytes { buffer -> Bool in
-            while written < buffer.count {
-                let count = Foundation.write(fd, buffer.baseAddress! + written, buffer.count - written)
-                if count < 0 {
-                    if errno == EINTR { continue }
-                    return false
-                }
-                written += count
-            }
-            return true
-        }
-        guard ok, fsync(fd) == 0 else { throw PosterOutput.failure("cannot write the poster") }
-    }
-
-    private static func failure(_ what: String) -> ExportError {
-        let code = errno
-        return ExportError(
-            code == ENOSPC || code == EDQUOT ? .noSpace : .outputFailed, "\(what): \(String(cString: strerror(code)))")
+        let ok = bytes.withUnsafeBytes { AtomicFile.writeAll(fd, $0) }
+        guard ok, fsync(fd) == 0 else { throw AtomicFile.failure("cannot write the poster") }
     }
 }

@@ -32,7 +32,7 @@ package enum FileSystem {
         let temporary = "\(path).\(getpid()).\(UInt32.random(in: 0...UInt32.max)).tmp"
         let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw .errno("cannot create", temporary) }
-        var ok = writeAll(fd, data) && (!durable || fsync(fd) == 0)
+        var ok = data.withUnsafeBytes { AtomicFile.writeAll(fd, $0) } && (!durable || fsync(fd) == 0)
         ok = close(fd) == 0 && ok
         guard ok else {
             let failure = Failure.errno("cannot write", temporary)
@@ -75,21 +75,6 @@ package enum FileSystem {
         }
         guard errno == EINVAL else { return nil }
         return read(path).map { String(decoding: $0, as: UTF8.self) }
-    }
-
-    static func writeAll(_ fd: Int32, _ data: Data) -> Bool {
-        data.withUnsafeBytes { buffer in
-            var offset = 0
-            while offset < buffer.count {
-                let written = write(fd, buffer.baseAddress! + offset, buffer.count - offset)
-                if written < 0 {
-                    if errno == EINTR { continue }
-                    return false
-                }
-                offset += written
-            }
-            return true
-        }
     }
 
     static func read(_ path: String) -> Data? {
