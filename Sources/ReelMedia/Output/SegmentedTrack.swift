@@ -40,7 +40,7 @@ final class SegmentedTrack {
 
     /// The muxer options of every CMAF track.
     static let muxerOptions = [
-        ("movflags", "+frag_custom+empty_moov+default_base_moof+skip_sidx+skip_trailer")
+        ("movflags", "+frag_custom+empty_moov+default_base_moof+cmaf+skip_sidx+skip_trailer")
     ]
 
     /// Writes the header (the init segment) once the stream is added.
