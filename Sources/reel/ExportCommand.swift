@@ -88,7 +88,9 @@ struct ExportCommand: AsyncParsableCommand {
         let named = source.map { URL(fileURLWithPath: FileManager.default.currentDirectoryPath + "/" + $0.outputStem) }
         // A ladder's folder is named `<asset name>.<preset>.hls` unless -o names it.
         let destination = URL(
-            fileURLWithPath: options.output.map { settings.ladder != nil && $0.hasSuffix("/") ? String($0.dropLast()) : $0 }
+            fileURLWithPath: options.output.map {
+                settings.ladder != nil && $0.hasSuffix("/") ? String($0.dropLast()) : $0
+            }
                 ?? (settings.ladder != nil
                     ? ((named ?? assetURL).deletingPathExtension().lastPathComponent + ".\(session.preset.name).hls")
                     : OutputType.defaultFileName(
@@ -127,7 +129,9 @@ struct ExportCommand: AsyncParsableCommand {
                 "\($0.width ?? 0)x\($0.height ?? 0) \(String(format: "%.2f", Double($0.peakBitrate) / 1e6)) Mbit/s peak"
             }
             var facts = rungs + (ladder.audio.map { ["audio \($0.averageBitrate / 1000) kbit/s"] } ?? [])
-            if !ladder.dropped.isEmpty { facts.append("dropped above the source: " + ladder.dropped.joined(separator: ", ")) }
+            if !ladder.dropped.isEmpty {
+                facts.append("dropped above the source: " + ladder.dropped.joined(separator: ", "))
+            }
             facts.append(String(format: "in %.1f s", result.elapsedSeconds))
             CLI.printLine("wrote \(destination.path)/\(ladder.master) (\(facts.joined(separator: ", ")))")
             return

@@ -123,7 +123,9 @@ public struct ExportRequest: Sendable, Codable, Equatable {
     }
 
     /// Whether `type` asks for an HLS ladder.
-    private var isLadderType: Bool { type.map { $0.lowercased().trimmingCharacters(in: .whitespaces) == "hls" } ?? false }
+    private var isLadderType: Bool {
+        type.map { $0.lowercased().trimmingCharacters(in: .whitespaces) == "hls" } ?? false
+    }
 
     private func parsed() throws(ExportError) -> (
         range: TimeRange?, metadata: MetadataPolicy?, limit: Int64?, background: RGBColor, ladder: Ladder?
@@ -138,13 +140,16 @@ public struct ExportRequest: Sendable, Codable, Equatable {
                     .invalidArgument, "an hls export needs its rungs: --ladder 1920x1080,1280x720 (or \"ladder\")")
             }
             ladder = try Ladder.parse(text, segmentDuration: segmentDuration)
-            for (what, given) in [("a size limit", maxSize != nil), ("a poster", poster == true),
-                ("saving to the library", saveToLibrary == true), ("forcing the extension", forceExtension == true)]
+            for (what, given) in [
+                ("a size limit", maxSize != nil), ("a poster", poster == true),
+                ("saving to the library", saveToLibrary == true), ("forcing the extension", forceExtension == true),
+            ]
             where given {
                 throw ExportError(.invalidArgument, "an hls ladder does not take \(what) yet")
             }
         } else if self.ladder != nil || segmentDuration != nil {
-            throw ExportError(.invalidArgument, "a ladder and its segment duration go with --type hls (or \"type\": \"hls\")")
+            throw ExportError(
+                .invalidArgument, "a ladder and its segment duration go with --type hls (or \"type\": \"hls\")")
         }
         if keepContentIdentifier == true && saveToLibrary != true {
             throw ExportError(

@@ -46,7 +46,8 @@ public struct Ladder: Sendable, Equatable, Codable {
                     .invalidArgument, "cannot read the ladder rung '\(item)'; write WxH sizes, e.g. 1920x1080,1280x720")
             }
             guard (16...8192).contains(width), (16...8192).contains(height) else {
-                throw ExportError(.invalidArgument, "the ladder rung \(item) is out of range (16 to 8192 pixels a side)")
+                throw ExportError(
+                    .invalidArgument, "the ladder rung \(item) is out of range (16 to 8192 pixels a side)")
             }
             let size = Size(width: width, height: height)
             if sizes.contains(size) { throw ExportError(.invalidArgument, "the ladder names \(item) twice") }

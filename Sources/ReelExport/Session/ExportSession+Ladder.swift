@@ -1,6 +1,6 @@
 import Foundation
-import Synchronization
 internal import ReelMedia
+import Synchronization
 
 extension ExportSession {
     /// Exports `ladder` into the folder `destination`: planned from the session's preset (codec
@@ -12,8 +12,10 @@ extension ExportSession {
         -> Result
     {
         let (range, metadata, background, overwrite, tag, gate, threads) = state.withLock {
-            ($0.timeRange, $0.metadataPolicy, $0.backgroundColor, $0.overwrite, $0.temporaryTag, $0.publishGate,
-                $0.codecThreads)
+            (
+                $0.timeRange, $0.metadataPolicy, $0.backgroundColor, $0.overwrite, $0.temporaryTag, $0.publishGate,
+                $0.codecThreads
+            )
         }
         try OutputPublisher.check(destination: destination, asset: asset.url, overwrite: overwrite)
         let exportPlan = try ExportPlanner.decide(
@@ -86,7 +88,8 @@ extension ExportSession {
             videoCodec: "h264", audioCodec: outcome.audio != nil ? "aac" : nil, networkOptimized: true,
             elapsedSeconds: (ContinuousClock.now - started) / .seconds(1), method: .transcode,
             decision: "an hls ladder of \(sizes.map(\.description).joined(separator: ", "))"
-                + (dropped.isEmpty ? "" : " (above the source, dropped: \(dropped.map(\.description).joined(separator: ", ")))"))
+                + (dropped.isEmpty
+                    ? "" : " (above the source, dropped: \(dropped.map(\.description).joined(separator: ", ")))"))
         summary.timeRange = exportPlan.timeRange
         summary.requestedTimeRange = exportPlan.requestedTimeRange
         return summary
@@ -162,7 +165,8 @@ enum LadderVerification {
             }
             let old = TemporaryOutput.url(for: destination, tag: "replaced-" + TemporaryOutput.randomTag())
             guard rename(destination.path, old.path) == 0 else {
-                throw ExportError(.outputFailed, "cannot move the old \(destination.path) aside: \(String(cString: strerror(errno)))")
+                throw ExportError(
+                    .outputFailed, "cannot move the old \(destination.path) aside: \(String(cString: strerror(errno)))")
             }
             aside = old
         }

@@ -161,7 +161,8 @@ final class OutputFile {
         let index = Int(packet.pointer.pointee.stream_index)
         if recorders.indices.contains(index) { recorders[index]?.record(packet) }
         let written =
-            writesDirectly ? av_write_frame(context, packet.pointer) : av_interleaved_write_frame(context, packet.pointer)
+            writesDirectly
+            ? av_write_frame(context, packet.pointer) : av_interleaved_write_frame(context, packet.pointer)
         if written < 0, let refusal = refusal(written, "av_interleaved_write_frame") { throw refusal }
         try check(written, "av_interleaved_write_frame", kind: .outputFailed, context: "cannot write the output")
     }

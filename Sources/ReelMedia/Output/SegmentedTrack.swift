@@ -106,7 +106,8 @@ final class SegmentedTrack {
         var segments: [LadderTrack.Segment] = []
         try store(data[0..<Int(initEnd)], as: "init.mp4")
         for (index, start) in starts.enumerated() {
-            let next: (offset: Int64, seconds: Double) = index + 1 < starts.count ? starts[index + 1] : (end, endSeconds)
+            let next: (offset: Int64, seconds: Double) =
+                index + 1 < starts.count ? starts[index + 1] : (end, endSeconds)
             guard next.offset > start.offset else { continue }
             let file = String(format: "seg_%05d.m4s", segments.count)
             try store(data[Int(start.offset)..<Int(next.offset)], as: file)

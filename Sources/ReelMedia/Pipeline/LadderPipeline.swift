@@ -166,7 +166,8 @@ final class LadderPipeline {
             try track.writeHeader()
             let own =
                 index == 0
-                ? nil : try Frame(width: Int32(encoding.width), height: Int32(encoding.height), format: decode.outputFormat)
+                ? nil
+                : try Frame(width: Int32(encoding.width), height: Int32(encoding.height), format: decode.outputFormat)
             fanout.rungs.append(Rung(encoding: encoding, track: track, encode: encode, frame: own))
         }
         self.fanout = fanout
@@ -180,7 +181,8 @@ final class LadderPipeline {
                 language: input.language(ofStream: audio.stream))
             try track.writeHeader()
             self.audio = try AudioStage(
-                input: input, streamIndex: audio.stream, encoder: encoder, target: track.output.target(ofStream: stream),
+                input: input, streamIndex: audio.stream, encoder: encoder,
+                target: track.output.target(ofStream: stream),
                 window: window)
             audioTrack = track
         } else {
