@@ -133,7 +133,8 @@ struct ExportCommand: AsyncParsableCommand {
                 facts.append("dropped above the source: " + ladder.dropped.joined(separator: ", "))
             }
             facts.append(String(format: "in %.1f s", result.elapsedSeconds))
-            CLI.printLine("wrote \(destination.path)/\(ladder.master) (\(facts.joined(separator: ", ")))")
+            let manifests = [ladder.master, ladder.dash].compactMap { $0.map { destination.path + "/" + $0 } }
+            CLI.printLine("wrote \(manifests.joined(separator: " and ")) (\(facts.joined(separator: ", ")))")
             return
         }
         // Done only once the output is an asset of the library (saving it again is harmless).

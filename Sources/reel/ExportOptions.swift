@@ -111,6 +111,13 @@ struct ExportOptions: ParsableArguments {
         help: ArgumentHelp("With --ladder: seconds per segment (default 6).", valueName: "seconds"))
     var segmentDuration: String?
 
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "With --ladder: the manifests over the one set of segments: hls (default), dash, or hls,dash.",
+            valueName: "formats"))
+    var manifests: String?
+
     /// The options as a request (a flag not given is nil, as a manifest line without the key).
     var request: ExportRequest {
         ExportRequest(
@@ -119,7 +126,8 @@ struct ExportOptions: ParsableArguments {
             forceTranscode: forceTranscode ? true : nil, allowAudioOnly: allowAudioOnly ? true : nil,
             maxSize: maxSize, background: background, overwrite: overwrite ? true : nil, resource: resource,
             saveToLibrary: saveToLibrary ? true : nil, keepContentIdentifier: keepContentIdentifier ? true : nil,
-            poster: poster ? true : nil, ladder: ladder, segmentDuration: segmentDuration)
+            poster: poster ? true : nil, ladder: ladder, segmentDuration: segmentDuration,
+            manifests: manifests)
     }
 
     /// `ExportRequest.check()`: what can be checked before the presets are loaded, in its words.

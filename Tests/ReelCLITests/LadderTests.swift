@@ -202,6 +202,32 @@ struct LadderTests {
         #expect(zip(starts[0], [0, 2.002, 4.004, 6.006]).allSatisfy { abs($0 - $1) < 0.001 }, "\(starts[0])")
     }
 
+    /// `--manifests hls,dash`: a DASH manifest over the same segment files, which FFmpeg's own DASH
+    /// reader opens and decodes every frame of each rung through (its SegmentTimeline addresses them).
+    @Test func aDashManifestAddressesTheSameSegments() async throws {
+        let source = try await Fixtures.url(Fixtures.ladderSource)
+        let folder = Fixtures.scratchFolder("ladder-dash").appendingPathComponent("out")
+        let result = try await ReelBinary.run([
+            "export", source.path, "--type", "hls", "--ladder", "640x360,320x180", "--segment-duration", "2",
+            "--manifests", "hls,dash", "-o", folder.path,
+        ])
+        #expect(result.status == 0, "\(result.stderr)")
+        let names = try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted()
+        #expect(names == ["a", "manifest.mpd", "master.m3u8", "v0", "v1"], "\(names)")
+        let sourceFrames = try #require(try await ProbedFile.probe(source, countFrames: true).video?.frames)
+        // The absolute path: FFmpeg 5.1's DASH reader doubles a relative manifest's folder.
+        let manifest = folder.appendingPathComponent("manifest.mpd").path
+        for rung in 0..<2 {
+            let decoded = try await Tools.run(
+                "ffmpeg", ["-v", "error", "-i", manifest, "-map", "0:v:\(rung)", "-f", "null", "-", "-progress", "-"])
+            #expect(decoded.status == 0, "\(decoded.stderr)")
+            let frames = decoded.stdout.split(separator: "\n").last { $0.hasPrefix("frame=") }
+            #expect(frames == "frame=\(sourceFrames)", "rung \(rung): \(frames ?? "none"), source \(sourceFrames)")
+        }
+        let audio = try await Tools.run("ffmpeg", ["-v", "error", "-i", manifest, "-map", "0:a", "-f", "null", "-"])
+        #expect(audio.status == 0, "\(audio.stderr)")
+    }
+
     @Test func interruptingALadderLeavesNoFolder() async throws {
         let parent = Fixtures.scratchFolder("ladder-cancel")
         let export = try ReelBinary.start([

@@ -63,6 +63,7 @@ struct RequestPathTests {
         // The queue takes no ladders yet (issue 22 item 4): only their refusal is the same everywhere.
         "ladder": (nil, "1280x"),
         "segment-duration": (nil, "0"),
+        "manifests": (nil, "dash"),
     ]
 
     @Test func exportAndSubmitShareTheExportOptions() async throws {

@@ -17,8 +17,10 @@ public struct LadderResult: Sendable, Codable, Equatable {
         public var segments: Int
         public var durationSeconds: Double
     }
-    /// The master playlist's name inside the folder.
-    public var master: String
+    /// The HLS master playlist's name inside the folder (nil when HLS was not asked for).
+    public var master: String?
+    /// The DASH manifest's name inside the folder (nil when DASH was not asked for).
+    public var dash: String?
     public var video: [Rendition]
     public var audio: Rendition?
     /// Rungs asked for but not written (above the source's size), as `WxH`.
@@ -59,7 +61,9 @@ enum LadderPlaylists {
     }
 
     /// The playlists' text by path inside the folder, and the result they describe.
-    static func make(_ outcome: LadderOutcome, language: String?, dropped: [String]) -> (
+    static func make(
+        _ outcome: LadderOutcome, language: String?, dropped: [String], manifests: [Ladder.Manifest] = [.hls]
+    ) -> (
         files: [(path: String, text: String)], result: LadderResult
     ) {
         let all = outcome.video + (outcome.audio.map { [$0] } ?? [])
@@ -98,14 +102,95 @@ enum LadderPlaylists {
             lines.append(rendition.playlist)
         }
         files.insert((master, lines.joined(separator: "\n") + "\n"), at: 0)
+        if !manifests.contains(.hls) { files = [] }
+        if manifests.contains(.dash) {
+            files.append((mpdName, mpd(outcome, renditions: renditions, audio: audio, language: language)))
+        }
         var written = files.map(\.0)
         for track in all {
             written.append(track.folder + "/" + track.files.initFile)
             written += track.files.segments.map { track.folder + "/" + $0.file }
         }
         let result = LadderResult(
-            master: master, video: renditions, audio: audio, dropped: dropped, files: written.sorted())
+            master: manifests.contains(.hls) ? master : nil, dash: manifests.contains(.dash) ? mpdName : nil,
+            video: renditions, audio: audio, dropped: dropped, files: written.sorted())
         return (files, result)
+    }
+
+    static let mpdName = "manifest.mpd"
+
+    /// `PT…S` with millisecond precision.
+    static func isoDuration(_ seconds: Double) -> String { String(format: "PT%.3fS", seconds) }
+
+    /// A frame rate as DASH writes it (`30`, `30000/1001`; no decimals).
+    static func dashFrameRate(_ rate: Double) -> String {
+        if abs(rate - rate.rounded()) < 0.001 { return String(Int(rate.rounded())) }
+        let ntsc = rate * 1.001
+        if abs(ntsc - ntsc.rounded()) < 0.01 { return "\(Int(ntsc.rounded()) * 1000)/1001" }
+        return "\(Int((rate * 1000).rounded()))/1000"
+    }
+
+    /// A static DASH manifest over the same init and media segments: one AdaptationSet for the video
+    /// rungs and one for the audio, each Representation a `SegmentTemplate` (`$Number%05d$`, from 0)
+    /// with a `SegmentTimeline` of the segments' real starts and durations (timescale 90 kHz), and
+    /// `bandwidth` the same measured peak as HLS's BANDWIDTH.
+    static func mpd(
+        _ outcome: LadderOutcome, renditions: [LadderResult.Rendition], audio: LadderResult.Rendition?,
+        language: String?
+    ) -> String {
+        let scale = 90_000.0
+        let all = outcome.video + (outcome.audio.map { [$0] } ?? [])
+        let total = outcome.video.map { $0.files.segments.reduce(0) { $0 + $1.durationSeconds } }.max() ?? 0
+        let longest = all.flatMap(\.files.segments).map(\.durationSeconds).max() ?? 0
+        func template(_ track: LadderTrack) -> [String] {
+            var lines = [
+                "    <SegmentTemplate timescale=\"90000\" startNumber=\"0\" initialization=\"\(track.folder)/\(track.files.initFile)\" media=\"\(track.folder)/seg_$Number%05d$.m4s\">",
+                "     <SegmentTimeline>",
+            ]
+            for segment in track.files.segments {
+                let start = Int64((max(0, segment.startSeconds) * scale).rounded())
+                let duration = Int64((segment.durationSeconds * scale).rounded())
+                lines.append("      <S t=\"\(start)\" d=\"\(duration)\"/>")
+            }
+            lines += ["     </SegmentTimeline>", "    </SegmentTemplate>"]
+            return lines
+        }
+        var lines = [
+            "<?xml version=\"1.0\" encoding=\"utf-8\"?>",
+            "<MPD xmlns=\"urn:mpeg:dash:schema:mpd:2011\" type=\"static\" profiles=\"urn:mpeg:dash:profile:isoff-live:2011,urn:mpeg:dash:profile:cmaf:2019\" mediaPresentationDuration=\"\(isoDuration(total))\" minBufferTime=\"PT2S\" maxSegmentDuration=\"\(isoDuration(longest))\">",
+            " <Period id=\"0\" start=\"PT0S\">",
+        ]
+        let widest = outcome.video.compactMap(\.width).max() ?? 0
+        let tallest = outcome.video.compactMap(\.height).max() ?? 0
+        lines.append(
+            "  <AdaptationSet id=\"0\" contentType=\"video\" mimeType=\"video/mp4\" segmentAlignment=\"true\" startWithSAP=\"1\" maxWidth=\"\(widest)\" maxHeight=\"\(tallest)\">"
+        )
+        for (track, rendition) in zip(outcome.video, renditions) {
+            var attributes = "id=\"\(track.folder)\" codecs=\"\(track.codecs)\" bandwidth=\"\(rendition.peakBitrate)\""
+            if let width = track.width, let height = track.height {
+                attributes += " width=\"\(width)\" height=\"\(height)\" sar=\"1:1\""
+            }
+            if let rate = track.frameRate { attributes += " frameRate=\"\(dashFrameRate(rate))\"" }
+            lines.append("   <Representation \(attributes)>")
+            lines += template(track)
+            lines.append("   </Representation>")
+        }
+        lines.append("  </AdaptationSet>")
+        if let track = outcome.audio, let audio {
+            lines.append(
+                "  <AdaptationSet id=\"1\" contentType=\"audio\" mimeType=\"audio/mp4\" lang=\"\(language ?? "und")\" segmentAlignment=\"true\" startWithSAP=\"1\">"
+            )
+            lines.append(
+                "   <Representation id=\"\(track.folder)\" codecs=\"\(track.codecs)\" bandwidth=\"\(audio.peakBitrate)\" audioSamplingRate=\"\(track.sampleRate ?? 48000)\">"
+            )
+            lines.append(
+                "    <AudioChannelConfiguration schemeIdUri=\"urn:mpeg:dash:23003:3:audio_channel_configuration:2011\" value=\"\(track.channels ?? 2)\"/>"
+            )
+            lines += template(track)
+            lines += ["   </Representation>", "  </AdaptationSet>"]
+        }
+        lines += [" </Period>", "</MPD>"]
+        return lines.joined(separator: "\n") + "\n"
     }
 
     /// One rendition's media playlist: EXT-X-MAP for its init segment, each segment's real duration.

@@ -51,6 +51,8 @@ public struct ExportRequest: Sendable, Codable, Equatable {
     public var ladder: String?
     /// With a ladder: seconds per segment (default 6).
     public var segmentDuration: String?
+    /// With a ladder: the manifests over its segments, `hls` (default), `dash` or `hls,dash`.
+    public var manifests: String?
 
     public init(
         preset: String? = nil, type: String? = nil, output: String? = nil, forceExtension: Bool? = nil,
@@ -58,8 +60,9 @@ public struct ExportRequest: Sendable, Codable, Equatable {
         forceTranscode: Bool? = nil, allowAudioOnly: Bool? = nil, maxSize: String? = nil, background: String? = nil,
         overwrite: Bool? = nil, resource: String? = nil, saveToLibrary: Bool? = nil,
         keepContentIdentifier: Bool? = nil, poster: Bool? = nil, ladder: String? = nil,
-        segmentDuration: String? = nil
+        segmentDuration: String? = nil, manifests: String? = nil
     ) {
+        self.manifests = manifests
         self.ladder = ladder
         self.segmentDuration = segmentDuration
         self.resource = resource
@@ -139,7 +142,7 @@ public struct ExportRequest: Sendable, Codable, Equatable {
                 throw ExportError(
                     .invalidArgument, "an hls export needs its rungs: --ladder 1920x1080,1280x720 (or \"ladder\")")
             }
-            ladder = try Ladder.parse(text, segmentDuration: segmentDuration)
+            ladder = try Ladder.parse(text, segmentDuration: segmentDuration, manifests: manifests)
             for (what, given) in [
                 ("a size limit", maxSize != nil), ("a poster", poster == true),
                 ("saving to the library", saveToLibrary == true), ("forcing the extension", forceExtension == true),
@@ -147,9 +150,10 @@ public struct ExportRequest: Sendable, Codable, Equatable {
             where given {
                 throw ExportError(.invalidArgument, "an hls ladder does not take \(what) yet")
             }
-        } else if self.ladder != nil || segmentDuration != nil {
+        } else if self.ladder != nil || segmentDuration != nil || manifests != nil {
             throw ExportError(
-                .invalidArgument, "a ladder and its segment duration go with --type hls (or \"type\": \"hls\")")
+                .invalidArgument,
+                "a ladder, its segment duration and manifests go with --type hls (or \"type\": \"hls\")")
         }
         if keepContentIdentifier == true && saveToLibrary != true {
             throw ExportError(

@@ -20,6 +20,16 @@ public struct Ladder: Sendable, Equatable, Codable {
     public var sizes: [Size]
     /// Seconds per segment (default 6, as Apple's authoring spec).
     public var segmentSeconds: Double
+    /// The manifests written over the one set of segments.
+    public var manifests: [Manifest] = [.hls]
+
+    /// A manifest format.
+    public enum Manifest: String, Sendable, Equatable, Codable, CaseIterable {
+        /// `master.m3u8` and one `index.m3u8` per rendition.
+        case hls
+        /// `manifest.mpd` (DASH, static, `SegmentTemplate` with a `SegmentTimeline`).
+        case dash
+    }
 
     /// Default segment length.
     public static let defaultSegmentSeconds = 6.0
@@ -36,7 +46,20 @@ public struct Ladder: Sendable, Equatable, Codable {
 
     /// Reads `1920x1080,1280x720,…` and a segment length (`6`, `6s`, `4.5`). Throws `invalid-argument`
     /// naming the first thing that cannot be read, in one line.
-    public static func parse(_ text: String, segmentDuration: String?) throws(ExportError) -> Ladder {
+    public static func parse(_ text: String, segmentDuration: String?, manifests: String? = nil) throws(ExportError)
+        -> Ladder
+    {
+        var formats: [Manifest] = [.hls]
+        if let manifests {
+            formats = []
+            for name in manifests.split(separator: ",", omittingEmptySubsequences: false) {
+                let word = name.trimmingCharacters(in: .whitespaces).lowercased()
+                guard let format = Manifest(rawValue: word) else {
+                    throw ExportError(.invalidArgument, "unknown manifest '\(word)'; use hls, dash or hls,dash")
+                }
+                if !formats.contains(format) { formats.append(format) }
+            }
+        }
         var sizes: [Size] = []
         for part in text.split(separator: ",", omittingEmptySubsequences: false) {
             let item = part.trimmingCharacters(in: .whitespaces)
@@ -67,7 +90,9 @@ public struct Ladder: Sendable, Equatable, Codable {
             }
             seconds = value
         }
-        return Ladder(sizes: sizes, segmentSeconds: seconds)
+        var ladder = Ladder(sizes: sizes, segmentSeconds: seconds)
+        ladder.manifests = formats
+        return ladder
     }
 
     /// The rungs for an upright source of `width`x`height`: each box fitted to the source's aspect

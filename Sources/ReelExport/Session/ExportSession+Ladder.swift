@@ -70,11 +70,9 @@ extension ExportSession {
 
         let language = asset.audioTrack?.language
         let (files, result) = LadderPlaylists.make(
-            outcome, language: language, dropped: dropped.map(\.description))
+            outcome, language: language, dropped: dropped.map(\.description), manifests: ladder.manifests)
         for (path, text) in files {
-            guard FileManager.default.createFile(atPath: folder.path + "/" + path, contents: Data(text.utf8)) else {
-                throw ExportError(.outputFailed, "cannot write \(path) in \(destination.path)")
-            }
+            try AtomicFile.write(Data(text.utf8), to: folder.appendingPathComponent(path), overwrite: false)
         }
         let bytes = try LadderVerification.check(folder: folder, outcome: outcome, files: result.files)
         if cancelFlag.isRaised { throw ExportSession.cancelled() }

@@ -122,10 +122,33 @@ final class SegmentedTrack {
         return LadderTrack.Segments(initFile: "init.mp4", initBytes: initEnd, segments: segments)
     }
 
+    /// Writes one file of the track and fsyncs it: the folder is published by a rename, which must
+    /// not outlive the bytes after a crash.
     private func store(_ bytes: Data, as file: String) throws(MediaError) {
         let target = folder + "/" + file
-        guard FileManager.default.createFile(atPath: target, contents: bytes) else {
-            throw MediaError(kind: .outputFailed, call: "write", message: "cannot write \(target)")
+        let fd = open(target, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        guard fd >= 0 else {
+            throw MediaError(
+                call: "open", code: reel_averror(errno), kind: .outputFailed, context: "cannot create \(target)")
+        }
+        defer { close(fd) }
+        let written = bytes.withUnsafeBytes { buffer -> Bool in
+            var offset = 0
+            while offset < buffer.count {
+                let count = Glibc.write(fd, buffer.baseAddress! + offset, buffer.count - offset)
+                if count < 0 {
+                    if errno == EINTR { continue }
+                    return false
+                }
+                offset += count
+            }
+            return true
+        }
+        if !written || fsync(fd) != 0 {
+            let code = errno
+            throw MediaError(
+                call: "write", code: reel_averror(code), kind: code == ENOSPC ? .noSpace : .outputFailed,
+                context: "cannot write \(target)")
         }
     }
 }
