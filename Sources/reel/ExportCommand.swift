@@ -41,7 +41,9 @@ struct ExportCommand: AsyncParsableCommand {
     var json = false
 
     func validate() throws {
-        if options.preset == nil { throw ValidationError("--preset is required") }
+        if options.preset == nil && options.type?.lowercased() != "hls" {
+            throw ValidationError("--preset is required")
+        }
         if !(0...64).contains(threads) {
             throw ValidationError("--threads must be between 0 (automatic) and 64, not \(threads)")
         }
@@ -84,13 +86,21 @@ struct ExportCommand: AsyncParsableCommand {
         session.stallTimeout = stallTimeout
         session.codecThreads = threads
         let named = source.map { URL(fileURLWithPath: FileManager.default.currentDirectoryPath + "/" + $0.outputStem) }
+        // A ladder's folder is named `<asset name>.<preset>.hls` unless -o names it.
         let destination = URL(
-            fileURLWithPath: options.output
-                ?? OutputType.defaultFileName(
-                    asset: named ?? assetURL, preset: session.preset, type: settings.outputType))
+            fileURLWithPath: options.output.map {
+                settings.ladder != nil && $0.hasSuffix("/") ? String($0.dropLast()) : $0
+            }
+                ?? (settings.ladder != nil
+                    ? ((named ?? assetURL).deletingPathExtension().lastPathComponent + ".\(session.preset.name).hls")
+                    : OutputType.defaultFileName(
+                        asset: named ?? assetURL, preset: session.preset, type: settings.outputType)))
         session.outputURL = destination
         // Decide compatibility before any work, so an impossible export fails at once.
         let plan = try session.determineCompatibility()
+        if settings.ladder != nil && estimate {
+            throw CLIFailure(message: "--estimate does not plan hls ladders yet", exitStatus: .usage)
+        }
         if estimate {
             CLI.printLine(json ? CLI.jsonLine(plan) : PlanPrinter.describe(plan))
             return
@@ -114,6 +124,19 @@ struct ExportCommand: AsyncParsableCommand {
         await watcher.value
         bar.finishLine()
         guard let result = session.result else { throw CLIFailure(message: "the export finished without a result") }
+        if let ladder = session.ladderResult, !json {
+            let rungs = ladder.video.map {
+                "\($0.width ?? 0)x\($0.height ?? 0) \(String(format: "%.2f", Double($0.peakBitrate) / 1e6)) Mbit/s peak"
+            }
+            var facts = rungs + (ladder.audio.map { ["audio \($0.averageBitrate / 1000) kbit/s"] } ?? [])
+            if !ladder.dropped.isEmpty {
+                facts.append("dropped above the source: " + ladder.dropped.joined(separator: ", "))
+            }
+            facts.append(String(format: "in %.1f s", result.elapsedSeconds))
+            let manifests = [ladder.master, ladder.dash].compactMap { $0.map { destination.path + "/" + $0 } }
+            CLI.printLine("wrote \(manifests.joined(separator: " and ")) (\(facts.joined(separator: ", ")))")
+            return
+        }
         // Done only once the output is an asset of the library (saving it again is harmless).
         let saved = settings.saveToLibrary ? try await link.saveOutput(at: destination.path, from: source) : nil
         if json {

@@ -15,7 +15,7 @@ struct ExportOptions: ParsableArguments {
     @Option(
         name: .long,
         help: ArgumentHelp(
-            "Output type: mp4, mov, m4v, m4a, or an Apple type identifier. Default: from -o's extension, else mp4 (m4a for audio presets).",
+            "Output type: mp4, mov, m4v, m4a, hls (a folder of CMAF segments and playlists; needs --ladder), or an Apple type identifier. Default: from -o's extension, else mp4 (m4a for audio presets).",
             valueName: "type"))
     var type: String?
 
@@ -99,6 +99,25 @@ struct ExportOptions: ParsableArguments {
     )
     var poster = false
 
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "With --type hls: the rungs, largest first, e.g. 1920x1080,1280x720,960x540,640x360 (each fitted to the source's aspect; a rung above the source's size is dropped). -o names the folder.",
+            valueName: "WxH,…"))
+    var ladder: String?
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp("With --ladder: seconds per segment (default 6).", valueName: "seconds"))
+    var segmentDuration: String?
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "With --ladder: the manifests over the one set of segments: hls (default), dash, or hls,dash.",
+            valueName: "formats"))
+    var manifests: String?
+
     /// The options as a request (a flag not given is nil, as a manifest line without the key).
     var request: ExportRequest {
         ExportRequest(
@@ -107,7 +126,8 @@ struct ExportOptions: ParsableArguments {
             forceTranscode: forceTranscode ? true : nil, allowAudioOnly: allowAudioOnly ? true : nil,
             maxSize: maxSize, background: background, overwrite: overwrite ? true : nil, resource: resource,
             saveToLibrary: saveToLibrary ? true : nil, keepContentIdentifier: keepContentIdentifier ? true : nil,
-            poster: poster ? true : nil)
+            poster: poster ? true : nil, ladder: ladder, segmentDuration: segmentDuration,
+            manifests: manifests)
     }
 
     /// `ExportRequest.check()`: what can be checked before the presets are loaded, in its words.

@@ -60,6 +60,10 @@ struct RequestPathTests {
         "save-to-library": (nil, nil),
         "keep-content-identifier": (nil, nil),
         "poster": (nil, nil),
+        // The queue takes no ladders yet (issue 22 item 4): only their refusal is the same everywhere.
+        "ladder": (nil, "1280x"),
+        "segment-duration": (nil, "0"),
+        "manifests": (nil, "dash"),
     ]
 
     @Test func exportAndSubmitShareTheExportOptions() async throws {

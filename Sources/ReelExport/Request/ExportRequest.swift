@@ -46,14 +46,25 @@ public struct ExportRequest: Sendable, Codable, Equatable {
     /// Also write a poster, `<output without its extension>.jpg`, beside the video, from the same
     /// decode, published with it (both or neither).
     public var poster: Bool?
+    /// With type `hls`: the rungs of an adaptive-streaming ladder, `1920x1080,1280x720,…` (`Ladder`);
+    /// `output` then names the folder written.
+    public var ladder: String?
+    /// With a ladder: seconds per segment (default 6).
+    public var segmentDuration: String?
+    /// With a ladder: the manifests over its segments, `hls` (default), `dash` or `hls,dash`.
+    public var manifests: String?
 
     public init(
         preset: String? = nil, type: String? = nil, output: String? = nil, forceExtension: Bool? = nil,
         timeRange: String? = nil, metadata: String? = nil, noNetworkOptimization: Bool? = nil,
         forceTranscode: Bool? = nil, allowAudioOnly: Bool? = nil, maxSize: String? = nil, background: String? = nil,
         overwrite: Bool? = nil, resource: String? = nil, saveToLibrary: Bool? = nil,
-        keepContentIdentifier: Bool? = nil, poster: Bool? = nil
+        keepContentIdentifier: Bool? = nil, poster: Bool? = nil, ladder: String? = nil,
+        segmentDuration: String? = nil, manifests: String? = nil
     ) {
+        self.manifests = manifests
+        self.ladder = ladder
+        self.segmentDuration = segmentDuration
         self.resource = resource
         self.saveToLibrary = saveToLibrary
         self.keepContentIdentifier = keepContentIdentifier
@@ -86,16 +97,22 @@ public struct ExportRequest: Sendable, Codable, Equatable {
     /// path is not checked here: it depends on where the caller writes (`OutputPublisher.check`).
     public func resolve(presets: PresetLibrary) throws(ExportError) -> ExportSettings {
         let values = try parsed()
-        guard let name = preset else { throw ExportError(.invalidArgument, "no preset was named") }
+        guard let name = preset ?? (isLadderType ? Ladder.defaultPreset : nil) else {
+            throw ExportError(.invalidArgument, "no preset was named")
+        }
         let chosen = try presets.preset(named: name)
-        let outputType = try OutputType.infer(
-            explicit: type, outputPath: output, preset: chosen, forceExtension: forceExtension ?? false)
+        // A ladder writes a folder: its rungs are fragmented MP4, and the output names no file type.
+        let outputType =
+            values.ladder != nil
+            ? OutputType.mp4
+            : try OutputType.infer(
+                explicit: type, outputPath: output, preset: chosen, forceExtension: forceExtension ?? false)
         return ExportSettings(
             preset: chosen, outputType: outputType, timeRange: values.range, metadata: values.metadata,
             optimizeForNetwork: noNetworkOptimization != true, forceTranscode: forceTranscode ?? false,
             allowsAudioOnly: allowAudioOnly ?? false, fileLengthLimit: values.limit, background: values.background,
             overwrite: overwrite ?? false, saveToLibrary: saveToLibrary ?? false,
-            keepContentIdentifier: keepContentIdentifier ?? false, poster: poster ?? false)
+            keepContentIdentifier: keepContentIdentifier ?? false, poster: poster ?? false, ladder: values.ladder)
     }
 
     /// Checks `resource` against the asset it goes with: a resource is chosen only for a
@@ -108,11 +125,35 @@ public struct ExportRequest: Sendable, Codable, Equatable {
         }
     }
 
+    /// Whether `type` asks for an HLS ladder.
+    private var isLadderType: Bool {
+        type.map { $0.lowercased().trimmingCharacters(in: .whitespaces) == "hls" } ?? false
+    }
+
     private func parsed() throws(ExportError) -> (
-        range: TimeRange?, metadata: MetadataPolicy?, limit: Int64?, background: RGBColor
+        range: TimeRange?, metadata: MetadataPolicy?, limit: Int64?, background: RGBColor, ladder: Ladder?
     ) {
-        if let type, OutputType(name: type) == nil {
-            throw ExportError(.invalidArgument, "unknown output type '\(type)'; use mp4, mov, m4v or m4a")
+        if let type, OutputType(name: type) == nil, !isLadderType {
+            throw ExportError(.invalidArgument, "unknown output type '\(type)'; use mp4, mov, m4v, m4a or hls")
+        }
+        var ladder: Ladder?
+        if isLadderType {
+            guard let text = self.ladder else {
+                throw ExportError(
+                    .invalidArgument, "an hls export needs its rungs: --ladder 1920x1080,1280x720 (or \"ladder\")")
+            }
+            ladder = try Ladder.parse(text, segmentDuration: segmentDuration, manifests: manifests)
+            for (what, given) in [
+                ("a size limit", maxSize != nil), ("a poster", poster == true),
+                ("saving to the library", saveToLibrary == true), ("forcing the extension", forceExtension == true),
+            ]
+            where given {
+                throw ExportError(.invalidArgument, "an hls ladder does not take \(what) yet")
+            }
+        } else if self.ladder != nil || segmentDuration != nil || manifests != nil {
+            throw ExportError(
+                .invalidArgument,
+                "a ladder, its segment duration and manifests go with --type hls (or \"type\": \"hls\")")
         }
         if keepContentIdentifier == true && saveToLibrary != true {
             throw ExportError(
@@ -148,7 +189,7 @@ public struct ExportRequest: Sendable, Codable, Equatable {
             }
             colour = parsed
         }
-        return (range, policy, limit, colour)
+        return (range, policy, limit, colour, ladder)
     }
 }
 
@@ -176,6 +217,9 @@ public struct ExportSettings: Sendable, Equatable {
     public var keepContentIdentifier: Bool = false
     /// Write `<output>.jpg` beside the video (`ExportSession.writesPoster`).
     public var poster: Bool = false
+    /// An HLS ladder instead of one file (`ExportSession.ladder`): `outputType` is then the rungs'
+    /// container, and the output a folder.
+    public var ladder: Ladder? = nil
 }
 
 extension MetadataPolicy {

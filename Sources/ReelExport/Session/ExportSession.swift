@@ -183,7 +183,7 @@ public final class ExportSession: Sendable {
         case overshoot
     }
 
-    private struct State {
+    struct State {
         var outputURL: URL?
         var outputFileType: OutputType?
         var shouldOptimizeForNetworkUse = true
@@ -192,6 +192,8 @@ public final class ExportSession: Sendable {
         var metadataOverrides: [String: String] = [:]
         var overwrite = false
         var writesPoster = false
+        var ladder: Ladder?
+        var ladderResult: LadderResult?
         var stallTimeout: TimeInterval = 120
         var forceTranscode = false
         var fileLengthLimit: Int64?
@@ -217,9 +219,9 @@ public final class ExportSession: Sendable {
     public let asset: Asset
     /// The preset, resolved from the name given.
     public let preset: Preset
-    private let limits: InputLimits
-    private let cancelFlag = CancellationFlag()
-    private let state = Mutex(State())
+    let limits: InputLimits
+    let cancelFlag = CancellationFlag()
+    let state = Mutex(State())
 
     /// Creates a session for an asset and a preset name (case-insensitive; Apple's
     /// `AVAssetExportPreset` prefix and short aliases accepted). Throws `unknown-preset`.
@@ -275,6 +277,18 @@ public final class ExportSession: Sendable {
         get { state.withLock { $0.writesPoster } }
         set { state.withLock { $0.writesPoster = newValue } }
     }
+    /// Write an adaptive-streaming ladder instead of one file: `outputURL` names a folder that
+    /// appears complete or not at all, holding CMAF segments of every rung and of one AAC rendition,
+    /// and HLS playlists written from what was measured (`LadderPlaylists`). Default nil.
+    public var ladder: Ladder? {
+        get { state.withLock { $0.ladder } }
+        set { state.withLock { $0.ladder = newValue } }
+    }
+    /// What a completed ladder export wrote (nil for other exports).
+    public var ladderResult: LadderResult? {
+        get { state.withLock { $0.ladderResult } }
+        set { state.withLock { $0.ladderResult = newValue } }
+    }
     /// Replace an existing file at `outputURL` (default false: an existing file is an error).
     public var overwritesExistingFile: Bool {
         get { state.withLock { $0.overwrite } }
@@ -327,6 +341,7 @@ public final class ExportSession: Sendable {
             state.backgroundColor = settings.background
             state.overwrite = settings.overwrite
             state.writesPoster = settings.poster
+            state.ladder = settings.ladder
         }
     }
     /// Threads the video decoder and encoder may each use; 0 (the default) lets them use every core.
@@ -469,6 +484,9 @@ public final class ExportSession: Sendable {
         if cancelFlag.isRaised { throw ExportSession.cancelled() }
         guard let destination = outputURL?.standardizedFileURL else {
             throw ExportError(.invalidArgument, "no output URL was set")
+        }
+        if let ladder = state.withLock({ $0.ladder }) {
+            return try runLadder(ladder, destination: destination, started: started)
         }
         let exportPlan = try determineCompatibility()
         let (overwrite, tag, gate, writesPoster) = state.withLock {
@@ -682,7 +700,7 @@ public final class ExportSession: Sendable {
     }
 
     /// The error of a cancelled export.
-    private static func cancelled(detail: String? = nil) -> ExportError {
+    static func cancelled(detail: String? = nil) -> ExportError {
         ExportError(.cancelled, "the export was cancelled" + (detail.map { " (\($0))" } ?? ""))
     }
 
@@ -705,7 +723,7 @@ public final class ExportSession: Sendable {
             metadata: Result.WrittenMetadata(info.metadata))
     }
 
-    private func setStatus(_ status: Status) {
+    func setStatus(_ status: Status) {
         let (snapshot, observers, handler) = state.withLock { state in
             state.status = status
             state.progress.status = status

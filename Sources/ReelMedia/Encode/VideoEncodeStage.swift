@@ -71,6 +71,12 @@ final class VideoEncodeStage {
         if output.wantsGlobalHeader { context.pointee.flags |= AV_CODEC_FLAG_GLOBAL_HEADER }
         var options: [(String, String)] = [("preset", encoding.encoderPreset), ("crf", String(encoding.crf))]
         if let profile = encoding.profile { options.append(("profile", profile)) }
+        if encoding.alignedKeyframes && encoding.codec == .h264 {
+            // A forced I frame as an IDR (not a recovery-point I frame), and no scene-cut keyframes
+            // of the encoder's own: segments cut at the forced ones start alike in every rung.
+            options.append(("forced-idr", "1"))
+            options.append(("x264-params", "scenecut=0"))
+        }
         // HDR10 metadata goes with the source's transfer only; SDR output carries none.
         let hdrMetadata = encoding.color == .keepSource ? encoding.hdrMetadata : nil
         if encoding.codec == .hevc {

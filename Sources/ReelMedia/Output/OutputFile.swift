@@ -160,9 +160,26 @@ final class OutputFile {
     func write(_ packet: Packet) throws(MediaError) {
         let index = Int(packet.pointer.pointee.stream_index)
         if recorders.indices.contains(index) { recorders[index]?.record(packet) }
-        let written = av_interleaved_write_frame(context, packet.pointer)
+        let written =
+            writesDirectly
+            ? av_write_frame(context, packet.pointer) : av_interleaved_write_frame(context, packet.pointer)
         if written < 0, let refusal = refusal(written, "av_interleaved_write_frame") { throw refusal }
         try check(written, "av_interleaved_write_frame", kind: .outputFailed, context: "cannot write the output")
+    }
+
+    /// Packets go to the muxer as they come (`av_write_frame`), not through the interleaver: for a
+    /// file of one track whose fragments the caller cuts (`cutFragment`), where a packet held back
+    /// by the interleaver would land in the wrong fragment.
+    var writesDirectly = false
+
+    /// The muxer's position: the bytes written plus those still in the I/O buffer.
+    var position: Int64 { context.pointee.pb.map { avio_tell($0) } ?? 0 }
+
+    /// Writes the packets given since the last cut as one fragment (`moof` + `mdat`, with
+    /// `movflags=+frag_custom`) and returns the position after it. Nothing given, nothing written.
+    func cutFragment() throws(MediaError) -> Int64 {
+        try check(av_write_frame(context, nil), "av_write_frame", kind: .outputFailed, context: "cannot cut a fragment")
+        return position
     }
 
     /// The muxer refusing what it was given (a codec it cannot write, parameters or timestamps it

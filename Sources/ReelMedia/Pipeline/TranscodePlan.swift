@@ -50,6 +50,10 @@ public struct VideoEncoding: Sendable, Equatable {
     /// At most this many frames between keyframes (the encoder's `keyint`); nil keeps the encoder's
     /// default (250 for x264 and x265).
     public var keyframeInterval: Int?
+    /// Keyframes only where the caller forces them (a frame whose `pict_type` is I becomes an IDR)
+    /// and at `keyframeInterval`, never at scene cuts: every rung of a ladder then has its IDRs at
+    /// the same times. x264 only.
+    public var alignedKeyframes = false
 
     public init(
         codec: Codec, width: Int, height: Int, rotation: Int, mirrored: Bool = false, tenBit: Bool, color: Color,

@@ -104,6 +104,11 @@ public struct JobRequest: Sendable, Codable, Equatable {
         metadataDefault: MetadataPolicy? = nil
     ) throws(ExportError) -> JobSpec {
         let settings = try export.resolve(presets: presets)
+        if settings.ladder != nil {
+            // Issue 22 item 4: a queued ladder needs per-rendition status and a folder result first.
+            throw ExportError(
+                .invalidArgument, "hls ladders run with `reel export` only; the queue does not take them yet")
+        }
         try export.checkResource(asset: asset)
         func absolute(_ path: String) -> URL {
             (path.hasPrefix("/") ? URL(fileURLWithPath: path) : workingDirectory.appendingPathComponent(path))

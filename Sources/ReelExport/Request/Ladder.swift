@@ -1,0 +1,123 @@
+import Foundation
+
+/// An adaptive-streaming ladder as asked for (`--type hls --ladder 1920x1080,1280x720
+/// --segment-duration 6`): the rung sizes and the segment length. Each rung is a box the picture is
+/// fitted into, aspect ratio kept; a rung larger than the source is dropped, never upscaled
+/// (`rungs(forSourceWidth:height:)`).
+public struct Ladder: Sendable, Equatable, Codable {
+    /// One rung's box, in pixels.
+    public struct Size: Sendable, Equatable, Codable, CustomStringConvertible {
+        public var width: Int
+        public var height: Int
+        public init(width: Int, height: Int) {
+            self.width = width
+            self.height = height
+        }
+        public var description: String { "\(width)x\(height)" }
+    }
+
+    /// The boxes, largest first (as given, sorted by area).
+    public var sizes: [Size]
+    /// Seconds per segment (default 6, as Apple's authoring spec).
+    public var segmentSeconds: Double
+    /// The manifests written over the one set of segments.
+    public var manifests: [Manifest] = [.hls]
+
+    /// A manifest format.
+    public enum Manifest: String, Sendable, Equatable, Codable, CaseIterable {
+        /// `master.m3u8` and one `index.m3u8` per rendition.
+        case hls
+        /// `manifest.mpd` (DASH, static, `SegmentTemplate` with a `SegmentTimeline`).
+        case dash
+    }
+
+    /// Default segment length.
+    public static let defaultSegmentSeconds = 6.0
+    /// The preset a ladder's rungs take their encoder settings from when none is named: H.264 high
+    /// profile, CRF 21, x264 `medium`, AAC 192 kbit/s.
+    public static let defaultPreset = "1920x1080"
+    /// The most rungs one ladder may have.
+    public static let maxRungs = 8
+
+    public init(sizes: [Size], segmentSeconds: Double = Ladder.defaultSegmentSeconds) {
+        self.sizes = sizes.sorted { $0.width * $0.height > $1.width * $1.height }
+        self.segmentSeconds = segmentSeconds
+    }
+
+    /// Reads `1920x1080,1280x720,…` and a segment length (`6`, `6s`, `4.5`). Throws `invalid-argument`
+    /// naming the first thing that cannot be read, in one line.
+    public static func parse(_ text: String, segmentDuration: String?, manifests: String? = nil) throws(ExportError)
+        -> Ladder
+    {
+        var formats: [Manifest] = [.hls]
+        if let manifests {
+            formats = []
+            for name in manifests.split(separator: ",", omittingEmptySubsequences: false) {
+                let word = name.trimmingCharacters(in: .whitespaces).lowercased()
+                guard let format = Manifest(rawValue: word) else {
+                    throw ExportError(.invalidArgument, "unknown manifest '\(word)'; use hls, dash or hls,dash")
+                }
+                if !formats.contains(format) { formats.append(format) }
+            }
+        }
+        var sizes: [Size] = []
+        for part in text.split(separator: ",", omittingEmptySubsequences: false) {
+            let item = part.trimmingCharacters(in: .whitespaces)
+            let numbers = item.lowercased().split(separator: "x", omittingEmptySubsequences: false)
+            guard numbers.count == 2, let width = Int(numbers[0]), let height = Int(numbers[1]) else {
+                throw ExportError(
+                    .invalidArgument, "cannot read the ladder rung '\(item)'; write WxH sizes, e.g. 1920x1080,1280x720")
+            }
+            guard (16...8192).contains(width), (16...8192).contains(height) else {
+                throw ExportError(
+                    .invalidArgument, "the ladder rung \(item) is out of range (16 to 8192 pixels a side)")
+            }
+            let size = Size(width: width, height: height)
+            if sizes.contains(size) { throw ExportError(.invalidArgument, "the ladder names \(item) twice") }
+            sizes.append(size)
+        }
+        if sizes.count > maxRungs {
+            throw ExportError(.invalidArgument, "a ladder has at most \(maxRungs) rungs, not \(sizes.count)")
+        }
+        var seconds = defaultSegmentSeconds
+        if let segmentDuration {
+            let trimmed = segmentDuration.trimmingCharacters(in: .whitespaces).lowercased()
+            let number = trimmed.hasSuffix("s") ? String(trimmed.dropLast()) : trimmed
+            guard let value = Double(number), value.isFinite, (1...60).contains(value) else {
+                throw ExportError(
+                    .invalidArgument,
+                    "cannot use the segment duration '\(segmentDuration)'; give seconds from 1 to 60, e.g. 6 or 4.5s")
+            }
+            seconds = value
+        }
+        var ladder = Ladder(sizes: sizes, segmentSeconds: seconds)
+        ladder.manifests = formats
+        return ladder
+    }
+
+    /// The rungs for an upright source of `width`x`height`: each box fitted to the source's aspect
+    /// ratio (both sides even), largest first; a rung whose fitted size is larger than the source's
+    /// is dropped (`dropped`), as is one the same size as a larger rung's.
+    public func rungs(forSourceWidth width: Int, height: Int) -> (kept: [Size], dropped: [Size]) {
+        var kept: [Size] = []
+        var dropped: [Size] = []
+        for box in sizes {
+            let scale = min(Double(box.width) / Double(width), Double(box.height) / Double(height))
+            let fitted = Size(
+                width: max(2, Int((Double(width) * scale / 2).rounded()) * 2),
+                height: max(2, Int((Double(height) * scale / 2).rounded()) * 2))
+            // A box that fits the whole source at more than its size would be upscaling.
+            if scale > 1.0001 || kept.contains(fitted) {
+                dropped.append(box)
+            } else {
+                kept.append(fitted)
+            }
+        }
+        return (kept, dropped)
+    }
+
+    /// A rung's VBV cap in bits per second: about 3.5 bits a second per pixel (1920x1080 ≈ 7.3 Mbit/s,
+    /// 1280x720 ≈ 3.2, 960x540 ≈ 1.8, 640x360 ≈ 0.8: Apple's H.264 ladder's upper rates), so the
+    /// CRF encode cannot spike past what the rung's viewers can fetch.
+    static func maxBitrate(for size: Size) -> Int { max(100_000, Int(Double(size.width * size.height) * 3.5)) }
+}

@@ -1,0 +1,178 @@
+import Foundation
+internal import ReelMedia
+import Synchronization
+
+extension ExportSession {
+    /// Exports `ladder` into the folder `destination`: planned from the session's preset (codec
+    /// settings, colour, rotation, audio), run by `LadderTranscoder` into a hidden folder beside the
+    /// destination (`TemporaryOutput`'s name), playlists written from what was measured
+    /// (`LadderPlaylists`), every file checked against what was recorded, then renamed into place:
+    /// the folder appears complete or not at all, and any failure or cancel removes it.
+    func runLadder(_ ladder: Ladder, destination: URL, started: ContinuousClock.Instant) throws(ExportError)
+        -> Result
+    {
+        let (range, metadata, background, overwrite, tag, gate, threads) = state.withLock {
+            (
+                $0.timeRange, $0.metadataPolicy, $0.backgroundColor, $0.overwrite, $0.temporaryTag, $0.publishGate,
+                $0.codecThreads
+            )
+        }
+        try OutputPublisher.check(destination: destination, asset: asset.url, overwrite: overwrite)
+        let exportPlan = try ExportPlanner.decide(
+            asset: asset, preset: preset, type: .mp4, timeRange: range, metadata: metadata, optimizeForNetwork: true,
+            forceTranscode: true, background: background)
+        let transcode = exportPlan.transcodePlan(limits: limits)
+        guard case .transcode(let planned?, let audio) = transcode.mode else {
+            throw ExportError(.noVideo, "an hls ladder needs a video stream to encode")
+        }
+        guard planned.encoding.codec == .h264, !planned.encoding.tenBit, planned.encoding.color != .keepSource else {
+            throw ExportError(
+                .invalidArgument,
+                "an hls ladder is 8-bit H.264 in this version; preset \(preset.name) makes \(planned.encoding.codec.rawValue)"
+                    + (planned.encoding.tenBit ? " 10-bit" : ""))
+        }
+        guard let source = asset.displaySize else { throw ExportError(.noVideo, "the asset has no video size") }
+        let (sizes, dropped) = ladder.rungs(forSourceWidth: source.width, height: source.height)
+        guard !sizes.isEmpty else {
+            throw ExportError(
+                .invalidArgument,
+                "every rung of the ladder (\(ladder.sizes.map(\.description).joined(separator: ", "))) is larger than the source (\(source.width)x\(source.height)); name one at most its size"
+            )
+        }
+        let rungs = sizes.map { size -> VideoEncoding in
+            var encoding = planned.encoding
+            encoding.width = size.width
+            encoding.height = size.height
+            encoding.pixelAspect = Rational(1, 1)
+            encoding.profile = encoding.profile ?? "high"
+            let cap = Ladder.maxBitrate(for: size)
+            encoding.maxBitrate = min(encoding.maxBitrate ?? cap, cap)
+            encoding.bufferSize = 2 * encoding.maxBitrate!
+            encoding.alignedKeyframes = true
+            return encoding
+        }
+
+        let folder = TemporaryOutput.url(for: destination, tag: tag ?? TemporaryOutput.randomTag())
+        if mkdir(folder.path, 0o755) != 0 {
+            throw ExportError(.outputFailed, "cannot create \(folder.path): \(String(cString: strerror(errno)))")
+        }
+        setStatus(.exporting)
+        var published = false
+        defer { if !published { try? FileManager.default.removeItem(at: folder) } }
+
+        var plan = LadderPlan(
+            inputPath: transcode.inputPath, outputFolder: folder.path, videoStream: planned.stream, rungs: rungs,
+            audio: audio, segmentSeconds: ladder.segmentSeconds, policy: limits, threads: threads)
+        plan.inputByteRange = transcode.inputByteRange
+        plan.startSeconds = transcode.startSeconds
+        plan.endSeconds = transcode.endSeconds
+        let outcome = try runLadderPipeline(plan, started: started)
+
+        let language = asset.audioTrack?.language
+        let (files, result) = LadderPlaylists.make(
+            outcome, language: language, dropped: dropped.map(\.description), manifests: ladder.manifests)
+        for (path, text) in files {
+            try AtomicFile.write(Data(text.utf8), to: folder.appendingPathComponent(path), overwrite: false)
+        }
+        let bytes = try LadderVerification.check(folder: folder, outcome: outcome, files: result.files)
+        if cancelFlag.isRaised { throw ExportSession.cancelled() }
+        try gate?()
+        try LadderVerification.publish(folder: folder, to: destination, overwrite: overwrite)
+        published = true
+        ladderResult = result
+        let top = outcome.video[0]
+        var summary = Result(
+            bytes: bytes, durationSeconds: result.video[0].durationSeconds, width: top.width, height: top.height,
+            videoCodec: "h264", audioCodec: outcome.audio != nil ? "aac" : nil, networkOptimized: true,
+            elapsedSeconds: (ContinuousClock.now - started) / .seconds(1), method: .transcode,
+            decision: "an hls ladder of \(sizes.map(\.description).joined(separator: ", "))"
+                + (dropped.isEmpty
+                    ? "" : " (above the source, dropped: \(dropped.map(\.description).joined(separator: ", ")))"))
+        summary.timeRange = exportPlan.timeRange
+        summary.requestedTimeRange = exportPlan.requestedTimeRange
+        return summary
+    }
+
+    /// Runs the ladder under the stall watchdog, as a single export's encode runs.
+    private func runLadderPipeline(_ plan: LadderPlan, started: ContinuousClock.Instant) throws(ExportError)
+        -> LadderOutcome
+    {
+        let watchdog = Watchdog(timeout: stallTimeout, cancel: cancelFlag)
+        let produced = Mutex<LadderOutcome?>(nil)
+        let outcome = watchdog.run { [self, cancelFlag] heartbeat throws(MediaError) in
+            let made = try LadderTranscoder.run(plan, cancel: cancelFlag, heartbeat: heartbeat) { [self] update in
+                publish(update, started: started)
+            }
+            produced.withLock { $0 = made }
+        }
+        if watchdog.stalled {
+            throw ExportError(.stalled, "no progress for \(Int(stallTimeout)) s; the ladder export was stopped")
+        }
+        switch outcome {
+        case .none:
+            throw ExportSession.cancelled(detail: "its codec did not return and was abandoned")
+        case .failure(let error):
+            if cancelFlag.isRaised { throw ExportSession.cancelled() }
+            throw ExportError(error)
+        case .success:
+            break
+        }
+        if cancelFlag.isRaised { throw ExportSession.cancelled() }
+        guard let made = produced.withLock({ $0 }) else { throw ExportError(.internal, "the ladder produced nothing") }
+        return made
+    }
+}
+
+/// The checks a ladder's folder passes before it is published, and the publishing.
+enum LadderVerification {
+    /// Every file the playlists name is there, and every segment has the bytes that were recorded
+    /// for it; returns the folder's total bytes.
+    static func check(folder: URL, outcome: LadderOutcome, files: [String]) throws(ExportError) -> Int64 {
+        var expected: [String: Int64] = [:]
+        for track in outcome.video + (outcome.audio.map { [$0] } ?? []) {
+            expected[track.folder + "/" + track.files.initFile] = track.files.initBytes
+            for segment in track.files.segments { expected[track.folder + "/" + segment.file] = segment.bytes }
+            if track.files.segments.isEmpty {
+                throw ExportError(.outputInvalid, "the rendition \(track.folder) has no segment")
+            }
+        }
+        var total: Int64 = 0
+        for file in files {
+            var status = stat()
+            guard stat(folder.path + "/" + file, &status) == 0 else {
+                throw ExportError(.outputInvalid, "the ladder's \(file) is missing")
+            }
+            let size = Int64(status.st_size)
+            if let want = expected[file], want != size {
+                throw ExportError(.outputInvalid, "the ladder's \(file) has \(size) bytes, \(want) were written")
+            }
+            total += size
+        }
+        return total
+    }
+
+    /// Renames the finished folder into place. An existing destination is refused unless
+    /// `overwrite`, when it is moved aside first and removed once the new folder is in place.
+    static func publish(folder: URL, to destination: URL, overwrite: Bool) throws(ExportError) {
+        var aside: URL?
+        if FileManager.default.fileExists(atPath: destination.path) {
+            guard overwrite else {
+                throw ExportError(
+                    .outputExists,
+                    "\(destination.path) already exists (ask to overwrite it: --overwrite, \"overwrite\": true)")
+            }
+            let old = TemporaryOutput.url(for: destination, tag: "replaced-" + TemporaryOutput.randomTag())
+            guard rename(destination.path, old.path) == 0 else {
+                throw ExportError(
+                    .outputFailed, "cannot move the old \(destination.path) aside: \(String(cString: strerror(errno)))")
+            }
+            aside = old
+        }
+        guard rename(folder.path, destination.path) == 0 else {
+            let reason = String(cString: strerror(errno))
+            if let aside { _ = rename(aside.path, destination.path) }
+            throw ExportError(.outputFailed, "cannot move the ladder into \(destination.path): \(reason)")
+        }
+        if let aside { try? FileManager.default.removeItem(at: aside) }
+    }
+}

@@ -1,0 +1,311 @@
+internal import CFFmpeg
+internal import CFFmpegShim
+import Foundation
+
+/// Runs one `LadderPlan` on the calling thread: the source is read and decoded once (scaled,
+/// rotated and tone-mapped to the first rung by `VideoDecodeStage`), every other rung scales that
+/// frame down with its own `Scaler`, and every rung has its own x264 encoder and CMAF track
+/// (`SegmentedTrack`); audio is decoded and encoded once (`AudioStage`).
+///
+/// Parallelism comes from the codecs' own threads: the decoder's, and each rung's x264 frame threads
+/// (the core budget split between the rungs, at least two each so a rung's encode runs beside the
+/// others rather than in turn). The scaling of the lower rungs runs on the calling thread.
+///
+/// Keyframes: the first frame at or after every multiple of the segment length is sent as an I
+/// frame to every rung (`alignedKeyframes`: an IDR, no scene cuts), and each track cuts a fragment
+/// right before that IDR's packet, so every rung's segment k starts with an IDR at the same time.
+/// Audio is cut at the AAC frame nearest each multiple. Blocking; raising `cancel` stops it within
+/// a packet. On failure the folder's contents are left for the caller to remove.
+public enum LadderTranscoder {
+    /// Share of the progress bar given to splitting the tracks into segment files.
+    static let finalizingShare = 0.03
+
+    public static func run(
+        _ plan: LadderPlan, cancel: CancellationFlag, heartbeat: Heartbeat = Heartbeat(),
+        progress: @escaping (TranscodeProgress) -> Void
+    ) throws(MediaError) -> LadderOutcome {
+        defer { reel_trim_heap() }
+        guard !plan.rungs.isEmpty else {
+            throw MediaError(kind: .invalidArgument, call: "plan", message: "a ladder needs at least one rung")
+        }
+        guard plan.segmentSeconds > 0, plan.segmentSeconds.isFinite else {
+            throw MediaError(kind: .invalidArgument, call: "plan", message: "the segment duration must be positive")
+        }
+        for rung in plan.rungs where rung.codec != .h264 || !rung.alignedKeyframes || rung.tenBit {
+            throw MediaError(
+                kind: .invalidArgument, call: "plan", message: "ladder rungs are 8-bit H.264 with aligned keyframes")
+        }
+        let input = try InputFile(
+            path: plan.inputPath, policy: plan.policy, interrupt: cancel, analysis: .full,
+            byteRange: plan.inputByteRange)
+        input.heartbeat = heartbeat
+        if cancel.isRaised { throw MediaError.cancelled() }
+        let streams = input.info.streams
+        guard streams.indices.contains(plan.videoStream), streams[plan.videoStream].kind == .video else {
+            throw MediaError(kind: .invalidArgument, call: "plan", message: "stream \(plan.videoStream) is not video")
+        }
+        if let audio = plan.audio, !streams.indices.contains(audio.stream) || streams[audio.stream].kind != .audio {
+            throw MediaError(kind: .invalidArgument, call: "plan", message: "stream \(audio.stream) is not audio")
+        }
+        let pipeline = try LadderPipeline(
+            plan: plan, input: input, cancel: cancel, heartbeat: heartbeat, progress: progress)
+        return try pipeline.run()
+    }
+}
+
+/// The state of one run of `LadderTranscoder`.
+final class LadderPipeline {
+    /// One rung: its scaler (none for the first), frame, encoder and track.
+    final class Rung {
+        let encoding: VideoEncoding
+        let track: SegmentedTrack
+        let encode: VideoEncodeStage
+        /// The lower rungs' own picture, scaled from the first rung's.
+        let frame: Frame?
+        var scaler: Scaler?
+        /// The next segment boundary, in seconds: a keyframe at or after it starts a segment.
+        var nextBoundary = 0.0
+
+        init(encoding: VideoEncoding, track: SegmentedTrack, encode: VideoEncodeStage, frame: Frame?) {
+            self.encoding = encoding
+            self.track = track
+            self.encode = encode
+            self.frame = frame
+        }
+    }
+
+    /// Fans each decoded frame out to the rungs. Shared by the decode stage's `emit` and the pipeline.
+    final class Fanout {
+        var rungs: [Rung] = []
+        var segmentSeconds = 6.0
+        var timeBase = AVRational(num: 1, den: 1)
+        var nextForced = 0.0
+        var frames = 0
+        var pool: BoundedQueue<Frame>?
+
+        func take(_ frame: Frame) throws(MediaError) {
+            let picture = frame.pointer
+            let time = seconds(picture.pointee.pts, timeBase)
+            if time >= nextForced - 1e-6 {
+                picture.pointee.pict_type = AV_PICTURE_TYPE_I
+                nextForced = LadderPipeline.boundary(after: time, segment: segmentSeconds)
+            }
+            for rung in rungs {
+                if let own = rung.frame {
+                    if rung.scaler == nil || !rung.scaler!.accepts(picture) {
+                        rung.scaler = try Scaler(
+                            from: picture, toWidth: Int32(rung.encoding.width), height: Int32(rung.encoding.height),
+                            format: AVPixelFormat(rawValue: picture.pointee.format), matrix: .source, threads: 1)
+                    }
+                    try own.makeWritable()
+                    try rung.scaler!.scale(picture, into: own.pointer)
+                    own.pointer.pointee.pts = picture.pointee.pts
+                    own.pointer.pointee.pkt_duration = picture.pointee.pkt_duration
+                    own.pointer.pointee.pict_type = picture.pointee.pict_type
+                    own.pointer.pointee.sample_aspect_ratio = rung.encoding.avPixelAspect
+                    own.pointer.pointee.color_primaries = picture.pointee.color_primaries
+                    own.pointer.pointee.color_trc = picture.pointee.color_trc
+                    own.pointer.pointee.colorspace = picture.pointee.colorspace
+                    own.pointer.pointee.color_range = picture.pointee.color_range
+                    try rung.encode.encode(own, to: LadderPipeline.sink(for: rung, segment: segmentSeconds))
+                } else {
+                    try rung.encode.encode(frame, to: LadderPipeline.sink(for: rung, segment: segmentSeconds))
+                }
+            }
+            frames += 1
+            try pool?.push(frame)
+        }
+    }
+
+    private let input: InputFile
+    private let plan: LadderPlan
+    private let fanout: Fanout
+    private let decode: VideoDecodeStage
+    private let audio: AudioStage?
+    private let audioTrack: SegmentedTrack?
+    private var nextAudioBoundary = 0.0
+    private let window: TimeWindow
+    private let cancel: CancellationFlag
+    private let progress: (TranscodeProgress) -> Void
+    private let frameRate: Double
+
+    init(
+        plan: LadderPlan, input: InputFile, cancel: CancellationFlag, heartbeat: Heartbeat,
+        progress: @escaping (TranscodeProgress) -> Void
+    ) throws(MediaError) {
+        self.plan = plan
+        self.input = input
+        self.cancel = cancel
+        self.progress = progress
+        let window = TimeWindow(
+            startSeconds: plan.startSeconds, endSeconds: plan.endSeconds, sourceStartSeconds: input.info.startSeconds,
+            durationSeconds: input.info.durationSeconds)
+        self.window = window
+        let fanout = Fanout()
+        fanout.segmentSeconds = plan.segmentSeconds
+        let pool = BoundedQueue<Frame>(capacity: 2)
+        fanout.pool = pool
+        let budget = plan.threads == 0 ? ProcessInfo.processInfo.activeProcessorCount : plan.threads
+        let rungThreads = plan.threads == 1 ? 1 : max(2, (budget + plan.rungs.count - 1) / plan.rungs.count)
+        let decode = try VideoDecodeStage(
+            input: input, streamIndex: plan.videoStream, encoding: plan.rungs[0], window: window, pool: pool,
+            poolSize: 2, decoderThreads: plan.threads,
+            emit: { (frame: Frame) throws(MediaError) in try fanout.take(frame) })
+        fanout.timeBase = decode.timeBase
+        frameRate = av_q2d(decode.frameRate)
+        let source = try decode.describeSource()
+        for (index, var encoding) in plan.rungs.enumerated() {
+            // A keyframe at least every segment (x264's own keyint), the forced ones at the boundaries.
+            encoding.keyframeInterval = max(1, Int((plan.segmentSeconds * frameRate).rounded(.up)))
+            let track = try SegmentedTrack(root: plan.outputFolder, name: "v\(index)")
+            track.output.heartbeat = heartbeat
+            let encode = try VideoEncodeStage(
+                encoding: encoding, source: source.parameters, language: source.language,
+                format: decode.outputFormat, timeBase: decode.timeBase, frameRate: decode.frameRate,
+                threads: rungThreads, output: track.output)
+            try track.writeHeader()
+            let own =
+                index == 0
+                ? nil
+                : try Frame(width: Int32(encoding.width), height: Int32(encoding.height), format: decode.outputFormat)
+            fanout.rungs.append(Rung(encoding: encoding, track: track, encode: encode, frame: own))
+        }
+        self.fanout = fanout
+        self.decode = decode
+        if let audio = plan.audio {
+            let track = try SegmentedTrack(root: plan.outputFolder, name: "a")
+            track.output.heartbeat = heartbeat
+            let encoder = try AudioStage.openEncoder(audio.encoding, globalHeader: track.output.wantsGlobalHeader)
+            let stream = try track.output.addStream(
+                describedBy: try CodecParameters(of: encoder.context), timeBase: encoder.context.pointee.time_base,
+                language: input.language(ofStream: audio.stream))
+            try track.writeHeader()
+            self.audio = try AudioStage(
+                input: input, streamIndex: audio.stream, encoder: encoder,
+                target: track.output.target(ofStream: stream),
+                window: window)
+            audioTrack = track
+        } else {
+            self.audio = nil
+            audioTrack = nil
+        }
+    }
+
+    /// The first multiple of `segment` after `time` (a time at a multiple counts as reaching it).
+    static func boundary(after time: Double, segment: Double) -> Double {
+        ((time / segment + 1e-6).rounded(.down) + 1) * segment
+    }
+
+    /// Where a rung's packets go: a keyframe at or after the next boundary starts a segment.
+    static func sink(for rung: Rung, segment: Double) -> PacketSink {
+        { (packet: Packet) throws(MediaError) in
+            let raw = packet.pointer.pointee
+            let time = rung.track.seconds(ofPts: raw.pts)
+            let starts = raw.flags & AV_PKT_FLAG_KEY != 0 && time >= rung.nextBoundary - 1e-6
+            if starts { rung.nextBoundary = boundary(after: time, segment: segment) }
+            try rung.track.write(packet, startsSegment: starts)
+        }
+    }
+
+    /// Audio packets: a segment starts at the AAC frame nearest each boundary.
+    private func writeAudio(_ packet: Packet) throws(MediaError) {
+        guard let track = audioTrack else { return }
+        let raw = packet.pointer.pointee
+        let time = track.seconds(ofPts: raw.pts)
+        let half = track.seconds(ofPts: max(1, raw.duration)) / 2
+        let starts = !track.hasSegments || time >= nextAudioBoundary - half
+        if starts {
+            // The encoder's priming packet (before 0) starts the first segment, not one of its own.
+            nextAudioBoundary = LadderPipeline.boundary(after: max(0, time + half), segment: plan.segmentSeconds)
+        }
+        try track.write(packet, startsSegment: starts)
+    }
+
+    func run() throws(MediaError) -> LadderOutcome {
+        let packet = try Packet()
+        if window.hasRangeStart { try input.seek(toMicroseconds: window.originMicroseconds) }
+        report(.transcoding, 0)
+        var lastReported = 0.0
+        let audioSink: PacketSink = { [self] (encoded: Packet) throws(MediaError) in try writeAudio(encoded) }
+        while true {
+            guard try input.read(into: packet, unless: cancel) else { break }
+            defer { packet.unref() }
+            let index = packet.streamIndex
+            if index == decode.inputIndex, !decode.finished {
+                try decode.decode(packet)
+            } else if let audio, index == audio.inputIndex, !audio.finished {
+                try audio.decode(packet, to: audioSink)
+            } else {
+                continue
+            }
+            if decode.finished && (audio?.finished ?? true) { break }
+            let fraction = min(1, mediaSeconds / window.totalSeconds) * (1 - LadderTranscoder.finalizingShare)
+            if fraction - lastReported >= 0.002 {
+                lastReported = fraction
+                report(.transcoding, fraction)
+            }
+        }
+        if cancel.isRaised { throw MediaError.cancelled() }
+        try decode.flush()
+        try audio?.flush(to: audioSink)
+        for rung in fanout.rungs {
+            try rung.encode.flush(to: LadderPipeline.sink(for: rung, segment: plan.segmentSeconds))
+        }
+        if cancel.isRaised { throw MediaError.cancelled() }
+        if fanout.frames == 0 {
+            throw MediaError(
+                kind: .unreadableInput, call: "decode", message: "no video frame could be decoded from the input")
+        }
+        report(.finalizing, 1 - LadderTranscoder.finalizingShare)
+        var video: [LadderTrack] = []
+        for rung in fanout.rungs {
+            let stream = rung.track.output.context.pointee.streams[0]!
+            video.append(
+                LadderTrack(
+                    folder: rung.track.name, files: try rung.track.finish(),
+                    codecs: try LadderPipeline.avcCodecs(stream.pointee.codecpar), width: rung.encoding.width,
+                    height: rung.encoding.height, frameRate: frameRate))
+        }
+        var audioOutcome: LadderTrack?
+        if let audioTrack, let encoding = plan.audio?.encoding {
+            audioOutcome = LadderTrack(
+                folder: audioTrack.name, files: try audioTrack.finish(), codecs: "mp4a.40.2",
+                channels: encoding.channels, sampleRate: encoding.sampleRate)
+        }
+        report(.finalizing, 1)
+        return LadderOutcome(video: video, audio: audioOutcome, frames: fanout.frames)
+    }
+
+    private var mediaSeconds: Double { max(decode.mediaSeconds, audio?.mediaSeconds ?? 0) }
+
+    private func report(_ phase: TranscodeProgress.Phase, _ fraction: Double) {
+        progress(TranscodeProgress(phase: phase, fraction: fraction, frames: fanout.frames, mediaSeconds: mediaSeconds))
+    }
+
+    /// `avc1.PPCCLL` from the stream's SPS: profile_idc, the constraint flags and level_idc, read
+    /// from an `avcC` record (its bytes 1-3) or from the first SPS NAL unit of Annex B extradata.
+    static func avcCodecs(_ parameters: UnsafeMutablePointer<AVCodecParameters>) throws(MediaError) -> String {
+        let size = Int(parameters.pointee.extradata_size)
+        guard let data = parameters.pointee.extradata, size >= 4 else {
+            throw MediaError(kind: .internalFailure, call: "codecs", message: "the H.264 stream has no parameter sets")
+        }
+        let bytes = Array(UnsafeBufferPointer(start: data, count: size))
+        var sps: ArraySlice<UInt8>?
+        if bytes[0] == 1 {
+            sps = bytes[1...3]
+        } else {
+            var index = 0
+            while index + 6 < bytes.count {
+                if bytes[index] == 0, bytes[index + 1] == 0, bytes[index + 2] == 1, bytes[index + 3] & 0x1F == 7 {
+                    sps = bytes[(index + 4)...(index + 6)]
+                    break
+                }
+                index += 1
+            }
+        }
+        guard let sps else {
+            throw MediaError(kind: .internalFailure, call: "codecs", message: "no SPS in the H.264 parameter sets")
+        }
+        return "avc1." + sps.map { String(format: "%02x", $0) }.joined()
+    }
+}

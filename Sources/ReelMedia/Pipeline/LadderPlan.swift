@@ -1,0 +1,81 @@
+/// An adaptive-streaming ladder as plain values: one source decoded once, scaled to every rung,
+/// each rung encoded (H.264) into its own CMAF track, and one AAC rendition. Decided by the caller
+/// (ReelExport); ReelMedia only executes it (`LadderTranscoder`). Paths are absolute.
+public struct LadderPlan: Sendable {
+    public var inputPath: String
+    /// When set, the input is these bytes of `inputPath` (`TranscodePlan.inputByteRange`).
+    public var inputByteRange: Range<Int64>? = nil
+    /// An existing, empty folder: each track gets a sub-folder (`v0`, `v1`, …, `a`) of its own.
+    public var outputFolder: String
+    /// The source's video stream.
+    public var videoStream: Int
+    /// The rungs, largest first. The first decides the decode (rotation, mirroring, colour, frame
+    /// rate cap) and is encoded from the decoded frames as they are; every other rung is scaled from
+    /// them. Each must be H.264 with `alignedKeyframes`.
+    public var rungs: [VideoEncoding]
+    /// The audio rendition (nil for none).
+    public var audio: StreamEncoding<AudioEncoding>?
+    /// Segment length: an IDR is forced on the first frame at or after every multiple of it, in
+    /// every rung, and each segment starts there.
+    public var segmentSeconds: Double
+    public var startSeconds: Double?
+    public var endSeconds: Double?
+    public var policy: InputPolicy
+    /// The core budget (`TranscodePlan.threads`): 0 for every core, 1 for one.
+    public var threads: Int
+
+    public init(
+        inputPath: String, outputFolder: String, videoStream: Int, rungs: [VideoEncoding],
+        audio: StreamEncoding<AudioEncoding>?, segmentSeconds: Double, policy: InputPolicy = .standard,
+        threads: Int = 0
+    ) {
+        self.inputPath = inputPath
+        self.outputFolder = outputFolder
+        self.videoStream = videoStream
+        self.rungs = rungs
+        self.audio = audio
+        self.segmentSeconds = segmentSeconds
+        self.policy = policy
+        self.threads = max(0, threads)
+    }
+}
+
+/// One track of a finished ladder: its folder, its files and what a playlist says of it.
+public struct LadderTrack: Sendable, Equatable {
+    /// One media segment as written.
+    public struct Segment: Sendable, Equatable {
+        /// File name inside the track's folder.
+        public var file: String
+        public var bytes: Int64
+        /// Where its first packet is presented, in seconds from the export's start.
+        public var startSeconds: Double
+        /// Up to the next segment's start (the last: to the end of its last packet).
+        public var durationSeconds: Double
+    }
+    /// The init segment and the media segments.
+    public struct Segments: Sendable, Equatable {
+        public var initFile: String
+        public var initBytes: Int64
+        public var segments: [Segment]
+    }
+    /// The folder, relative to the ladder's (`v0`, `a`).
+    public var folder: String
+    public var files: Segments
+    /// The RFC 6381 codec string of what was written: `avc1.PPCCLL` from the stream's SPS, or
+    /// `mp4a.40.2`.
+    public var codecs: String
+    public var width: Int?
+    public var height: Int?
+    public var frameRate: Double?
+    public var channels: Int?
+    public var sampleRate: Int?
+}
+
+/// What a ladder produced.
+public struct LadderOutcome: Sendable {
+    /// One track per rung, in the plan's order.
+    public var video: [LadderTrack]
+    public var audio: LadderTrack?
+    /// Frames decoded and sent to the rungs.
+    public var frames: Int
+}
