@@ -5,11 +5,12 @@
 /// The key an asset is filed under, read with at most three positioned reads instead of the whole
 /// file: BLAKE2b-256 of the file's size and its first, middle and last 64 KiB.
 ///
-/// Why 64 KiB: a JPEG's Exif/MakerNote segment is at most 64 KiB and sits at the start, a HEIC's or
-/// MP4's `ftyp`/`meta`/`moov` headers are usually within the first or last 64 KiB (a Motion Photo's
-/// appended movie ends the file), so the samples cover the bytes that tell photos apart and that the
-/// header parsers read anyway; three 64 KiB reads cost about what opening the headers costs, whatever
-/// the file's size (a 4 GB movie is keyed from 192 KiB).
+/// Why 64 KiB: editors rewrite metadata at a file's ends (a JPEG's Exif/MakerNote segment, at most
+/// 64 KiB, comes first; HEIC `meta` and QuickTime `moov` sit at the start or the end), so two
+/// different files almost always differ inside the first or last 64 KiB and never need a whole-file
+/// hash to be told apart, while the middle sample catches a re-encode or a trim that kept both ends.
+/// Three 64 KiB reads cost about what the header parse reads anyway, whatever the file's size (a
+/// 4 GB movie is keyed from 192 KiB).
 ///
 /// A file of at most `wholeFileLimit` (3 × 64 KiB) bytes is hashed whole, and its key is exactly
 /// `b2sum -l 256` of it: the key libraries scanned before sampling used for every file, so those
