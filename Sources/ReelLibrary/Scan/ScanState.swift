@@ -191,13 +191,24 @@ final class ScanState {
                 usedVideos.insert(video.path)
             }
         }
-        // Without identifiers: same folder and stem, a short movie, close capture times.
+        // Without identifiers: same folder and stem, a short movie, close capture times. The batch's
+        // photos are looked up by folder and stem (in their order), not compared with every movie:
+        // that comparison was a quarter of a first scan's CPU time (perf, 20,000 files).
+        var photosByName: [String: [Int]] = [:]
+        for (index, photo) in photos.enumerated() {
+            photosByName[
+                LivePhotoRules.folder(of: photo.path) + "\0" + LivePhotoRules.stem(of: photo.path), default: []
+            ]
+            .append(index)
+        }
         for video in videos
         where !usedVideos.contains(video.path)
             && (video.facts.duration ?? .infinity) <= LivePhotoRules.inferredMaxDuration
         {
             let side = LivePhotoRules.side(video)
-            if let photo = photos.first(where: {
+            let sameName = photosByName[
+                LivePhotoRules.folder(of: video.path) + "\0" + LivePhotoRules.stem(of: video.path)]
+            if let photo = (sameName ?? []).lazy.map({ photos[$0] }).first(where: {
                 videoFor[$0.path] == nil && videoOfPhoto[$0.path] == nil
                     && LivePhotoRules.inferable(photo: LivePhotoRules.side($0), video: side)
             }) {

@@ -97,7 +97,8 @@ public final class SQLiteLibraryStore: LibraryStore {
     public func files(contentHash hash: String, limit: Int) async throws -> [FileRecord] {
         try await read { db in
             try Row.fetchAll(
-                db, sql: "SELECT * FROM file WHERE content_hash = ? ORDER BY path LIMIT ?", arguments: [hash, limit]
+                db.cachedStatement(sql: "SELECT * FROM file WHERE content_hash = ? ORDER BY path LIMIT ?"),
+                arguments: [hash, limit]
             )
             .map(SQLiteLibraryStore.fileRecord)
         }
@@ -174,10 +175,12 @@ public final class SQLiteLibraryStore: LibraryStore {
 
     public func assets(inFolder folder: String, stem: String, limit: Int) async throws -> [StoredAsset] {
         try await read { db in
+            // Cached: a scan asks this for nearly every new photo and short movie.
             try Row.fetchAll(
-                db,
-                sql:
-                    "SELECT a.*, \(SQLiteLibraryStore.representsBurst) FROM asset a WHERE a.folder = ? AND a.stem = ? ORDER BY a.path LIMIT ?",
+                db.cachedStatement(
+                    sql:
+                        "SELECT a.*, \(SQLiteLibraryStore.representsBurst) FROM asset a WHERE a.folder = ? AND a.stem = ? ORDER BY a.path LIMIT ?"
+                ),
                 arguments: [folder, stem, limit]
             ).map(SQLiteLibraryStore.storedAsset)
         }
