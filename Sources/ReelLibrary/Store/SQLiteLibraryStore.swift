@@ -186,6 +186,20 @@ public final class SQLiteLibraryStore: LibraryStore {
         }
     }
 
+    public func assets(named names: [(folder: String, stem: String)], limit: Int) async throws -> [[StoredAsset]] {
+        guard !names.isEmpty else { return [] }
+        let pairs = names.map { [$0.folder, $0.stem] }
+        return try await read { db in
+            let statement = try db.cachedStatement(
+                sql:
+                    "SELECT a.*, \(SQLiteLibraryStore.representsBurst) FROM asset a WHERE a.folder = ? AND a.stem = ? ORDER BY a.path LIMIT ?"
+            )
+            return try pairs.map { pair in
+                try Row.fetchAll(statement, arguments: [pair[0], pair[1], limit]).map(SQLiteLibraryStore.storedAsset)
+            }
+        }
+    }
+
     public func unownedFiles(limit: Int) async throws -> [FileRecord] {
         try await read { db in
             try Row.fetchAll(
