@@ -106,10 +106,14 @@ extension PhotoLibrary: AssetLibrary {
         let walked = WalkedFile(path: absolute, name: (absolute as NSString).lastPathComponent, stamp: stamp)
         let limits = limits
         let read = await onOwnThread(named: "reel-library") { LibraryScanner.readOne(walked, limits: limits) }
-        let record: FileRecord
+        var record: FileRecord
         switch read {
         case .failure(let skip): throw LibraryError(.invalidArgument, "\(path): \(skip.reason)")
         case .success(let found): record = found
+        }
+        if ContentKey.isSampled(size: record.stamp.size) {
+            // A sampled key another file holds is kept only for the same bytes, as a scan does.
+            try await KeyConfirmation(store: store).confirm(&record, removed: [], changed: [])
         }
         let state = ScanState(store: store, addedDate: Date())
         if known != nil {

@@ -48,7 +48,8 @@ public struct LibrarySource: Sendable, Codable, Equatable {
     /// The file's size and modification time (nanoseconds since 1970) when the library indexed it.
     public var fileBytes: Int64
     public var modifiedNanoseconds: Int64
-    /// BLAKE2b-256 of the whole file as indexed, hex, when known.
+    /// The library's content key of the file as indexed, hex, when known (BLAKE2b-256 of the whole
+    /// file up to 192 KiB, else of its size and three 64 KiB samples; ReelLibrary's `ContentKey`).
     public var contentHash: String?
     /// When the moment was captured, ISO 8601 with the camera's offset when it recorded one
     /// (`2024-05-01T12:00:00+02:00`), as QuickTime's `com.apple.quicktime.creationdate` holds it.

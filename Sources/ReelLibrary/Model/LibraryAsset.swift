@@ -70,7 +70,8 @@ public struct LibraryAsset: Sendable, Codable, Equatable, Identifiable {
     /// Seconds into the paired video where the still was taken (the `mebx` still-image-time track, or
     /// the Motion Photo's presentation timestamp).
     public var stillImageTime: Double?
-    /// BLAKE2b-256 of the primary file's bytes, hex.
+    /// The primary file's content key, hex (`ContentKey`: BLAKE2b-256 of its bytes up to 192 KiB,
+    /// else of its size and three 64 KiB samples; shared only by files with the same bytes).
     public var contentHash: String
     /// The primary file's path.
     public var path: String
@@ -125,7 +126,9 @@ public struct AssetResource: Sendable, Codable, Equatable {
     /// Where the bytes are in `path` (the whole file when the offset is 0 and the length its size).
     public var offset: Int64
     public var length: Int64
-    /// BLAKE2b-256 of the resource's bytes, hex, when known (whole files: the scan's hash).
+    /// The scan's content key of the resource's file, hex, when the resource is the whole file
+    /// (`ContentKey`: BLAKE2b-256 of the bytes for files up to 192 KiB and where a shared sampled
+    /// key was split, else of the size and three 64 KiB samples).
     public var contentHash: String?
 
     public init(

@@ -82,7 +82,11 @@ public enum ResourceWriter {
         guard onDisk == written, source == written else {
             throw LibraryError(.writeFailed, "the copy of \(resource.path) does not hash as its source; not kept")
         }
-        if let expected = resource.contentHash, expected != written {
+        // The recorded key is the whole file's hash when it was hashed whole (small files, split
+        // keys), else its sampled `ContentKey` (set only for resources that are the whole file).
+        if let expected = resource.contentHash, expected != written,
+            resource.offset != 0 || ContentKey.key(descriptor: input, size: resource.length)?.key != expected
+        {
             throw LibraryError(.stale, "\(resource.path) changed since it was indexed (its hash differs); not written")
         }
         guard rename(temporary, destination) == 0 else {

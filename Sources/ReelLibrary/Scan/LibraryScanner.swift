@@ -5,8 +5,10 @@ import ReelMedia
 import Synchronization
 
 /// Indexes folders into a library: walks them without following links, reads only new or changed
-/// files (size and modification time decide), hashes their content, parses their headers, pairs
-/// Live Photos, and writes files and assets in batches, one transaction each.
+/// files (size and modification time decide), keys their content (`ContentKey`: whole when small,
+/// else from three 64 KiB samples, confirmed by whole-file hashes only where two files share a
+/// sampled key), parses their headers, pairs Live Photos, and writes files and assets in batches,
+/// one transaction each.
 ///
 /// Identity follows content: a file that moved or was renamed (its bytes seen again at a new path
 /// while its old path vanished) keeps its asset and identifier; identical copies are separate
@@ -125,18 +127,37 @@ public struct LibraryScanner: Sendable {
         }
         var read = 0
         var bytes: Int64 = 0
-        for start in stride(from: 0, to: pending.count, by: batchSize) {
-            let batch = Array(pending[start..<min(pending.count, start + batchSize)])
-            let limits = limits
-            let threads = threads
-            let results = await onOwnThread(named: "reel-library") {
-                LibraryScanner.read(batch, limits: limits, threads: threads)
+        let keys = KeyConfirmation(store: store)
+        keys.removedSizes = Set(
+            removedByHash.values.joined().map(\.stamp.size).filter { ContentKey.isSampled(size: $0) })
+        // The next batch is read while this one is written: reading is the readers' threads', writing
+        // and pairing the store's, so one waits for the other only when it is the slower.
+        let limits = limits
+        let threads = threads
+        let pendingFiles = pending
+        let batchSize = batchSize
+        func reading(_ start: Int) -> Task<[Result<FileRecord, SkippedFile>], Never>? {
+            guard start < pendingFiles.count else { return nil }
+            let batch = Array(pendingFiles[start..<min(pendingFiles.count, start + batchSize)])
+            return Task {
+                await onOwnThread(named: "reel-library") {
+                    LibraryScanner.read(batch, limits: limits, threads: threads)
+                }
             }
+        }
+        var nextBatch = reading(0)
+        for start in stride(from: 0, to: pending.count, by: batchSize) {
+            guard let results = await nextBatch?.value else { break }
+            nextBatch = reading(start + batchSize)
             var new: [FileRecord] = []
             var changed: [FileRecord] = []
             var moved: [(FileRecord, FileRecord)] = []
             var skips: [LibraryOperation] = []
-            for result in results {
+            for var result in results {
+                if case .success(var record) = result, ContentKey.isSampled(size: record.stamp.size) {
+                    try await keys.confirm(&record, removed: removedSet, changed: changedPaths)
+                    result = .success(record)
+                }
                 switch result {
                 case .failure(let skip):
                     skipped.append(skip)
@@ -146,14 +167,23 @@ public struct LibraryScanner: Sendable {
                         removedSet.insert(skip.path)
                         removed.append(skip.path)
                     }
-                case .success(let record):
+                case .success(var record):
                     read += 1
-                    bytes += record.stamp.size
+                    bytes +=
+                        ContentKey.isSampled(size: record.stamp.size) ? 3 * ContentKey.sampleBytes : record.stamp.size
+                    keys.note(record)
                     if changedPaths.contains(record.path) {
                         changed.append(record)
                     } else if var candidates = removedByHash[record.contentHash], !candidates.isEmpty {
                         let old = candidates.removeFirst()
                         removedByHash[record.contentHash] = candidates
+                        removedSet.remove(old.path)
+                        moved.append((record, old))
+                    } else if let old = try await keys.legacyMove(
+                        of: &record, among: removedByHash, removed: removedSet)
+                    {
+                        // Indexed before sampled keys, under its whole-content hash: it keeps that key.
+                        removedByHash[old.contentHash]?.removeAll { $0.path == old.path }
                         removedSet.remove(old.path)
                         moved.append((record, old))
                     } else {
@@ -163,6 +193,7 @@ public struct LibraryScanner: Sendable {
             }
             if !skips.isEmpty { try await store.apply(skips) }
             try await state.resolve(new: new, changed: changed, moved: moved)
+            keys.endBatch()
             progress?(ScanProgress(phase: .reading, filesSeen: seen, filesToRead: pending.count, filesRead: read))
         }
 
@@ -186,7 +217,8 @@ public struct LibraryScanner: Sendable {
         report.filesSeen = seen
         report.filesUnchanged = unchanged
         report.filesRead = read
-        report.bytesHashed = bytes
+        report.bytesHashed = bytes + keys.bytesHashedWhole
+        report.filesHashedWhole = keys.filesHashedWhole
         report.seconds = Date().timeIntervalSince(started)
         return report
     }
@@ -219,7 +251,7 @@ public struct LibraryScanner: Sendable {
         return resolved
     }
 
-    /// Hashes and parses `files` on up to `threads` threads, in their order.
+    /// Keys and parses `files` on up to `threads` threads, in their order.
     static func read(_ files: [WalkedFile], limits: InputLimits, threads: Int) -> [Result<FileRecord, SkippedFile>] {
         let results = ResultSlots<Result<FileRecord, SkippedFile>>(count: files.count)
         let next = NextIndex()
@@ -237,7 +269,8 @@ public struct LibraryScanner: Sendable {
         return results.values()
     }
 
-    /// One file: opened without following a link, hashed whole, its headers parsed.
+    /// One file: opened without following a link, keyed by `ContentKey` (whole when small, else from
+    /// three samples), its headers parsed.
     static func readOne(_ file: WalkedFile, limits: InputLimits) -> Result<FileRecord, SkippedFile> {
         let source: FileSource
         do {
@@ -245,7 +278,7 @@ public struct LibraryScanner: Sendable {
         } catch {
             return .failure(SkippedFile(path: file.path, reason: error.message))
         }
-        guard let hash = ContentHasher.hash(descriptor: source.fileDescriptor, length: source.count) else {
+        guard let (hash, _) = ContentKey.key(descriptor: source.fileDescriptor, size: source.count) else {
             return .failure(SkippedFile(path: file.path, reason: "could not be read to the end"))
         }
         guard source.count == file.stamp.size else {

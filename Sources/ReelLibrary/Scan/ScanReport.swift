@@ -12,9 +12,14 @@ public struct ScanReport: Sendable, Codable, Equatable {
     public var filesSeen = 0
     /// Files whose size and modification time had not changed (not opened).
     public var filesUnchanged = 0
-    /// Files read (hashed and parsed).
+    /// Files read (keyed and parsed).
     public var filesRead = 0
+    /// Bytes hashed: small files whole, three 64 KiB samples of larger ones (`ContentKey`), and
+    /// the files hashed whole to confirm or split a shared sampled key.
     public var bytesHashed: Int64 = 0
+    /// Larger files hashed whole because another file shared their sampled key (or a vanished
+    /// file keyed before sampling had their size).
+    public var filesHashedWhole = 0
     public var seconds = 0.0
     public var token: LibraryChangeToken
 

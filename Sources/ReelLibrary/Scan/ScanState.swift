@@ -191,13 +191,29 @@ final class ScanState {
                 usedVideos.insert(video.path)
             }
         }
-        // Without identifiers: same folder and stem, a short movie, close capture times.
+        // Without identifiers: same folder and stem, a short movie, close capture times. The batch's
+        // photos are looked up by folder and stem (in their order), not compared with every movie:
+        // that comparison was a quarter of a first scan's CPU time (perf, 20,000 files).
+        var photosByName: [String: [Int]] = [:]
+        for (index, photo) in photos.enumerated() { photosByName[Self.name(of: photo.path), default: []].append(index) }
+        // The library's assets by folder and stem for every photo and short movie of the batch, in
+        // one round trip (nothing is written before the batch commits, so they cannot go stale).
+        var libraryByName: [String: [StoredAsset]] = [:]
+        var names: [(folder: String, stem: String)] = []
+        for file in photos + videos where libraryByName[Self.name(of: file.path)] == nil {
+            libraryByName[Self.name(of: file.path)] = []
+            names.append((LivePhotoRules.folder(of: file.path), LivePhotoRules.stem(of: file.path)))
+        }
+        for (name, found) in zip(names, try await store.assets(named: names, limit: LivePhotoRules.maxCandidates)) {
+            libraryByName[name.folder + "\0" + name.stem] = found
+        }
         for video in videos
         where !usedVideos.contains(video.path)
             && (video.facts.duration ?? .infinity) <= LivePhotoRules.inferredMaxDuration
         {
             let side = LivePhotoRules.side(video)
-            if let photo = photos.first(where: {
+            let sameName = photosByName[Self.name(of: video.path)]
+            if let photo = (sameName ?? []).lazy.map({ photos[$0] }).first(where: {
                 videoFor[$0.path] == nil && videoOfPhoto[$0.path] == nil
                     && LivePhotoRules.inferable(photo: LivePhotoRules.side($0), video: side)
             }) {
@@ -205,9 +221,7 @@ final class ScanState {
                 usedVideos.insert(video.path)
                 continue
             }
-            let candidates = try await store.assets(
-                inFolder: LivePhotoRules.folder(of: video.path), stem: LivePhotoRules.stem(of: video.path),
-                limit: LivePhotoRules.maxCandidates)
+            let candidates = libraryByName[Self.name(of: video.path)] ?? []
             if let photo = candidates.first(where: {
                 $0.asset.mediaType == .image && $0.pairedVideoPath == nil && $0.asset.pairing == nil
                     && photoUpdates[$0.asset.localIdentifier] == nil && touched[$0.asset.localIdentifier] == nil
@@ -220,9 +234,7 @@ final class ScanState {
         }
         for photo in photos where videoFor[photo.path] == nil && videoOfPhoto[photo.path] == nil {
             let side = LivePhotoRules.side(photo)
-            let candidates = try await store.assets(
-                inFolder: LivePhotoRules.folder(of: photo.path), stem: LivePhotoRules.stem(of: photo.path),
-                limit: LivePhotoRules.maxCandidates)
+            let candidates = libraryByName[Self.name(of: photo.path)] ?? []
             if let video = candidates.first(where: {
                 $0.asset.mediaType == .video && !deletedVideoAssets.contains($0.asset.localIdentifier)
                     && touched[$0.asset.localIdentifier] == nil
@@ -260,6 +272,11 @@ final class ScanState {
             batch.add(
                 .insertAsset(StoredAsset(asset: AssetBuilder.asset(from: video, addedDate: addedDate))), .inserted)
         }
+    }
+
+    /// A path's folder and stem as one key (`LivePhotoRules.folder(of:)`, `stem(of:)`).
+    static func name(of path: String) -> String {
+        LivePhotoRules.folder(of: path) + "\0" + LivePhotoRules.stem(of: path)
     }
 
     /// Files that vanished: their assets go (a photo's movie left behind becomes a video asset of

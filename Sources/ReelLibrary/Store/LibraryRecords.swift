@@ -9,7 +9,7 @@ public struct FileRecord: Sendable, Codable, Equatable {
     public var folder: String
     public var name: String
     public var stamp: FileStamp
-    /// BLAKE2b-256 of the whole file, hex.
+    /// The file's content key, hex (`ContentKey`; confirmed by whole-file hashes where shared).
     public var contentHash: String
     public var facts: FileFacts
 

@@ -39,6 +39,9 @@ public protocol LibraryStore: Sendable {
         -> [StoredAsset]
     /// Assets whose primary file is in `folder` and has the stem `stem` (`LivePhotoRules.stem(of:)`).
     func assets(inFolder folder: String, stem: String, limit: Int) async throws -> [StoredAsset]
+    /// `assets(inFolder:stem:limit:)` for each of `names`, in their order: one round trip where the
+    /// store can (a scan asks it for nearly every new photo and short movie of a batch).
+    func assets(named names: [(folder: String, stem: String)], limit: Int) async throws -> [[StoredAsset]]
     /// Recorded files that belong to no asset (neither primary nor paired video), at most `limit`:
     /// what a scan interrupted between its file and asset writes left, for the next scan to finish.
     func unownedFiles(limit: Int) async throws -> [FileRecord]
@@ -78,6 +81,12 @@ public protocol LibraryStore: Sendable {
 }
 
 extension LibraryStore {
+    public func assets(named names: [(folder: String, stem: String)], limit: Int) async throws -> [[StoredAsset]] {
+        var found: [[StoredAsset]] = []
+        for name in names { found.append(try await assets(inFolder: name.folder, stem: name.stem, limit: limit)) }
+        return found
+    }
+
     public func exclusively<T: Sendable>(waitingUpTo limit: Duration, _ body: @Sendable () async throws -> T)
         async throws -> T
     {

@@ -30,11 +30,14 @@ extension SQLiteLibraryStore {
         switch operation {
         case .putFile(let file):
             let facts = String(decoding: try encoder.encode(file.facts), as: UTF8.self)
-            try db.execute(
+            // Cached statements: compiling each one again (GRDB's authorizer on every column) was
+            // about 7 % of a first scan's CPU time (perf, 20,000 files).
+            try db.cachedStatement(
                 sql: """
                     INSERT OR REPLACE INTO file (path, folder, name, size, modified_ns, content_hash, content_identifier, media_type, facts)
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    """,
+                    """
+            ).execute(
                 arguments: [
                     file.path, file.folder, file.name, file.stamp.size, file.stamp.modifiedNanoseconds,
                     file.contentHash,
@@ -46,12 +49,13 @@ extension SQLiteLibraryStore {
             return nil
         case .insertAsset(let stored):
             let copies = try Int.fetchAll(
-                db, sql: "SELECT copy_number FROM asset WHERE content_hash = ? ORDER BY copy_number",
+                db.cachedStatement(sql: "SELECT copy_number FROM asset WHERE content_hash = ? ORDER BY copy_number"),
                 arguments: [stored.asset.contentHash])
             var copy = 1
             for used in copies where used == copy { copy += 1 }
             let identifier = LibraryIdentity.localIdentifier(contentHash: stored.asset.contentHash, copy: copy)
-            try db.execute(sql: "DELETE FROM deleted_asset WHERE local_identifier = ?", arguments: [identifier])
+            try db.cachedStatement(sql: "DELETE FROM deleted_asset WHERE local_identifier = ?").execute(
+                arguments: [identifier])
             try insert(stored, identifier: identifier, copy: copy, db, sequence: sequence)
             return identifier
         case .updateAsset(let stored):
@@ -155,7 +159,7 @@ extension SQLiteLibraryStore {
 
     static func insert(_ stored: StoredAsset, identifier: String, copy: Int, _ db: Database, sequence: Int64) throws {
         let a = stored.asset
-        try db.execute(
+        try db.cachedStatement(
             sql: """
                 INSERT INTO asset (local_identifier, content_hash, copy_number, path, folder, stem, paired_video_path, media_type,
                 media_subtypes, pixel_width, pixel_height, duration, creation_date, creation_time_zone_offset,
@@ -163,7 +167,8 @@ extension SQLiteLibraryStore {
                 playback_style, source_type, original_filename, content_identifier, pairing, still_image_time,
                 added_date, created_seq, changed_seq)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """,
+                """
+        ).execute(
             arguments: StatementArguments(
                 [
                     identifier, a.contentHash, copy, a.path, folder(of: a.path), LivePhotoRules.stem(of: a.path),

@@ -97,7 +97,8 @@ public final class SQLiteLibraryStore: LibraryStore {
     public func files(contentHash hash: String, limit: Int) async throws -> [FileRecord] {
         try await read { db in
             try Row.fetchAll(
-                db, sql: "SELECT * FROM file WHERE content_hash = ? ORDER BY path LIMIT ?", arguments: [hash, limit]
+                db.cachedStatement(sql: "SELECT * FROM file WHERE content_hash = ? ORDER BY path LIMIT ?"),
+                arguments: [hash, limit]
             )
             .map(SQLiteLibraryStore.fileRecord)
         }
@@ -174,12 +175,28 @@ public final class SQLiteLibraryStore: LibraryStore {
 
     public func assets(inFolder folder: String, stem: String, limit: Int) async throws -> [StoredAsset] {
         try await read { db in
+            // Cached: a scan asks this for nearly every new photo and short movie.
             try Row.fetchAll(
-                db,
-                sql:
-                    "SELECT a.*, \(SQLiteLibraryStore.representsBurst) FROM asset a WHERE a.folder = ? AND a.stem = ? ORDER BY a.path LIMIT ?",
+                db.cachedStatement(
+                    sql:
+                        "SELECT a.*, \(SQLiteLibraryStore.representsBurst) FROM asset a WHERE a.folder = ? AND a.stem = ? ORDER BY a.path LIMIT ?"
+                ),
                 arguments: [folder, stem, limit]
             ).map(SQLiteLibraryStore.storedAsset)
+        }
+    }
+
+    public func assets(named names: [(folder: String, stem: String)], limit: Int) async throws -> [[StoredAsset]] {
+        guard !names.isEmpty else { return [] }
+        let pairs = names.map { [$0.folder, $0.stem] }
+        return try await read { db in
+            let statement = try db.cachedStatement(
+                sql:
+                    "SELECT a.*, \(SQLiteLibraryStore.representsBurst) FROM asset a WHERE a.folder = ? AND a.stem = ? ORDER BY a.path LIMIT ?"
+            )
+            return try pairs.map { pair in
+                try Row.fetchAll(statement, arguments: [pair[0], pair[1], limit]).map(SQLiteLibraryStore.storedAsset)
+            }
         }
     }
 
