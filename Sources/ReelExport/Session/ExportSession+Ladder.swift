@@ -97,29 +97,11 @@ extension ExportSession {
     private func runLadderPipeline(_ plan: LadderPlan, started: ContinuousClock.Instant) throws(ExportError)
         -> LadderOutcome
     {
-        let watchdog = Watchdog(timeout: stallTimeout, cancel: cancelFlag)
-        let produced = Mutex<LadderOutcome?>(nil)
-        let outcome = watchdog.run { [self, cancelFlag] heartbeat throws(MediaError) in
-            let made = try LadderTranscoder.run(plan, cancel: cancelFlag, heartbeat: heartbeat) { [self] update in
+        try watched { [self, cancelFlag] heartbeat throws(MediaError) in
+            try LadderTranscoder.run(plan, cancel: cancelFlag, heartbeat: heartbeat) { [self] update in
                 publish(update, started: started)
             }
-            produced.withLock { $0 = made }
         }
-        if watchdog.stalled {
-            throw ExportError(.stalled, "no progress for \(Int(stallTimeout)) s; the ladder export was stopped")
-        }
-        switch outcome {
-        case .none:
-            throw ExportSession.cancelled(detail: "its codec did not return and was abandoned")
-        case .failure(let error):
-            if cancelFlag.isRaised { throw ExportSession.cancelled() }
-            throw ExportError(error)
-        case .success:
-            break
-        }
-        if cancelFlag.isRaised { throw ExportSession.cancelled() }
-        guard let made = produced.withLock({ $0 }) else { throw ExportError(.internal, "the ladder produced nothing") }
-        return made
     }
 }
 

@@ -590,13 +590,28 @@ public final class ExportSession: Sendable {
         transcode.outputPath = output.temporary.path
         transcode.threads = codecThreads
         if poster { transcode.posterSeconds = PosterOutput.moment(of: exportPlan) }
-        let watchdog = Watchdog(timeout: stallTimeout, cancel: cancelFlag)
         let plan = transcode
-        let produced = Mutex<TranscodeOutcome?>(nil)
-        let outcome = watchdog.run { [self, cancelFlag] heartbeat throws(MediaError) in
-            let made = try Transcoder.run(plan, cancel: cancelFlag, heartbeat: heartbeat) { [self] update in
+        let made = try watched { [self, cancelFlag] heartbeat throws(MediaError) in
+            try Transcoder.run(plan, cancel: cancelFlag, heartbeat: heartbeat) { [self] update in
                 publish(update, started: started)
             }
+        }
+        injectFault(into: output.temporary)
+        let verifying = ContinuousClock.now
+        try OutputVerification.check(output.temporary, plan: exportPlan, asset: asset, written: made.written)
+        return ((ContinuousClock.now - verifying) / .seconds(1), made.lock, made.poster)
+    }
+
+    /// Runs `work` (a pipeline: an export's encode or copy, a ladder's) on a thread of its own under the
+    /// stall watchdog, and turns how it ended into the export's: what it made, or `stalled`,
+    /// `cancelled` or its media error.
+    func watched<Made: Sendable>(_ work: @escaping @Sendable (Heartbeat) throws(MediaError) -> Made)
+        throws(ExportError) -> Made
+    {
+        let watchdog = Watchdog(timeout: stallTimeout, cancel: cancelFlag)
+        let produced = Mutex<Made?>(nil)
+        let outcome = watchdog.run { heartbeat throws(MediaError) in
+            let made = try work(heartbeat)
             produced.withLock { $0 = made }
         }
         if watchdog.stalled {
@@ -617,11 +632,10 @@ public final class ExportSession: Sendable {
             break
         }
         if cancelFlag.isRaised { throw ExportSession.cancelled() }
-        let made = produced.withLock { $0 }
-        injectFault(into: output.temporary)
-        let verifying = ContinuousClock.now
-        try OutputVerification.check(output.temporary, plan: exportPlan, asset: asset, written: made?.written)
-        return ((ContinuousClock.now - verifying) / .seconds(1), made?.lock, made?.poster)
+        guard let made = produced.withLock({ $0 }) else {
+            throw ExportError(.internal, "the pipeline produced nothing")
+        }
+        return made
     }
 
     /// The poster of an export whose frames could not be taken as they were encoded: the same
