@@ -141,8 +141,10 @@ struct ExportCommand: AsyncParsableCommand {
         let saved = settings.saveToLibrary ? try await link.saveOutput(at: destination.path, from: source) : nil
         if json {
             let completion = ExportEvent.Completion(
-                output: destination.path, preset: session.preset.name, type: settings.outputType.rawValue,
-                result: result, source: source, savedLocalIdentifier: saved)
+                output: destination.path, preset: session.preset.name,
+                type: session.ladderResult == nil ? settings.outputType.rawValue : "hls", result: result,
+                source: source,
+                savedLocalIdentifier: saved, ladder: session.ladderResult)
             CLI.printLine(ExportEvent.completed(completion).jsonLine)
         } else {
             var facts = [CLI.formatBytes(result.bytes), String(format: "%.2f s", result.durationSeconds)]

@@ -228,6 +228,38 @@ struct LadderTests {
         #expect(audio.status == 0, "\(audio.stderr)")
     }
 
+    /// `--json`'s completion of a ladder says `hls` and lists its renditions, each playlist and segment
+    /// count as found in the folder, each peak as the master playlist declares it.
+    @Test func theJSONCompletionOfALadderListsItsRenditions() async throws {
+        let source = try await Fixtures.url(Fixtures.ladderSource)
+        let out = Fixtures.scratchFolder("ladder-json").appendingPathComponent("out")
+        let result = try await ReelBinary.run([
+            "export", source.path, "--type", "hls", "--ladder", "640x360,320x180", "-o", out.path, "--json",
+        ])
+        #expect(result.status == 0, "\(result.stderr)")
+        let last = try #require(result.stdout.split(separator: "\n").last)
+        let completion = try #require(try JSONSerialization.jsonObject(with: Data(last.utf8)) as? [String: Any])
+        #expect(completion["event"] as? String == "completed" && completion["type"] as? String == "hls")
+        let ladder = try #require(completion["ladder"] as? [String: Any], "\(completion)")
+        #expect(ladder["master"] as? String == "master.m3u8")
+        let master = try String(contentsOf: out.appendingPathComponent("master.m3u8"), encoding: .utf8)
+        let audioPeak = (ladder["audio"] as? [String: Any])?["peakBitrate"] as? Int ?? 0
+        let renditions = try #require(ladder["video"] as? [[String: Any]])
+        #expect(renditions.count == 2)
+        for rendition in renditions {
+            let playlist = try #require(rendition["playlist"] as? String)
+            let text = try String(contentsOf: out.appendingPathComponent(playlist), encoding: .utf8)
+            let segments = text.split(separator: "\n").filter { $0.hasSuffix(".m4s") }
+            #expect(rendition["segments"] as? Int == segments.count, "\(playlist)")
+            let folder = out.appendingPathComponent(playlist).deletingLastPathComponent()
+            for segment in segments {
+                #expect(FileManager.default.fileExists(atPath: folder.appendingPathComponent(String(segment)).path))
+            }
+            let peak = try #require(rendition["peakBitrate"] as? Int)
+            #expect(master.contains("BANDWIDTH=\(peak + audioPeak),"), "\(playlist): \(peak) + \(audioPeak)")
+        }
+    }
+
     @Test func interruptingALadderLeavesNoFolder() async throws {
         let parent = Fixtures.scratchFolder("ladder-cancel")
         let export = try ReelBinary.start([

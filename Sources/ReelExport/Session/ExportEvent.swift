@@ -57,10 +57,12 @@ public enum ExportEvent: Sendable, Equatable, Codable {
         public var source: LibrarySource? = nil
         /// The new asset's local identifier, when the output was saved to the library.
         public var savedLocalIdentifier: String? = nil
+        /// A ladder's renditions, playlists and measured bit rates (type `hls`; the output is its folder).
+        public var ladder: LadderResult? = nil
 
         public init(
             output: String, preset: String, type: String, result: ExportSession.Result, source: LibrarySource? = nil,
-            savedLocalIdentifier: String? = nil
+            savedLocalIdentifier: String? = nil, ladder: LadderResult? = nil
         ) {
             self.output = output
             self.preset = preset
@@ -68,6 +70,7 @@ public enum ExportEvent: Sendable, Equatable, Codable {
             self.result = result
             self.source = source
             self.savedLocalIdentifier = savedLocalIdentifier
+            self.ladder = ladder
         }
     }
 
