@@ -285,6 +285,47 @@ struct LadderTests {
         #expect((try? FileManager.default.contentsOfDirectory(atPath: parent.path))?.isEmpty == true)
     }
 
+    /// A ladder export killed outright cannot remove its hidden folder; the next export of the same
+    /// destination does (nobody holds its lock any more), while one still being written is left alone.
+    @Test func aKilledLaddersFolderIsRemovedByTheNextExport() async throws {
+        let parent = Fixtures.scratchFolder("ladder-killed")
+        let out = parent.appendingPathComponent("out")
+        let arguments = [
+            "export", try await Fixtures.url(Fixtures.long).path, "--type", "hls", "--ladder", "640x360", "-o",
+            out.path, "--json",
+        ]
+        func hidden() -> [String] {
+            ((try? FileManager.default.contentsOfDirectory(atPath: parent.path)) ?? []).filter { $0.hasPrefix(".") }
+        }
+        func started(_ export: BackgroundProcess) async -> Bool {
+            await eventually { export.output.contains("\"frames\":") && !hidden().isEmpty ? true : nil } == true
+        }
+        let killed = try ReelBinary.start(arguments)
+        #expect(await started(killed), "no progress: \(killed.output.suffix(600))")
+        killed.signal(SIGKILL)
+        _ = try await killed.exit()
+        let left = hidden()
+        #expect(left.count == 1, "\(left)")
+        // The next export of the destination removes it, and holds its own folder locked: a third one,
+        // run while the second is paused mid-way, leaves that folder alone and publishes its own.
+        let running = try ReelBinary.start(arguments)
+        #expect(await started(running))
+        #expect(await eventually { hidden().count == 1 && hidden() != left ? true : nil } == true, "\(hidden())")
+        let writing = hidden()
+        running.signal(SIGSTOP)
+        let third = try await ReelBinary.run([
+            "export", try await Fixtures.url(Fixtures.ladderSource).path, "--type", "hls", "--ladder", "320x180", "-o",
+            out.path,
+        ])
+        #expect(third.status == 0, "\(third.stderr)")
+        #expect(FileManager.default.fileExists(atPath: out.appendingPathComponent("master.m3u8").path))
+        #expect(hidden() == writing, "the paused export's folder was touched: \(hidden())")
+        running.signal(SIGCONT)
+        running.signal(SIGINT)
+        _ = try await running.exit()
+        #expect(hidden().isEmpty, "\(hidden())")
+    }
+
     @Test(arguments: [
         (["--ladder", "1280x"], "cannot read the ladder rung '1280x'"),
         (["--ladder", "640x360,640x360"], "names 640x360 twice"),

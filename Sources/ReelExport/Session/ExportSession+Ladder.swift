@@ -52,13 +52,23 @@ extension ExportSession {
             return encoding
         }
 
+        // What a killed ladder export of this destination left (a folder nobody holds locked) goes first;
+        // this one's folder stays locked until it is published or removed.
+        TemporaryOutput.removeLeftovers(for: destination)
         let folder = TemporaryOutput.url(for: destination, tag: tag ?? TemporaryOutput.randomTag())
-        if mkdir(folder.path, 0o755) != 0 {
-            throw ExportError(.outputFailed, "cannot create \(folder.path): \(String(cString: strerror(errno)))")
+        var folderLock: OutputLock?
+        while folderLock == nil {
+            if mkdir(folder.path, 0o755) != 0 {
+                throw ExportError(.outputFailed, "cannot create \(folder.path): \(String(cString: strerror(errno)))")
+            }
+            folderLock = OutputLock.lockNewFolder(folder.path)
         }
         setStatus(.exporting)
         var published = false
-        defer { if !published { try? FileManager.default.removeItem(at: folder) } }
+        defer {
+            if !published { try? FileManager.default.removeItem(at: folder) }
+            withExtendedLifetime(folderLock) {}
+        }
 
         var plan = LadderPlan(
             inputPath: transcode.inputPath, outputFolder: folder.path, videoStream: planned.stream, rungs: rungs,

@@ -30,8 +30,22 @@ public final class OutputLock: Sendable {
         return fstat(fd, &status) != 0 || status.st_nlink > 0
     }
 
-    /// Removes the file at `path` if nobody holds its lock (its writer is gone); returns whether it
-    /// did. A file another process (or another export in this one) is writing is left alone.
+    /// Locks a folder this process has just created (a ladder's temporary folder) for as long as the
+    /// returned lock lives; nil when another run removed it between its creation and the lock (as
+    /// `lockNewFile`): the caller creates it again.
+    public static func lockNewFolder(_ path: String) -> OutputLock? {
+        let fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        guard lockNewFile(fd) else {
+            close(fd)
+            return nil
+        }
+        return OutputLock(adopting: fd)
+    }
+
+    /// Removes the file at `path` (or a ladder's folder, with what it holds) if nobody holds its lock
+    /// (its writer is gone); returns whether it did. One another process (or another export in this
+    /// one) is writing is left alone.
     @discardableResult
     public static func removeIfAbandoned(_ path: String) -> Bool {
         let fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
@@ -44,6 +58,10 @@ public final class OutputLock: Sendable {
         guard fstat(fd, &opened) == 0, lstat(path, &named) == 0, opened.st_dev == named.st_dev,
             opened.st_ino == named.st_ino
         else { return false }
+        if opened.st_mode & S_IFMT == S_IFDIR {
+            // Its writer waits for this lock (`lockNewFolder`) and then finds the folder gone.
+            return (try? FileManager.default.removeItem(atPath: path)) != nil
+        }
         return unlink(path) == 0
     }
 }
