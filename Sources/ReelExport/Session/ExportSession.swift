@@ -285,7 +285,7 @@ public final class ExportSession: Sendable {
         set { state.withLock { $0.ladder = newValue } }
     }
     /// What a completed ladder export wrote (nil for other exports).
-    public var ladderResult: LadderResult? {
+    public internal(set) var ladderResult: LadderResult? {
         get { state.withLock { $0.ladderResult } }
         set { state.withLock { $0.ladderResult = newValue } }
     }

@@ -252,7 +252,18 @@ public struct ContentHasher: Sendable {
         -> String?
     {
         var hasher = ContentHasher()
-        let chunk = 1 << 20
+        guard hasher.update(descriptor: descriptor, offset: offset, length: length, progress: progress) else {
+            return nil
+        }
+        return hasher.finalize()
+    }
+
+    /// Adds `length` bytes of the open descriptor from `offset`, read at most 1 MiB at a time with
+    /// `pread`; false when they cannot all be read (the file shrank or failed).
+    public mutating func update(
+        descriptor: Int32, offset: Int64, length: Int64, progress: ((Int64) -> Void)? = nil
+    ) -> Bool {
+        let chunk = Int(min(Int64(1 << 20), max(length, 1)))
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: chunk, alignment: 16)
         defer { buffer.deallocate() }
         var done: Int64 = 0
@@ -260,11 +271,11 @@ public struct ContentHasher: Sendable {
             let want = Int(min(Int64(chunk), length - done))
             let got = pread(descriptor, buffer.baseAddress, want, off_t(offset + done))
             if got < 0, errno == EINTR { continue }
-            guard got > 0 else { return nil }
-            hasher.update(UnsafeRawBufferPointer(rebasing: buffer[0..<got]))
+            guard got > 0 else { return false }
+            update(UnsafeRawBufferPointer(rebasing: buffer[0..<got]))
             done += Int64(got)
             progress?(done)
         }
-        return hasher.finalize()
+        return true
     }
 }

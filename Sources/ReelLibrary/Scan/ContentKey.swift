@@ -46,18 +46,8 @@ public enum ContentKey {
         var hasher = ContentHasher()
         hasher.update(domain)
         withUnsafeBytes(of: UInt64(size).littleEndian) { hasher.update($0) }
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Int(sampleBytes), alignment: 16)
-        defer { buffer.deallocate() }
         for offset in sampleOffsets(size: size) {
-            var done = 0
-            while done < Int(sampleBytes) {
-                let got = pread(
-                    descriptor, buffer.baseAddress! + done, Int(sampleBytes) - done, off_t(offset) + off_t(done))
-                if got < 0, errno == EINTR { continue }
-                guard got > 0 else { return nil }
-                done += got
-            }
-            hasher.update(UnsafeRawBufferPointer(buffer))
+            guard hasher.update(descriptor: descriptor, offset: offset, length: sampleBytes) else { return nil }
         }
         return (hasher.finalize(), 3 * sampleBytes)
     }
