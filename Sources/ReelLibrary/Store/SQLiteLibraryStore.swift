@@ -162,12 +162,16 @@ public final class SQLiteLibraryStore: LibraryStore {
     {
         let filter = unpaired ? "AND a.paired_video_path IS NULL AND a.pairing IS NULL" : ""
         return try await read { db in
+            // INDEXED BY: without statistics SQLite's planner takes `paired_video_path IS NULL` on that
+            // column's UNIQUE index as selective, and walks every unpaired asset for each lookup (a
+            // first scan asks once per photo carrying an identifier: quadratic, 17 % of the CPU of a
+            // 20,000-file scan with 500 such photos, perf); the identifier's index holds only its own.
             try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT a.*, \(SQLiteLibraryStore.representsBurst) FROM asset a
-                    WHERE a.content_identifier = ? AND a.media_type = ? \(filter) ORDER BY a.path LIMIT ?
-                    """,
+                db.cachedStatement(
+                    sql: """
+                        SELECT a.*, \(SQLiteLibraryStore.representsBurst) FROM asset a INDEXED BY asset_by_content_identifier
+                        WHERE a.content_identifier = ? AND a.media_type = ? \(filter) ORDER BY a.path LIMIT ?
+                        """),
                 arguments: [identifier, mediaType.rawValue, limit]
             ).map(SQLiteLibraryStore.storedAsset)
         }
