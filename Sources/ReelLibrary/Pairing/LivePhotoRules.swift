@@ -19,12 +19,12 @@ public enum LivePhotoRules {
 
     /// The lowercased name without its extension and without a trailing `_HEVC`.
     public static func stem(of path: String) -> String {
-        var stem = ((path as NSString).lastPathComponent as NSString).deletingPathExtension.lowercased()
+        var stem = PathParts.stem(ofName: PathParts.name(of: path)).lowercased()
         if stem.hasSuffix("_hevc") { stem.removeLast(5) }
         return stem
     }
 
-    static func folder(of path: String) -> String { (path as NSString).deletingLastPathComponent }
+    static func folder(of path: String) -> String { PathParts.folder(of: path) }
 
     /// Whether two identifiers name the same pair.
     static func same(_ a: String?, _ b: String?) -> Bool {

@@ -15,9 +15,15 @@ public struct FileRecord: Sendable, Codable, Equatable {
 
     public init(path: String, stamp: FileStamp, contentHash: String, facts: FileFacts) {
         self.path = path
-        let url = URL(fileURLWithPath: path)
-        self.folder = url.deletingLastPathComponent().path
-        self.name = url.lastPathComponent
+        if PathParts.isClean(path) {
+            // What URL gives for a clean path, without parsing one per file.
+            self.folder = PathParts.folder(of: path)
+            self.name = PathParts.name(of: path)
+        } else {
+            let url = URL(fileURLWithPath: path)
+            self.folder = url.deletingLastPathComponent().path
+            self.name = url.lastPathComponent
+        }
         self.stamp = stamp
         self.contentHash = contentHash
         self.facts = facts

@@ -186,5 +186,5 @@ extension SQLiteLibraryStore {
         guard db.changesCount > 0 else { throw LibraryError(.notFound, "no \(what) \(identifier)") }
     }
 
-    static func folder(of path: String) -> String { (path as NSString).deletingLastPathComponent }
+    static func folder(of path: String) -> String { PathParts.folder(of: path) }
 }
