@@ -137,8 +137,13 @@ extension Asset {
     /// or the segment header is read; pixel formats and some codec details may stay unknown). Other
     /// containers get FFmpeg's ordinary probe, which is bounded: it reads at most 5 MB and 5 s of
     /// the file. Throws `unreadable-input` or `limit-exceeded`, as `init(url:byteRange:limits:)` does.
+    ///
+    /// `demuxer` (an FFmpeg demuxer name the limits allow, such as `mov`) skips FFmpeg's format probe
+    /// for a caller that recognised the format from the first bytes (the library's scan); it applies
+    /// to the header-only probe of a whole file.
     public static func header(
-        of url: URL, byteRange: Range<Int64>? = nil, limits: InputLimits = Asset.defaultLimits
+        of url: URL, byteRange: Range<Int64>? = nil, limits: InputLimits = Asset.defaultLimits,
+        demuxer: String? = nil
     ) throws(ExportError) -> Asset {
         if let byteRange {
             // The range probe reads the header alone when it describes the streams, and checks the limits.
@@ -158,7 +163,7 @@ extension Asset {
         let info: MediaInfo
         do {
             try MediaProbe.checkAccess(path: url.path, policy: limits)
-            info = try MediaProbe.probeHeader(path: url.path)
+            info = try MediaProbe.probeHeader(path: url.path, demuxer: demuxer)
         } catch {
             throw ExportError(error)
         }

@@ -39,7 +39,7 @@ public enum FileInspector {
             if HEIFParser.imageBrands.contains(major) { return .heif }
             return .isoMovie
         }
-        let ext = (name as NSString).pathExtension.lowercased()
+        let ext = PathParts.pathExtension(ofName: name).lowercased()
         if head.starts(with: [0x1A, 0x45, 0xDF, 0xA3]) || head.starts(with: Array("RIFF".utf8))
             || videoExtensions.contains(ext)
         {
@@ -51,7 +51,7 @@ public enum FileInspector {
     /// The facts of the file at `path`, opened through `source`. Throws `Refusal` for files that are
     /// not photos or videos Reel reads, or whose headers are broken past use.
     public static func inspect(path: String, source: any ByteSource, limits: InputLimits) throws(Refusal) -> FileFacts {
-        let name = (path as NSString).lastPathComponent
+        let name = PathParts.name(of: path)
         let head: [UInt8]
         do {
             head = try source.read(at: 0, length: Int(min(64, source.count)))
@@ -64,7 +64,9 @@ public enum FileInspector {
             case .heif: return try heif(path: path, source: source, limits: limits)
             case .png: return try png(source)
             case .gif: return try gif(source)
-            case .isoMovie, .otherMedia: return try video(path: path, source: source, limits: limits)
+            case .isoMovie:
+                return try video(path: path, source: source, limits: limits, demuxer: movDemuxer(for: head))
+            case .otherMedia: return try video(path: path, source: source, limits: limits)
             case .notMedia: throw Refusal(reason: "not a photo or video Reel reads")
             }
         } catch let error as BoxError {
@@ -208,10 +210,23 @@ public enum FileInspector {
 
     // MARK: - Videos
 
-    static func video(path: String, source: any ByteSource, limits: InputLimits) throws -> FileFacts {
+    /// `mov` for an ISO file whose first box is an `ftyp` of at least 8 bytes and not JPEG 2000's:
+    /// the demuxer FFmpeg's probe gives such a file its top score, named so the probe is skipped
+    /// (about half of opening a small movie's header, perf). Any other start is probed.
+    static func movDemuxer(for head: [UInt8]) -> String? {
+        guard head.count >= 12, Array(head[4..<8]) == Array("ftyp".utf8) else { return nil }
+        let size = head[0..<4].reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+        let brand = Array(head[8..<12])
+        guard size >= 8, brand != Array("jp2 ".utf8), brand != Array("jpx ".utf8) else { return nil }
+        return "mov"
+    }
+
+    static func video(path: String, source: any ByteSource, limits: InputLimits, demuxer: String? = nil) throws
+        -> FileFacts
+    {
         let asset: Asset
         do {
-            asset = try Asset.header(of: URL(fileURLWithPath: path), limits: limits)
+            asset = try Asset.header(of: URL(fileURLWithPath: path), limits: limits, demuxer: demuxer)
         } catch {
             throw Refusal(reason: error.message)
         }
@@ -220,7 +235,7 @@ public enum FileInspector {
         }
         let uti: String
         let container = asset.container
-        let ext = (path as NSString).pathExtension.lowercased()
+        let ext = PathParts.pathExtension(of: path).lowercased()
         if container.hasPrefix("mov") {
             uti =
                 asset.metadata["major_brand"]?.hasPrefix("qt") == true || ext == "mov"

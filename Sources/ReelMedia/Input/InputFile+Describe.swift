@@ -188,9 +188,11 @@ public enum MediaProbe {
     }
 
     /// Reads only the header of an MP4/QuickTime or Matroska file (no frames decoded): enough for
-    /// sizes, codecs and duration of a file Reel just wrote.
-    public static func probeHeader(path: String) throws(MediaError) -> MediaInfo {
-        try InputFile(path: path, policy: .standard, analysis: .headerSuffices).info
+    /// sizes, codecs and duration of a file Reel just wrote. `demuxer` (an FFmpeg demuxer name the
+    /// standard allowlist holds, such as `mov`) opens the file with that demuxer instead of probing
+    /// for one, for a caller that recognised the format from the file's first bytes.
+    public static func probeHeader(path: String, demuxer: String? = nil) throws(MediaError) -> MediaInfo {
+        try InputFile(path: path, policy: .standard, analysis: .headerSuffices, demuxer: demuxer).info
     }
 
     /// Where a copy of `path` from `seconds` (from the start) has to begin: the time of the video's
