@@ -24,11 +24,11 @@ struct ExifFacts: Sendable, Equatable {
     var creationDate: (date: Date, offset: Int?)? {
         guard let text = dateTimeOriginal else { return nil }
         let offset = offsetTimeOriginal.flatMap(ExifFacts.parseOffset)
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.dateFormat = "yyyy:MM:dd HH:mm:ss"
-        formatter.timeZone = TimeZone(secondsFromGMT: offset ?? 0)
-        guard var date = formatter.date(from: String(text.prefix(19))) else { return nil }
+        // Read as UTC, then moved by the offset: what reading it in a fixed-offset zone gives.
+        guard let utc = DateFormats.utcDate(String(text.prefix(19)), format: "yyyy:MM:dd HH:mm:ss") else {
+            return nil
+        }
+        var date = utc - Double(offset ?? 0)
         if let fraction = subSecTimeOriginal, let digits = Double("0." + fraction.filter(\.isNumber)) {
             date += digits
         }

@@ -187,9 +187,6 @@ public enum FileInspector {
     /// XMP dates: ISO 8601 with or without fraction and zone (a time without zone is read as UTC,
     /// and no offset is returned).
     static func parseXMPDate(_ text: String) -> (date: Date, offset: Int?)? {
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "UTC")
         let zoned =
             text.count > 19
             && (text.hasSuffix("Z") || text.dropFirst(19).contains("+") || text.dropFirst(19).contains("-"))
@@ -197,8 +194,7 @@ public enum FileInspector {
             "yyyy-MM-dd'T'HH:mm:ss.SSSXXXXX", "yyyy-MM-dd'T'HH:mm:ssXXXXX", "yyyy-MM-dd'T'HH:mm:ss.SSS",
             "yyyy-MM-dd'T'HH:mm:ss",
         ] {
-            formatter.dateFormat = format
-            if let date = formatter.date(from: text) {
+            if let date = DateFormats.utcDate(text, format: format) {
                 var offset: Int?
                 if zoned, !text.hasSuffix("Z") { offset = ExifFacts.parseOffset(String(text.suffix(6))) }
                 if text.hasSuffix("Z") { offset = 0 }
@@ -297,15 +293,11 @@ public enum FileInspector {
     /// `2019-07-24T11:25:40+0300`, `2019-07-24T08:25:57.000000Z`: the date, and the offset when the
     /// text carries a zone other than `Z` (`Z` from `creation_time` is libavformat's UTC rendering).
     static func parseQuickTimeDate(_ text: String) -> (date: Date, offset: Int?)? {
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "UTC")
         for format in [
             "yyyy-MM-dd'T'HH:mm:ssZ", "yyyy-MM-dd'T'HH:mm:ssXXXXX", "yyyy-MM-dd'T'HH:mm:ss.SSSSSSXXXXX",
             "yyyy-MM-dd'T'HH:mm:ss.SSSXXXXX", "yyyy-MM-dd HH:mm:ss",
         ] {
-            formatter.dateFormat = format
-            guard let date = formatter.date(from: text) else { continue }
+            guard let date = DateFormats.utcDate(text, format: format) else { continue }
             if text.hasSuffix("Z") || format == "yyyy-MM-dd HH:mm:ss" { return (date, nil) }
             let tail = String(text.suffix(5))
             if let sign = tail.first, sign == "+" || sign == "-", let hours = Int(tail.dropFirst().prefix(2)),
