@@ -22,12 +22,14 @@ public struct LibraryScanner: Sendable {
     public var ignoredPaths: Set<String>
     /// Files read at once.
     public var threads: Int
-    /// Files per batch (one transaction).
+    /// Files per batch (one transaction). 512 by default: each commit rewrites the index pages the
+    /// batch touched, and at 128 the commits were about 10 % of a 20,000-file first scan's CPU (perf),
+    /// 5 % at 512; a batch's records are a few MB at most.
     public var batchSize: Int
 
     public init(
         store: any LibraryStore, limits: InputLimits = Asset.defaultLimits, ignoredPaths: Set<String> = [],
-        threads: Int = ProcessInfo.processInfo.activeProcessorCount, batchSize: Int = 128
+        threads: Int = ProcessInfo.processInfo.activeProcessorCount, batchSize: Int = 512
     ) {
         self.store = store
         self.limits = limits
