@@ -121,6 +121,84 @@ struct ScanTests {
         #expect(reasons.contains("lasts"), "the 4 s movie is over a 1 s limit: \(reasons)")
     }
 
+    @Test(
+        "files read on two threads in big batches get the identifiers and pairs one thread reading one at a time gives")
+    func parallelMatchesSerial() async throws {
+        let root = LibraryFixtures.folder("parallel")
+        // By identifier in one folder, and across folders; inferred (no identifiers, same folder and
+        // stem); the same names in two folders (never a pair); two copies of one file; small stills.
+        try await LibraryFixtures.still(
+            "D0C5A1E2-0000-4000-8000-00000000000A", at: root.appendingPathComponent("a/IMG_0001.HEIC"))
+        try await LibraryFixtures.movie(
+            "D0C5A1E2-0000-4000-8000-00000000000A", at: root.appendingPathComponent("a/IMG_0001.MOV"))
+        try await LibraryFixtures.movie(
+            "D0C5A1E2-0000-4000-8000-00000000000B", at: root.appendingPathComponent("b/renamed.mov"))
+        try await LibraryFixtures.still(
+            "D0C5A1E2-0000-4000-8000-00000000000B", at: root.appendingPathComponent("c/IMG_0002.HEIC"))
+        try await LibraryFixtures.still(
+            nil, at: root.appendingPathComponent("d/IMG_0003.HEIC"), captured: "2020:05:04 18:39:11")
+        try await LibraryFixtures.movie(
+            nil, at: root.appendingPathComponent("d/IMG_0003.MOV"), created: "2020-05-04T18:39:12-0400")
+        try await LibraryFixtures.still(
+            nil, at: root.appendingPathComponent("e/IMG_0004.HEIC"), captured: "2020:05:04 18:39:10")
+        try await LibraryFixtures.movie(
+            nil, at: root.appendingPathComponent("f/IMG_0004.MOV"), created: "2020-05-04T18:39:13-0400")
+        // (Other times than d's: the same fixture twice would be the same bytes, and copies.)
+        try LibraryFixtures.copy(try Media.heic, to: root.appendingPathComponent("g/one.HEIC"))
+        try LibraryFixtures.copy(try Media.heic, to: root.appendingPathComponent("g/two.HEIC"))
+        try LibraryFixtures.copy(try Media.movie, to: root.appendingPathComponent("g/with-gps.mov"))
+        try FileManager.default.createDirectory(at: root.appendingPathComponent("h"), withIntermediateDirectories: true)
+        for index in 0..<6 {
+            let made = try await Tools.run(
+                "ffmpeg",
+                [
+                    "-y", "-v", "error", "-f", "lavfi", "-i", "testsrc2=size=\(160 + 16 * index)x120", "-frames:v", "1",
+                    root.appendingPathComponent("h/still\(index).jpg").path,
+                ])
+            try #require(made.status == 0, "ffmpeg failed: \(made.stderr)")
+        }
+        let real = root.resolvingSymlinksInPath().path
+
+        /// Path → (identifier, paired movie, pairing) for every asset, after a scan on `threads`
+        /// threads in batches of `batchSize` files into a library of its own.
+        func scanned(threads: Int, batchSize: Int, _ name: String) async throws -> [String: [String?]] {
+            let store = try SQLiteLibraryStore(
+                path: LibraryFixtures.folder("db-parallel-\(name)").appendingPathComponent("library.sqlite").path)
+            let report = try await LibraryScanner(store: store, threads: threads, batchSize: batchSize).scan([
+                root.path
+            ])
+            #expect(report.filesRead == 17 && report.skipped.isEmpty)
+            let assets = try await store.fetchAssets(
+                AssetQuery(scope: .library, includeHiddenAssets: true, includeAllBurstAssets: true))
+            return Dictionary(
+                uniqueKeysWithValues: assets.map {
+                    ($0.asset.path, [$0.asset.localIdentifier, $0.pairedVideoPath, $0.asset.pairing?.rawValue])
+                })
+        }
+        let serial = try await scanned(threads: 1, batchSize: 1, "serial")
+        let parallel = try await scanned(threads: 2, batchSize: 512, "parallel")
+        let split = try await scanned(threads: 2, batchSize: 5, "split")
+        #expect(parallel == serial)
+        #expect(split == serial)
+
+        // What the identifiers and pairs must be, from outside Reel: b2sum (files of at most
+        // 192 KiB), hashlib's sampled key (larger ones), and the pairs the fixtures were made as.
+        #expect(serial.count == 14, "17 files, 3 of them movies paired into photos: \(serial.keys.sorted())")
+        for (path, entry) in serial {
+            let size = try #require(try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int64)
+            let key =
+                ContentKey.isSampled(size: size)
+                ? try await ContentKeyTests.sampledKey(path) : try await ContentKeyTests.b2sum(path)
+            let copy = path.hasSuffix("/g/two.HEIC") ? 2 : 1
+            #expect(entry[0] == LibraryIdentity.localIdentifier(contentHash: key, copy: copy), "\(path)")
+        }
+        #expect(serial[real + "/a/IMG_0001.HEIC"]?[1] == real + "/a/IMG_0001.MOV")
+        #expect(serial[real + "/c/IMG_0002.HEIC"]?[1] == real + "/b/renamed.mov")
+        #expect(serial[real + "/d/IMG_0003.HEIC"]?[1] == real + "/d/IMG_0003.MOV")
+        #expect(serial[real + "/d/IMG_0003.HEIC"]?[2] == PairingKind.inferred.rawValue)
+        #expect(serial[real + "/e/IMG_0004.HEIC"]?[1] == nil && serial[real + "/f/IMG_0004.MOV"] != nil)
+    }
+
     @Test("a second scan of the same library at once is refused as busy")
     func oneScanAtATime() async throws {
         let path = LibraryFixtures.folder("db-busy").appendingPathComponent("library.sqlite").path

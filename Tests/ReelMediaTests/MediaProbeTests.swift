@@ -57,6 +57,29 @@ struct MediaProbeTests {
         } throws: { ($0 as? MediaError)?.kind == .unreadableInput }
     }
 
+    /// Naming the demuxer skips FFmpeg's probe and nothing else: what it reads agrees with ffprobe,
+    /// the allowlist still refuses a demuxer it does not hold, and a file the named demuxer cannot
+    /// read fails as unreadable.
+    @Test func aNamedDemuxerIsHeldToTheAllowlist() async throws {
+        let url = try await Fixtures.url(Fixtures.landscape)
+        let named = try MediaProbe.probeHeader(path: url.path, demuxer: "mov")
+        let theirs = try await ProbedFile.probe(url)
+        #expect(named.streams.count == theirs.streams.count)
+        #expect(abs(named.durationSeconds - (theirs.format.durationSeconds ?? 0)) < 0.01)
+        for (mine, other) in zip(named.streams, theirs.streams) {
+            #expect(mine.codec == other.codec_name && mine.width == other.width && mine.height == other.height)
+        }
+        var policy = InputPolicy.standard
+        policy.allowedDemuxers = ["matroska,webm"]
+        #expect {
+            _ = try InputFile(path: url.path, policy: policy, analysis: .headerSuffices, demuxer: "mov")
+        } throws: { ($0 as? MediaError)?.kind == .unreadableInput }
+        let wav = try await Fixtures.url(Fixtures.wav)
+        #expect {
+            _ = try MediaProbe.probeHeader(path: wav.path, demuxer: "mov")
+        } throws: { ($0 as? MediaError)?.kind == .unreadableInput }
+    }
+
     @Test func limitsAreEnforcedAfterProbing() async throws {
         let url = try await Fixtures.url(Fixtures.landscape)
         for policy in [
