@@ -23,6 +23,9 @@ public enum ExportEvent: Sendable, Equatable, Codable {
         /// Rounded to 0.1.
         public var fps: Double
         public var etaSeconds: Double?
+        /// A ladder export's renditions, fractions rounded to 0.001 (`ExportSession.RenditionProgress`);
+        /// nil, and no key, for other exports.
+        public var renditions: [ExportSession.RenditionProgress]?
 
         public init(_ update: ExportSession.Progress) {
             status = update.status
@@ -31,11 +34,14 @@ public enum ExportEvent: Sendable, Equatable, Codable {
             frames = update.frames
             fps = (update.framesPerSecond * 10).rounded() / 10
             etaSeconds = update.secondsRemaining.map { ($0 * 10).rounded() / 10 }
+            renditions = update.renditions.isEmpty ? nil : ExportSession.RenditionProgress.rounded(update.renditions)
         }
 
-        private enum CodingKeys: String, CodingKey { case status, phase, progress, frames, fps, etaSeconds }
+        private enum CodingKeys: String, CodingKey {
+            case status, phase, progress, frames, fps, etaSeconds, renditions
+        }
 
-        /// Every key, `etaSeconds` as `null` until it can be estimated.
+        /// Every key, `etaSeconds` as `null` until it can be estimated; `renditions` only for a ladder.
         public func encode(to encoder: any Encoder) throws {
             var c = encoder.container(keyedBy: CodingKeys.self)
             try c.encode(status, forKey: .status)
@@ -44,6 +50,7 @@ public enum ExportEvent: Sendable, Equatable, Codable {
             try c.encode(frames, forKey: .frames)
             try c.encode(fps, forKey: .fps)
             try c.encode(etaSeconds, forKey: .etaSeconds)
+            try c.encodeIfPresent(renditions, forKey: .renditions)
         }
     }
 
