@@ -104,11 +104,6 @@ public struct JobRequest: Sendable, Codable, Equatable {
         metadataDefault: MetadataPolicy? = nil
     ) throws(ExportError) -> JobSpec {
         let settings = try export.resolve(presets: presets)
-        if settings.ladder != nil {
-            // Issue 22 item 4: a queued ladder needs per-rendition status and a folder result first.
-            throw ExportError(
-                .invalidArgument, "hls ladders run with `reel export` only; the queue does not take them yet")
-        }
         try export.checkResource(asset: asset)
         func absolute(_ path: String) -> URL {
             (path.hasPrefix("/") ? URL(fileURLWithPath: path) : workingDirectory.appendingPathComponent(path))
@@ -130,7 +125,16 @@ public struct JobRequest: Sendable, Codable, Equatable {
         let outputURL: URL
         if let output = export.output {
             if outputDir != nil { throw ExportError(.invalidArgument, "give output or outputDir, not both") }
-            outputURL = absolute(output)
+            // A ladder's output is a folder: `-o out/` names `out`.
+            outputURL = absolute(
+                settings.ladder != nil && output.count > 1 && output.hasSuffix("/") ? String(output.dropLast()) : output
+            )
+        } else if settings.ladder != nil {
+            // As `reel export` names a ladder's folder (`<asset name>.<preset>.hls`), with the job's id.
+            let folder = outputDir.map(absolute) ?? workingDirectory.standardizedFileURL
+            let named = source.map { assetURL.deletingLastPathComponent().appendingPathComponent($0.outputStem) }
+            let stem = (named ?? assetURL).deletingPathExtension().lastPathComponent
+            outputURL = folder.appendingPathComponent("\(stem).\(settings.preset.name).{id}.hls")
         } else {
             let folder = outputDir.map(absolute) ?? workingDirectory.standardizedFileURL
             // A library asset's output is named after the resource's own name (a Motion Photo's
@@ -148,11 +152,17 @@ public struct JobRequest: Sendable, Codable, Equatable {
             try Asset.checkAccess(assetURL, limits: limits)
         case .plan:
             let probed = try Asset.header(of: assetURL, byteRange: source?.byteRange?.range, limits: limits)
-            _ = try ExportPlanner.decide(
-                asset: probed, preset: settings.preset, type: settings.outputType, timeRange: settings.timeRange,
-                metadata: metadata ?? .keep, optimizeForNetwork: settings.optimizeForNetwork,
-                forceTranscode: settings.forceTranscode, fileLengthLimit: settings.fileLengthLimit,
-                background: settings.background, allowAudioOnly: settings.allowsAudioOnly)
+            if let ladder = settings.ladder {
+                try ladder.check(
+                    asset: probed, preset: settings.preset, timeRange: settings.timeRange,
+                    background: settings.background, limits: limits)
+            } else {
+                _ = try ExportPlanner.decide(
+                    asset: probed, preset: settings.preset, type: settings.outputType, timeRange: settings.timeRange,
+                    metadata: metadata ?? .keep, optimizeForNetwork: settings.optimizeForNetwork,
+                    forceTranscode: settings.forceTranscode, fileLengthLimit: settings.fileLengthLimit,
+                    background: settings.background, allowAudioOnly: settings.allowsAudioOnly)
+            }
         }
         try OutputPublisher.check(destination: outputURL, asset: assetURL, overwrite: settings.overwrite)
         if settings.poster {
@@ -170,6 +180,7 @@ public struct JobRequest: Sendable, Codable, Equatable {
         spec.saveToLibrary = settings.saveToLibrary
         spec.keepContentIdentifier = settings.keepContentIdentifier
         spec.poster = settings.poster
+        spec.ladder = settings.ladder
         return spec
     }
 
@@ -293,7 +304,11 @@ public enum Manifest {
         if !unknown.isEmpty { throw ExportError(.invalidArgument, unknown.joined(separator: ", ")) }
         do {
             let request = try decoder.decode(JobRequest.self, from: data)
-            if request.export.preset == nil { throw ExportError(.invalidArgument, "missing \"preset\"") }
+            // A ladder's rungs have a default preset (`Ladder.defaultPreset`), as with `reel export`.
+            let ladder = request.export.type?.trimmingCharacters(in: .whitespaces).lowercased() == "hls"
+            if request.export.preset == nil && !ladder {
+                throw ExportError(.invalidArgument, "missing \"preset\"")
+            }
             return request
         } catch let error as ExportError {
             throw error

@@ -148,8 +148,8 @@ public final class ChildRunner: Sendable {
             emit(
                 .completed(
                     .init(
-                        output: spec.output, preset: session.preset.name, type: spec.outputType.rawValue, result: result
-                    )))
+                        output: spec.output, preset: session.preset.name, type: spec.typeName, result: result,
+                        ladder: session.ladderResult)))
             return 0
         } catch {
             if stopped.load(ordering: .sequentiallyConsistent) { return Self.interruptedStatus }

@@ -30,7 +30,9 @@ struct InProcessRunner: ExportRunner {
             guard let result = session.result else {
                 throw ExportError(.internal, "the export finished without a result")
             }
-            return .completed(JobResult(result))
+            var completed = JobResult(result)
+            completed.ladder = session.ladderResult
+            return .completed(completed)
         } catch {
             // Cancelled only ever by the worker (`job.stop`), whose stop reason decides what it means.
             return error.code == .cancelled ? .interrupted : .failed(JobError(error))
@@ -55,6 +57,7 @@ extension JobSpec {
         session.fileLengthLimit = fileLengthLimit
         session.backgroundColor = background
         session.writesPoster = poster
+        session.ladder = ladder
         session.codecThreads = threads
         if let library {
             session.metadataOverrides = library.metadata(
