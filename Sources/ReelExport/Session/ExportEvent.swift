@@ -37,6 +37,16 @@ public enum ExportEvent: Sendable, Equatable, Codable {
             renditions = update.renditions.isEmpty ? nil : ExportSession.RenditionProgress.rounded(update.renditions)
         }
 
+        /// Progress of work that is no export session's (a thumbnail set: `fraction` of its pictures
+        /// made), exporting, phase `transcoding`.
+        public init(fraction: Double, frames: Int) {
+            status = .exporting
+            phase = .transcoding
+            progress = (fraction * 1000).rounded() / 1000
+            self.frames = frames
+            fps = 0
+        }
+
         private enum CodingKeys: String, CodingKey {
             case status, phase, progress, frames, fps, etaSeconds, renditions
         }
@@ -66,6 +76,8 @@ public enum ExportEvent: Sendable, Equatable, Codable {
         public var savedLocalIdentifier: String? = nil
         /// A ladder's renditions, playlists and measured bit rates (type `hls`; the output is its folder).
         public var ladder: LadderResult? = nil
+        /// A thumbnail set's pictures and files (type `thumbnails`; the output is its folder).
+        public var thumbnails: ThumbnailSetExport.Result? = nil
 
         public init(
             output: String, preset: String, type: String, result: ExportSession.Result, source: LibrarySource? = nil,
