@@ -200,8 +200,8 @@ extension PostgresStore {
             // its own beside it): a worker killed with its export in process leaves one behind.
             let tag = Lease(id: row.status.id, attempt: row.status.attempts, token: "", worker: "", spec: row.spec)
                 .attemptTag
-            if row.spec.ladder != nil {
-                // A ladder's is a folder: removed unless its writer still holds its lock.
+            if row.spec.writesFolder {
+                // A ladder's or a thumbnail set's is a folder: removed unless its writer still holds its lock.
                 TemporaryOutput.removeLeftovers(for: URL(fileURLWithPath: row.spec.output))
             } else {
                 unlink(TemporaryOutput.url(for: URL(fileURLWithPath: row.spec.output), tag: tag).path)

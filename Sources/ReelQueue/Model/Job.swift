@@ -72,6 +72,10 @@ public struct JobSpec: Sendable, Codable, Equatable {
     /// folder the worker publishes, `outputType` the rungs' container (`mp4`); nil in specs written
     /// before the field existed.
     public var ladder: Ladder? = nil
+    /// A set of thumbnails instead of an export (`ThumbnailSetExport`): `output` is then the folder
+    /// the worker publishes, and `preset` reads `thumbnails`; nil in specs written before the field
+    /// existed.
+    public var thumbnails: ThumbnailSetRequest? = nil
 
     public init(
         asset: String, preset: String, outputType: OutputType, output: String, priority: Int = 0, key: String? = nil,
@@ -100,7 +104,7 @@ extension JobSpec {
     private enum CodingKeys: String, CodingKey {
         case asset, preset, outputType, output, priority, key, timeRange, metadata, optimizeForNetwork, maxAttempts
         case forceTranscode, overwrite, fileLengthLimit, background, metadataChosen, allowAudioOnly
-        case library, saveToLibrary, keepContentIdentifier, poster, ladder
+        case library, saveToLibrary, keepContentIdentifier, poster, ladder, thumbnails
     }
 
     /// Decodes specs written by older versions too (no `overwrite`, no `fileLengthLimit`, no `background`).
@@ -127,11 +131,20 @@ extension JobSpec {
         keepContentIdentifier = try c.decodeIfPresent(Bool.self, forKey: .keepContentIdentifier) ?? false
         poster = try c.decodeIfPresent(Bool.self, forKey: .poster) ?? false
         ladder = try c.decodeIfPresent(Ladder.self, forKey: .ladder)
+        thumbnails = try c.decodeIfPresent(ThumbnailSetRequest.self, forKey: .thumbnails)
     }
 
     /// The type as status files and listings show it: `hls` for a ladder (whatever its manifests),
-    /// else the output type's name.
-    public var typeName: String { ladder != nil ? "hls" : outputType.rawValue }
+    /// `thumbnails` for a thumbnail set, else the output type's name.
+    public var typeName: String {
+        ladder != nil ? "hls" : thumbnails != nil ? JobSpec.thumbnailsName : outputType.rawValue
+    }
+
+    /// What a thumbnail job's `preset` and type read.
+    public static let thumbnailsName = "thumbnails"
+
+    /// Whether the output is a folder published whole (a ladder, a thumbnail set) rather than a file.
+    public var writesFolder: Bool { ladder != nil || thumbnails != nil }
 
     /// The asset as the client named it: `library:<id>` for a library asset, else its path.
     public var requestedAsset: String { library?.reference ?? asset }
@@ -183,6 +196,7 @@ extension JobSpec {
             fields.append("metadata (\(describe(other)), not \(describe(self)))")
         }
         if poster != other.poster { fields.append("poster (\(other.poster), not \(poster))") }
+        if thumbnails != other.thumbnails { fields.append("thumbnails (the set asked for differs)") }
         if ladder != other.ladder {
             let describe = { (ladder: Ladder?) in
                 ladder.map {
@@ -310,6 +324,9 @@ public struct JobResult: Sendable, Codable, Equatable {
     /// the output folder (`LadderResult.files`: playlists, MPD, init and media segments); nil for
     /// other jobs.
     public var ladder: LadderResult?
+    /// A thumbnail job's pictures (requested and actual times, file, cell) and every file written,
+    /// relative to the output folder; nil for other jobs.
+    public var thumbnails: ThumbnailSetExport.Result?
 
     /// `result`, its elapsed time rounded to the millisecond.
     public init(_ result: ExportSession.Result, adopted: Bool = false) {
@@ -341,7 +358,7 @@ public struct JobResult: Sendable, Codable, Equatable {
 
     private static let adoptedMethod = "adopted"
 
-    private enum CodingKeys: String, CodingKey { case method, savedLocalIdentifier, ladder }
+    private enum CodingKeys: String, CodingKey { case method, savedLocalIdentifier, ladder, thumbnails }
 
     /// The export's keys, every one, and `savedLocalIdentifier` when the output was saved to a
     /// library; status files written before results had a `method` read as `transcode` with no decision.
@@ -352,6 +369,7 @@ public struct JobResult: Sendable, Codable, Equatable {
         adopted = method == Self.adoptedMethod
         savedLocalIdentifier = try container.decodeIfPresent(String.self, forKey: .savedLocalIdentifier)
         ladder = try container.decodeIfPresent(LadderResult.self, forKey: .ladder)
+        thumbnails = try container.decodeIfPresent(ThumbnailSetExport.Result.self, forKey: .thumbnails)
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -359,6 +377,7 @@ public struct JobResult: Sendable, Codable, Equatable {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encodeIfPresent(savedLocalIdentifier, forKey: .savedLocalIdentifier)
         try container.encodeIfPresent(ladder, forKey: .ladder)
+        try container.encodeIfPresent(thumbnails, forKey: .thumbnails)
     }
 }
 

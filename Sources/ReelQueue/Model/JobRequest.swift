@@ -22,6 +22,9 @@ public struct JobRequest: Sendable, Codable, Equatable {
     /// What a `library:<id>` asset resolved to (`resolveLibraryAsset(in:)`); never read from a
     /// manifest line.
     public var librarySource: LibrarySource?
+    /// A set of thumbnails instead of an export (`reel thumbnail --submit`, a manifest line's
+    /// `thumbnails` object): the export's options then take only `output` and `overwrite`.
+    public var thumbnails: ThumbnailSetRequest?
 
     public init(
         asset: String, export: ExportRequest, outputDir: String? = nil, priority: Int? = nil, key: String? = nil,
@@ -50,7 +53,7 @@ public struct JobRequest: Sendable, Codable, Equatable {
             outputDir: outputDir, priority: priority, key: key, maxAttempts: maxAttempts)
     }
 
-    private enum CodingKeys: String, CodingKey { case asset, outputDir, priority, key, maxAttempts }
+    private enum CodingKeys: String, CodingKey { case asset, outputDir, priority, key, maxAttempts, thumbnails }
 
     /// Reads the flat form: the job's own keys and the export's side by side.
     public init(from decoder: any Decoder) throws {
@@ -61,6 +64,7 @@ public struct JobRequest: Sendable, Codable, Equatable {
         priority = try c.decodeIfPresent(Int.self, forKey: .priority)
         key = try c.decodeIfPresent(String.self, forKey: .key)
         maxAttempts = try c.decodeIfPresent(Int.self, forKey: .maxAttempts)
+        thumbnails = try c.decodeIfPresent(ThumbnailSetRequest.self, forKey: .thumbnails)
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -71,6 +75,7 @@ public struct JobRequest: Sendable, Codable, Equatable {
         try c.encodeIfPresent(priority, forKey: .priority)
         try c.encodeIfPresent(key, forKey: .key)
         try c.encodeIfPresent(maxAttempts, forKey: .maxAttempts)
+        try c.encodeIfPresent(thumbnails, forKey: .thumbnails)
     }
 
     /// How much `resolve` checks of the asset.
@@ -103,6 +108,9 @@ public struct JobRequest: Sendable, Codable, Equatable {
         presets: PresetLibrary, limits: InputLimits, workingDirectory: URL, checks: Checks = .plan,
         metadataDefault: MetadataPolicy? = nil
     ) throws(ExportError) -> JobSpec {
+        if let thumbnails {
+            return try resolve(thumbnails, limits: limits, workingDirectory: workingDirectory, checks: checks)
+        }
         let settings = try export.resolve(presets: presets)
         try export.checkResource(asset: asset)
         func absolute(_ path: String) -> URL {
@@ -185,7 +193,8 @@ public struct JobRequest: Sendable, Codable, Equatable {
     }
 
     /// The keys a manifest line may have: the job's own and the export's.
-    static let knownKeys = Set(["asset", "outputDir", "priority", "key", "maxAttempts"]).union(ExportRequest.keys)
+    static let knownKeys = Set(["asset", "outputDir", "priority", "key", "maxAttempts", "thumbnails"]).union(
+        ExportRequest.keys)
 }
 
 extension JobSpec {
@@ -300,13 +309,16 @@ public enum Manifest {
         guard let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] else {
             throw ExportError(.invalidArgument, "not a JSON object")
         }
-        let unknown = StrictKeys.unknown(in: object, known: JobRequest.knownKeys)
+        var unknown = StrictKeys.unknown(in: object, known: JobRequest.knownKeys)
+        if let thumbnails = object["thumbnails"] as? [String: Any] {
+            unknown += StrictKeys.unknown(in: thumbnails, known: ThumbnailSetRequest.keys, prefix: "thumbnails.")
+        }
         if !unknown.isEmpty { throw ExportError(.invalidArgument, unknown.joined(separator: ", ")) }
         do {
             let request = try decoder.decode(JobRequest.self, from: data)
             // A ladder's rungs have a default preset (`Ladder.defaultPreset`), as with `reel export`.
             let ladder = request.export.type?.trimmingCharacters(in: .whitespaces).lowercased() == "hls"
-            if request.export.preset == nil && !ladder {
+            if request.export.preset == nil && !ladder && request.thumbnails == nil {
                 throw ExportError(.invalidArgument, "missing \"preset\"")
             }
             return request

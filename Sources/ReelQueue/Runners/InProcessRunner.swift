@@ -15,6 +15,22 @@ struct InProcessRunner: ExportRunner {
     {
         let spec = job.spec
         do throws(ExportError) {
+            if spec.thumbnails != nil {
+                let set = try await spec.thumbnailSet(limits: limits, tag: job.lease.attemptTag) {
+                    () throws(ExportError) in
+                    if let error = PublishVerdict.blocking(confirm).error { throw error }
+                }
+                set.progressHandler = { fraction in
+                    job.report(
+                        JobProgress(
+                            fraction: fraction, phase: .transcoding, framesPerSecond: nil, secondsRemaining: nil))
+                }
+                job.attach(set)
+                let made = try await set.run(limits: limits)
+                var completed = JobResult(made.summary)
+                completed.thumbnails = made
+                return .completed(completed)
+            }
             let asset = try await spec.loadAsset(limits: limits)
             let session = try ExportSession(asset: asset, presetName: spec.preset, presets: presets, limits: limits)
             spec.configure(session, stallTimeout: stallTimeout, threads: threads, metadataDefault: metadataDefault)

@@ -124,6 +124,7 @@ struct IsolatedRunner: ExportRunner {
                 case .event(.completed(let completion))?:
                     var result = JobResult(completion.result)
                     result.ladder = completion.ladder
+                    result.thumbnails = completion.thumbnails
                     report.withLock { $0.result = result }
                 case .event(.failed(let failure))?:
                     report.withLock { $0.failure = JobError(failure) }
@@ -175,7 +176,7 @@ struct IsolatedRunner: ExportRunner {
         toChild.close()
         // A child killed by a signal could not remove its temporary output (a ladder's: a folder).
         let temporary = TemporaryOutput.url(for: URL(fileURLWithPath: job.lease.spec.output), tag: job.lease.attemptTag)
-        if job.lease.spec.ladder != nil {
+        if job.lease.spec.writesFolder {
             _ = OutputLock.removeIfAbandoned(temporary.path)
         } else {
             unlink(temporary.path)
