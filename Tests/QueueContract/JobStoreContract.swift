@@ -59,6 +59,7 @@ public enum JobStoreContract {
         Case(description: "a dead worker's job shows as orphaned until it is rescued", body: orphans),
         Case(description: "the store's own summary agrees with its list", body: summaryAgreesWithList),
         Case(description: "a ladder job keeps its ladder, its renditions' progress and its files", body: ladderJob),
+        Case(description: "a thumbnail job keeps its set and its pictures", body: thumbnailJob),
     ]
 
     // MARK: - Helpers

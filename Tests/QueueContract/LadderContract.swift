@@ -49,3 +49,28 @@ extension JobStoreContract {
         #expect(done.renditions?.map(\.fraction) == [1, 1, 1] && done.renditions?.map(\.name) == ["v0", "v1", "a"])
     }
 }
+
+extension JobStoreContract {
+    /// A thumbnail job keeps its set from submit to the worker's lease, and its result's pictures.
+    static func thumbnailJob(_ harness: any StoreHarness) async throws {
+        let store = try await harness.makeStore()
+        var submitted = try await spec(output: Fixtures.folder.appendingPathComponent("never-{id}").path)
+        let set = ThumbnailSetRequest(at: ["1", "50%"], maxSize: "320x", exact: true, format: "png", sheet: "2x1")
+        submitted.thumbnails = set
+        let id = try await store.submit(submitted).status.id
+        #expect(try await store.status(id)?.outputType == "thumbnails")
+        let lease = try #require(try await store.claim(worker: "w"))
+        #expect(lease.spec.thumbnails == set)
+        let resultJSON = """
+            {"images": [{"file": "a-sprite-001.png", "requestedTime": 1, "actualTime": 0.96, "keyframe": false,
+                         "width": 320, "height": 180, "x": 0, "y": 0}],
+             "track": "a-thumbnails.vtt", "files": ["a-sprite-001.png", "a-thumbnails.vtt"], "bytes": 1234}
+            """
+        var result = emptyResult
+        result.thumbnails = try JSONCoding.decoder.decode(ThumbnailSetExport.Result.self, from: Data(resultJSON.utf8))
+        #expect(try await store.finish(lease, .completed(result)))
+        let done = try #require(try await store.status(id))
+        #expect(
+            done.result?.thumbnails == result.thumbnails && done.result?.thumbnails?.images.first?.actualTime == 0.96)
+    }
+}

@@ -118,3 +118,34 @@ struct QueuedThumbnailTests {
         #expect(spool.outputFiles() == ["exists"])
     }
 }
+
+extension QueuedThumbnailTests {
+    /// A worker killed while it makes a set: the job runs again and completes once, and no hidden
+    /// folder is left beside the published one.
+    @Test(arguments: ["--isolate", "--no-isolate"])
+    func aKilledWorkersSetCompletesOnceWithNoHalfFolder(_ mode: String) async throws {
+        let spool = Spool()
+        let output = spool.outputs.appendingPathComponent("thumbs")
+        // Exact frames every 0.2 s of a 20 s 720p clip: long enough to be killed part-way.
+        let submitted = try await ReelBinary.run(
+            [
+                "thumbnail", try await Fixtures.url(Fixtures.long).path, "--submit", "--exact", "--every", "200ms",
+                "--format", "png", "-o", output.path, "--json",
+            ], environment: spool.environment)
+        let id = try Self.id(submitted)
+        let worker = try ReelBinary.start(["work", "--jobs", "1", mode], environment: spool.environment)
+        let running = await spool.waitFor(id, seconds: 120) { $0.state == .exporting && $0.progress > 0.05 }
+        #expect(running != nil, "\(worker.output.suffix(2000))")
+        worker.signal(SIGKILL)
+        _ = try await worker.exit()
+        #expect(!FileManager.default.fileExists(atPath: output.path), "the folder appeared although the worker died")
+        let restarted = try ReelBinary.start(["work", "--drain", mode], environment: spool.environment)
+        #expect(try await restarted.exit(within: .seconds(300)).status == 0, "\(restarted.output.suffix(2000))")
+        let status = try #require(spool.status(id))
+        #expect(status.state == .completed && status.attempts == 2, "\(status.state) after \(status.attempts)")
+        #expect(spool.outputFiles() == ["thumbs"], "leftovers: \(spool.outputFiles())")
+        let set = try #require(status.result?.thumbnails)
+        #expect(set.images.count == 100 && set.files.count == 100)
+        #expect(set.files == QueuedLadderTests.files(under: output))
+    }
+}
