@@ -30,7 +30,8 @@ extension PostgresStore {
                     worker = \(worker), lease_expires = now() + make_interval(secs => \(lease)),
                     heartbeat_at = now(), cancel_requested = false, progress = 0,
                     phase = \(ExportSession.Phase.transcoding.rawValue),
-                    fps = NULL, eta_seconds = NULL, started_at = now(), updated_at = now(), not_before = NULL
+                    fps = NULL, eta_seconds = NULL, renditions = NULL, started_at = now(), updated_at = now(),
+                    not_before = NULL
                 FROM next
                 WHERE j.id = next.id
                 RETURNING \(unescaped: Row.columns("j"))
@@ -59,6 +60,7 @@ extension PostgresStore {
         var rounded = JobStatus(id: lease.id, spec: lease.spec, now: Date())
         if let progress { rounded.record(progress, now: Date()) }
         let report = rounded
+        let renditions = try report.renditions.map(JSONCoding.text)
         let seconds = options.lease / .seconds(1)
         let hasProgress = progress != nil
         let renewed = try await perform("renew the lease of \(lease.id)", within: workerTimeout) {
@@ -70,6 +72,7 @@ extension PostgresStore {
                     phase = CASE WHEN \(hasProgress) THEN \(report.phase?.rawValue) ELSE phase END,
                     fps = CASE WHEN \(hasProgress) THEN \(report.fps) ELSE fps END,
                     eta_seconds = CASE WHEN \(hasProgress) THEN \(report.etaSeconds) ELSE eta_seconds END,
+                    renditions = CASE WHEN \(hasProgress) THEN \(renditions)::jsonb ELSE renditions END,
                     updated_at = CASE WHEN \(hasProgress) THEN now() ELSE updated_at END
                 WHERE id = \(lease.id) AND lease_token = \(token) AND state = 'exporting'
                 RETURNING \(unescaped: Row.columns())
@@ -171,6 +174,7 @@ extension PostgresStore {
                     error = replace(way.error, \(String(Rescue.attemptsMarker)), j.attempts::text)::jsonb,
                     finished_at = CASE WHEN way.ended THEN now() END,
                     progress = CASE WHEN way.ended THEN j.progress ELSE 0 END,
+                    renditions = CASE WHEN way.ended THEN j.renditions END,
                     worker = NULL, phase = NULL, fps = NULL, eta_seconds = NULL, lease_token = NULL,
                     lease_expires = NULL, heartbeat_at = NULL, cancel_requested = false, updated_at = now()
                 FROM (VALUES
@@ -196,7 +200,12 @@ extension PostgresStore {
             // its own beside it): a worker killed with its export in process leaves one behind.
             let tag = Lease(id: row.status.id, attempt: row.status.attempts, token: "", worker: "", spec: row.spec)
                 .attemptTag
-            unlink(TemporaryOutput.url(for: URL(fileURLWithPath: row.spec.output), tag: tag).path)
+            if row.spec.writesFolder {
+                // A ladder's or a thumbnail set's is a folder: removed unless its writer still holds its lock.
+                TemporaryOutput.removeLeftovers(for: URL(fileURLWithPath: row.spec.output))
+            } else {
+                unlink(TemporaryOutput.url(for: URL(fileURLWithPath: row.spec.output), tag: tag).path)
+            }
             notifications.unwatch(row.status.id)
             logger.warning(
                 "rescued a job whose worker's lease expired",

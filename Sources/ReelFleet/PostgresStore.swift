@@ -245,10 +245,18 @@ public final class PostgresStore: JobStore, Service {
         if let error = error as? PSQLError {
             if let state = error.serverInfo?[.sqlState] {
                 let message = error.serverInfo?[.message] ?? "error \(state)"
+                // No table, or a column a later migration adds: the database is behind this build.
                 if state == "42P01" {
                     return QueueError(
                         .unavailable,
                         "cannot \(what): the database \(url) has no Reel tables; run `reel db migrate --store \(url)`")
+                }
+                // A column a later migration adds: the database is behind this build.
+                if state == "42703" {
+                    return QueueError(
+                        .unavailable,
+                        "cannot \(what): the database \(url) lacks a migration this reel needs (\(message)); run `reel db migrate --store \(url)`"
+                    )
                 }
                 return QueueError(.unavailable, "cannot \(what) in \(url): \(message)")
             }

@@ -20,7 +20,7 @@ struct Row: Sendable {
             \(p)id, \(p)spec::text AS spec, \(p)priority, \(p)state, \(p)attempts, \(p)max_attempts, \(p)worker, \
             \(p)progress, \(p)phase, \(p)fps, \(p)eta_seconds, \(p)error::text AS error, \(p)result::text AS result, \
             \(p)created_at, \(p)updated_at, \(p)started_at, \(p)finished_at, \(p)not_before, \(p)lease_token, \
-            \(p)cancel_requested, \(p)heartbeat_at, \
+            \(p)cancel_requested, \(p)heartbeat_at, \(p)renditions::text AS renditions, \
             (\(p)state = 'exporting' AND \(p)lease_expires < now()) AS orphaned
             """
     }
@@ -44,6 +44,10 @@ struct Row: Sendable {
         status.phase = try cells["phase"].decode(String?.self).flatMap(ExportSession.Phase.init(rawValue:))
         status.fps = try cells["fps"].decode(Double?.self)
         status.etaSeconds = try cells["eta_seconds"].decode(Double?.self)
+        if let renditions = try cells["renditions"].decode(String?.self) {
+            status.renditions = try JSONCoding.decoder.decode(
+                [ExportSession.RenditionProgress].self, from: Data(renditions.utf8))
+        }
         if let error = try cells["error"].decode(String?.self) {
             status.error = try JSONCoding.decoder.decode(JobError.self, from: Data(error.utf8))
         }
@@ -70,12 +74,14 @@ struct Row: Sendable {
     static func update(_ status: JobStatus, takingOver: Bool = false) throws -> PostgresQuery {
         let error = try status.error.map { String(decoding: try JSONCoding.lineEncoder.encode($0), as: UTF8.self) }
         let result = try status.result.map { String(decoding: try JSONCoding.lineEncoder.encode($0), as: UTF8.self) }
+        let renditions = try status.renditions.map(JSONCoding.text)
         let exporting = status.state == .exporting
         return """
             UPDATE reel_jobs SET
                 state = \(status.state.rawValue), attempts = \(status.attempts), worker = \(status.worker),
                 progress = \(status.progress), phase = \(status.phase?.rawValue), fps = \(status.fps),
-                eta_seconds = \(status.etaSeconds), error = \(error)::jsonb, result = \(result)::jsonb,
+                eta_seconds = \(status.etaSeconds), renditions = \(renditions)::jsonb, error = \(error)::jsonb,
+                result = \(result)::jsonb,
                 updated_at = \(status.updatedAt), started_at = \(status.startedAt),
                 finished_at = \(status.finishedAt), not_before = \(status.notBefore),
                 heartbeat_at = \(status.heartbeatAt),

@@ -77,7 +77,11 @@ package enum Schema {
                 WHERE state IN ('waiting', 'exporting')
                 """,
                 "CREATE INDEX reel_jobs_finished ON reel_jobs (finished_at) WHERE finished_at IS NOT NULL",
-            ])
+            ]),
+        // A nullable column without a default: PostgreSQL adds it without rewriting the table.
+        Migration(
+            version: 2, description: "per-rendition progress of ladder jobs",
+            statements: ["ALTER TABLE reel_jobs ADD COLUMN renditions jsonb"]),
     ]
 
     /// The newest version this build knows.

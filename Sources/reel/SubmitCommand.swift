@@ -48,7 +48,10 @@ struct SubmitCommand: AsyncParsableCommand {
 
     func validate() throws {
         if assets.isEmpty && manifest == nil { throw ValidationError("name at least one asset, or --manifest") }
-        if !assets.isEmpty && options.preset == nil { throw ValidationError("--preset is required") }
+        // A ladder's rungs have a default preset, as with `reel export --type hls`.
+        if !assets.isEmpty && options.preset == nil && options.type?.lowercased() != "hls" {
+            throw ValidationError("--preset is required")
+        }
         if options.output != nil && outputDir != nil { throw ValidationError("use -o or --output-dir, not both") }
         if options.output != nil && assets.count > 1 {
             throw ValidationError("-o names one file; use --output-dir for several assets")

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import ReelExport
+import ReelQueue
 
 /// `reel thumbnail`: still images from a video, like `AVAssetImageGenerator`, and sprite sheets
 /// with a WebVTT track for scrubbing previews.
@@ -75,10 +76,44 @@ struct ThumbnailCommand: AsyncParsableCommand {
     @Flag(name: .long, help: "Replace files that exist.")
     var overwrite = false
 
-    @Flag(name: .long, help: "Print one JSON line per image (requestedTime, actualTime, file, …) on stdout.")
+    @Flag(
+        name: .long,
+        help:
+            "Print one JSON line per image (requestedTime, actualTime, file, …) on stdout; with --submit, the queued job as `reel submit --json` prints it."
+    )
     var json = false
 
+    @Flag(
+        name: .long,
+        help:
+            "Queue the set as a job instead (`reel work` runs it): -o names the folder to create (default <asset name>.thumbnails.<job id>), published whole; the job's result lists every image."
+    )
+    var submit = false
+
+    @OptionGroup var storeOptions: StoreOptions
+
+    // Taken as it comes, so a negative priority needs no '=' (`--priority -3`).
+    @Option(name: .long, parsing: .unconditional, help: "With --submit: higher runs first.")
+    var priority: Int?
+
+    @Option(name: .long, help: "With --submit: idempotency key (submitting it again returns the existing job).")
+    var key: String?
+
+    @Option(name: .long, help: "With --submit: attempts before the job fails for good (1 to 20).")
+    var maxAttempts: Int?
+
     func validate() throws {
+        if !submit && (priority != nil || key != nil || maxAttempts != nil) {
+            throw ValidationError("--priority, --key and --max-attempts go with --submit")
+        }
+        if submit && vtt != nil {
+            throw ValidationError("with --submit the WebVTT track is written in the job's folder")
+        }
+        if submit, let output,
+            output.contains("%") || ImageFormat(fileExtension: URL(fileURLWithPath: output).pathExtension) != nil
+        {
+            throw ValidationError("with --submit, -o names the folder the job creates, not a file or a pattern")
+        }
         let chosen = [!at.isEmpty, count != nil, every != nil].filter { $0 }.count
         if chosen > 1 { throw ValidationError("use one of --at, --count and --every") }
         if chosen == 0 && sheet == nil { throw ValidationError("say when: --at, --count or --every") }
@@ -98,6 +133,7 @@ struct ThumbnailCommand: AsyncParsableCommand {
 
     func run() async throws {
         global.bootstrapLogging()
+        if submit { return try await queue() }
         let when: ThumbnailTimes
         if let count {
             when = .count(count)
@@ -205,6 +241,39 @@ struct ThumbnailCommand: AsyncParsableCommand {
         try AtomicFile.write(
             Data(ThumbnailTrack.webVTT(cues: cues, duration: duration).utf8), to: track, overwrite: overwrite)
         CLI.printLine(json ? CLI.jsonLine(TrackLine(track: track.path)) : "wrote \(track.path)")
+    }
+
+    /// `--submit`: the same options as a `ThumbnailSetRequest`, checked and queued as `reel submit`
+    /// queues an export (the asset probed, the folder free), and the job printed as it prints one.
+    private func queue() async throws {
+        let set = ThumbnailSetRequest(
+            at: at.isEmpty ? nil : at, count: count, every: every, maxSize: maxSize, exact: exact ? true : nil,
+            noTransform: noTransform ? true : nil, format: format, quality: quality, sheet: sheet)
+        var request = JobRequest(
+            asset: asset, export: ExportRequest(output: output, overwrite: overwrite ? true : nil), priority: priority,
+            key: key, maxAttempts: maxAttempts)
+        request.thumbnails = set
+        let spec: JobSpec
+        do throws(ExportError) {
+            spec = try request.resolve(
+                presets: .shipped, limits: input.limits,
+                workingDirectory: URL(fileURLWithPath: FileManager.default.currentDirectoryPath))
+        } catch {
+            if json { CLI.printLine(CLI.jsonLine(SubmitReport(asset: asset, line: nil, refusal: error))) }
+            throw error
+        }
+        let store = try storeOptions.open(create: true)
+        let submission = try await store.submit(spec)
+        let (status, created) = (submission.status, submission.created)
+        if json {
+            CLI.printLine(
+                CLI.jsonLine(
+                    SubmitReport(
+                        asset: spec.requestedAsset, id: status.id, statusFile: store.statusFile(for: status.id),
+                        state: status.state.rawValue, output: status.output, created: created)))
+        } else {
+            CLI.printLine("\(status.id)  \(created ? "queued" : "exists, \(status.state.rawValue)")  \(status.output)")
+        }
     }
 
     /// Refuses before any work when two files would share a name (`-o` named one file for several)

@@ -58,6 +58,8 @@ public enum JobStoreContract {
         Case(description: "prune deletes old finished jobs by state and frees their keys", body: pruning),
         Case(description: "a dead worker's job shows as orphaned until it is rescued", body: orphans),
         Case(description: "the store's own summary agrees with its list", body: summaryAgreesWithList),
+        Case(description: "a ladder job keeps its ladder, its renditions' progress and its files", body: ladderJob),
+        Case(description: "a thumbnail job keeps its set and its pictures", body: thumbnailJob),
     ]
 
     // MARK: - Helpers

@@ -23,7 +23,7 @@ struct PostgresHarness: StoreHarness {
         var options = options
         options.statusFolder = Fixtures.scratchFolder("status").path
         let store = try PostgresStore(url: try DatabaseURL(url), options: options)
-        #expect(try await store.migrate() == [1])
+        #expect(try await store.migrate() == [1, 2])
         return store
     }
 

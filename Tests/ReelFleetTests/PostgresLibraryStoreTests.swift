@@ -19,7 +19,7 @@ struct PostgresLibraryHarness: LibraryStoreHarness {
         let url = try await server.makeDatabase()
         let database = try PostgresStore(
             url: try DatabaseURL(url), options: PostgresStore.Options(connections: 4, requestTimeout: .seconds(120)))
-        #expect(try await database.migrate() == [1])
+        #expect(try await database.migrate() == [1, 2])
         let library = PostgresLibraryStore(database: database)
         #expect(try await library.migrate() == [1])
         return (database, library)
@@ -48,14 +48,14 @@ struct PostgresLibraryStoreTests {
         #expect(applied.filter { $0 == [1] }.count == 1 && applied.filter(\.isEmpty).count == 3, "\(applied)")
         // The queue's schema is its own: still unmigrated, then migrated without touching the library's.
         #expect(try await stores[0].schemaVersion().current == 0)
-        #expect(try await stores[0].migrate() == [1])
+        #expect(try await stores[0].migrate() == [1, 2])
         let library = PostgresLibraryStore(database: stores[0])
         let version = try await library.schemaVersion()
         #expect(version.current == 1 && version.latest == 1)
         #expect(try await library.migrate().isEmpty)
         let database = URL(string: url)!.lastPathComponent
         #expect(try await server.psql(database, "SELECT count(*) FROM reel_library_schema_version") == "1")
-        #expect(try await server.psql(database, "SELECT count(*) FROM reel_schema_version") == "1")
+        #expect(try await server.psql(database, "SELECT count(*) FROM reel_schema_version") == "2")
         let identity = try await server.psql(database, "SELECT count(*) FROM reel_library_state")
         #expect(identity == "1", "one library identity, not one per migrator")
         for store in stores { await store.close() }

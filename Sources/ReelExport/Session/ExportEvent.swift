@@ -23,6 +23,9 @@ public enum ExportEvent: Sendable, Equatable, Codable {
         /// Rounded to 0.1.
         public var fps: Double
         public var etaSeconds: Double?
+        /// A ladder export's renditions, fractions rounded to 0.001 (`ExportSession.RenditionProgress`);
+        /// nil, and no key, for other exports.
+        public var renditions: [ExportSession.RenditionProgress]?
 
         public init(_ update: ExportSession.Progress) {
             status = update.status
@@ -31,11 +34,24 @@ public enum ExportEvent: Sendable, Equatable, Codable {
             frames = update.frames
             fps = (update.framesPerSecond * 10).rounded() / 10
             etaSeconds = update.secondsRemaining.map { ($0 * 10).rounded() / 10 }
+            renditions = update.renditions.isEmpty ? nil : ExportSession.RenditionProgress.rounded(update.renditions)
         }
 
-        private enum CodingKeys: String, CodingKey { case status, phase, progress, frames, fps, etaSeconds }
+        /// Progress of work that is no export session's (a thumbnail set: `fraction` of its pictures
+        /// made), exporting, phase `transcoding`.
+        public init(fraction: Double, frames: Int) {
+            status = .exporting
+            phase = .transcoding
+            progress = (fraction * 1000).rounded() / 1000
+            self.frames = frames
+            fps = 0
+        }
 
-        /// Every key, `etaSeconds` as `null` until it can be estimated.
+        private enum CodingKeys: String, CodingKey {
+            case status, phase, progress, frames, fps, etaSeconds, renditions
+        }
+
+        /// Every key, `etaSeconds` as `null` until it can be estimated; `renditions` only for a ladder.
         public func encode(to encoder: any Encoder) throws {
             var c = encoder.container(keyedBy: CodingKeys.self)
             try c.encode(status, forKey: .status)
@@ -44,6 +60,7 @@ public enum ExportEvent: Sendable, Equatable, Codable {
             try c.encode(frames, forKey: .frames)
             try c.encode(fps, forKey: .fps)
             try c.encode(etaSeconds, forKey: .etaSeconds)
+            try c.encodeIfPresent(renditions, forKey: .renditions)
         }
     }
 
@@ -59,6 +76,8 @@ public enum ExportEvent: Sendable, Equatable, Codable {
         public var savedLocalIdentifier: String? = nil
         /// A ladder's renditions, playlists and measured bit rates (type `hls`; the output is its folder).
         public var ladder: LadderResult? = nil
+        /// A thumbnail set's pictures and files (type `thumbnails`; the output is its folder).
+        public var thumbnails: ThumbnailSetExport.Result? = nil
 
         public init(
             output: String, preset: String, type: String, result: ExportSession.Result, source: LibrarySource? = nil,

@@ -38,6 +38,8 @@ public final class ExportSession: Sendable {
         public var secondsRemaining: Double?
         /// Seconds since the export started.
         public var elapsedSeconds: Double
+        /// A ladder export's renditions, each on its own (`RenditionProgress`); empty for other exports.
+        public var renditions: [RenditionProgress] = []
     }
 
     /// What a completed export produced, read back from the file. Encoded as JSON, it carries every
@@ -761,7 +763,8 @@ public final class ExportSession: Sendable {
                 let phaseChanged = state.progress.phase != update.phase
                 state.progress = Progress(
                     status: state.status, phase: update.phase, fraction: update.fraction, frames: update.frames,
-                    framesPerSecond: fps, secondsRemaining: remaining, elapsedSeconds: elapsed)
+                    framesPerSecond: fps, secondsRemaining: remaining, elapsedSeconds: elapsed,
+                    renditions: update.renditions.map(RenditionProgress.init))
                 guard phaseChanged || state.lastPublished.map({ now - $0 >= .milliseconds(100) }) ?? true else {
                     return (state.progress, [], nil)
                 }
@@ -782,6 +785,7 @@ public final class ExportSession: Sendable {
             if status == .completed {
                 state.progress.fraction = 1
                 state.progress.secondsRemaining = 0
+                for index in state.progress.renditions.indices { state.progress.renditions[index].fraction = 1 }
             }
             let observers = Array(state.observers.values)
             state.observers.removeAll()

@@ -59,6 +59,9 @@ final class SegmentedTrack {
     private let held: Packet
     private var holding = false
 
+    /// Seconds of media written so far (the end of the latest packet): how far the track is.
+    var writtenSeconds: Double { endSeconds }
+
     /// Whether any segment was begun.
     var hasSegments: Bool { !starts.isEmpty }
 

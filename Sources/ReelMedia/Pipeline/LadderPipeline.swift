@@ -279,7 +279,21 @@ final class LadderPipeline {
     private var mediaSeconds: Double { max(decode.mediaSeconds, audio?.mediaSeconds ?? 0) }
 
     private func report(_ phase: TranscodeProgress.Phase, _ fraction: Double) {
-        progress(TranscodeProgress(phase: phase, fraction: fraction, frames: fanout.frames, mediaSeconds: mediaSeconds))
+        // Each rendition by what its own encoder has written; all of them done once the tracks are split.
+        let done = phase == .finalizing && fraction >= 1
+        let share = 1 - LadderTranscoder.finalizingShare
+        func part(_ track: SegmentedTrack) -> Double {
+            done ? 1 : min(1, track.writtenSeconds / max(window.totalSeconds, 1e-3)) * share
+        }
+        var renditions = fanout.rungs.map {
+            TranscodeProgress.Rendition(
+                name: $0.track.name, width: $0.encoding.width, height: $0.encoding.height, fraction: part($0.track))
+        }
+        if let audioTrack { renditions.append(.init(name: audioTrack.name, fraction: part(audioTrack))) }
+        progress(
+            TranscodeProgress(
+                phase: phase, fraction: fraction, frames: fanout.frames, mediaSeconds: mediaSeconds,
+                renditions: renditions))
     }
 
     /// `avc1.PPCCLL` from the stream's SPS: profile_idc, the constraint flags and level_idc, read

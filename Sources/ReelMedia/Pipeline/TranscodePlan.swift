@@ -181,6 +181,20 @@ public struct TranscodeProgress: Sendable, Equatable {
     public var frames: Int
     /// Seconds of media processed so far.
     public var mediaSeconds: Double
+    /// A ladder's renditions, each on its own (empty for other exports): the rungs in the plan's
+    /// order, then the audio.
+    public var renditions: [Rendition] = []
+
+    /// How far one rendition of a ladder is: its encoder's output, not the decode feeding it.
+    public struct Rendition: Sendable, Equatable {
+        /// Its folder inside the ladder's (`v0`, `v1`, …, `a`).
+        public var name: String
+        public var width: Int?
+        public var height: Int?
+        /// 0…1: the media written to its track over the export's duration; 1 once its segments are
+        /// split out.
+        public var fraction: Double
+    }
 }
 
 /// What an export produced.

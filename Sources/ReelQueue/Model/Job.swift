@@ -68,6 +68,14 @@ public struct JobSpec: Sendable, Codable, Equatable {
     public var saveToLibrary: Bool = false
     /// Keep a Live Photo's content identifier in the saved copy.
     public var keepContentIdentifier: Bool = false
+    /// An adaptive-streaming ladder instead of one file (`ExportSession.ladder`): `output` is then the
+    /// folder the worker publishes, `outputType` the rungs' container (`mp4`); nil in specs written
+    /// before the field existed.
+    public var ladder: Ladder? = nil
+    /// A set of thumbnails instead of an export (`ThumbnailSetExport`): `output` is then the folder
+    /// the worker publishes, and `preset` reads `thumbnails`; nil in specs written before the field
+    /// existed.
+    public var thumbnails: ThumbnailSetRequest? = nil
 
     public init(
         asset: String, preset: String, outputType: OutputType, output: String, priority: Int = 0, key: String? = nil,
@@ -96,7 +104,7 @@ extension JobSpec {
     private enum CodingKeys: String, CodingKey {
         case asset, preset, outputType, output, priority, key, timeRange, metadata, optimizeForNetwork, maxAttempts
         case forceTranscode, overwrite, fileLengthLimit, background, metadataChosen, allowAudioOnly
-        case library, saveToLibrary, keepContentIdentifier, poster
+        case library, saveToLibrary, keepContentIdentifier, poster, ladder, thumbnails
     }
 
     /// Decodes specs written by older versions too (no `overwrite`, no `fileLengthLimit`, no `background`).
@@ -122,7 +130,21 @@ extension JobSpec {
         saveToLibrary = try c.decodeIfPresent(Bool.self, forKey: .saveToLibrary) ?? false
         keepContentIdentifier = try c.decodeIfPresent(Bool.self, forKey: .keepContentIdentifier) ?? false
         poster = try c.decodeIfPresent(Bool.self, forKey: .poster) ?? false
+        ladder = try c.decodeIfPresent(Ladder.self, forKey: .ladder)
+        thumbnails = try c.decodeIfPresent(ThumbnailSetRequest.self, forKey: .thumbnails)
     }
+
+    /// The type as status files and listings show it: `hls` for a ladder (whatever its manifests),
+    /// `thumbnails` for a thumbnail set, else the output type's name.
+    public var typeName: String {
+        ladder != nil ? "hls" : thumbnails != nil ? JobSpec.thumbnailsName : outputType.rawValue
+    }
+
+    /// What a thumbnail job's `preset` and type read.
+    public static let thumbnailsName = "thumbnails"
+
+    /// Whether the output is a folder published whole (a ladder, a thumbnail set) rather than a file.
+    public var writesFolder: Bool { ladder != nil || thumbnails != nil }
 
     /// The asset as the client named it: `library:<id>` for a library asset, else its path.
     public var requestedAsset: String { library?.reference ?? asset }
@@ -174,6 +196,16 @@ extension JobSpec {
             fields.append("metadata (\(describe(other)), not \(describe(self)))")
         }
         if poster != other.poster { fields.append("poster (\(other.poster), not \(poster))") }
+        if thumbnails != other.thumbnails { fields.append("thumbnails (the set asked for differs)") }
+        if ladder != other.ladder {
+            let describe = { (ladder: Ladder?) in
+                ladder.map {
+                    $0.sizes.map(\.description).joined(separator: ",") + " every \($0.segmentSeconds) s, "
+                        + $0.manifests.map(\.rawValue).joined(separator: ",")
+                } ?? "none"
+            }
+            fields.append("ladder (\(describe(other.ladder)), not \(describe(ladder)))")
+        }
         if allowAudioOnly != other.allowAudioOnly {
             fields.append("allow audio only (\(other.allowAudioOnly), not \(allowAudioOnly))")
         }
@@ -288,6 +320,13 @@ public struct JobResult: Sendable, Codable, Equatable {
     /// The local identifier of the asset the output was saved as (`JobSpec.saveToLibrary`), nil when
     /// it was not saved to a library.
     public var savedLocalIdentifier: String?
+    /// A ladder job's renditions, playlists, measured bit rates and every file written, relative to
+    /// the output folder (`LadderResult.files`: playlists, MPD, init and media segments); nil for
+    /// other jobs.
+    public var ladder: LadderResult?
+    /// A thumbnail job's pictures (requested and actual times, file, cell) and every file written,
+    /// relative to the output folder; nil for other jobs.
+    public var thumbnails: ThumbnailSetExport.Result?
 
     /// `result`, its elapsed time rounded to the millisecond.
     public init(_ result: ExportSession.Result, adopted: Bool = false) {
@@ -319,7 +358,7 @@ public struct JobResult: Sendable, Codable, Equatable {
 
     private static let adoptedMethod = "adopted"
 
-    private enum CodingKeys: String, CodingKey { case method, savedLocalIdentifier }
+    private enum CodingKeys: String, CodingKey { case method, savedLocalIdentifier, ladder, thumbnails }
 
     /// The export's keys, every one, and `savedLocalIdentifier` when the output was saved to a
     /// library; status files written before results had a `method` read as `transcode` with no decision.
@@ -329,12 +368,16 @@ public struct JobResult: Sendable, Codable, Equatable {
         export = try ExportSession.Result(from: decoder, methodOtherwise: .transcode)
         adopted = method == Self.adoptedMethod
         savedLocalIdentifier = try container.decodeIfPresent(String.self, forKey: .savedLocalIdentifier)
+        ladder = try container.decodeIfPresent(LadderResult.self, forKey: .ladder)
+        thumbnails = try container.decodeIfPresent(ThumbnailSetExport.Result.self, forKey: .thumbnails)
     }
 
     public func encode(to encoder: any Encoder) throws {
         try export.encode(to: encoder, method: methodName)
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encodeIfPresent(savedLocalIdentifier, forKey: .savedLocalIdentifier)
+        try container.encodeIfPresent(ladder, forKey: .ladder)
+        try container.encodeIfPresent(thumbnails, forKey: .thumbnails)
     }
 }
 
@@ -354,6 +397,10 @@ public struct JobStatus: Sendable, Codable, Equatable {
     public var fps: Double?
     /// Estimated seconds left, while exporting.
     public var etaSeconds: Double?
+    /// A ladder job's renditions, each with its own fraction (`ExportSession.RenditionProgress`): set
+    /// by the attempt's progress reports, every one 1 once the job completed; nil for other jobs and
+    /// before the first report.
+    public var renditions: [ExportSession.RenditionProgress]?
     /// The spec's asset, preset (as given), output type and output path.
     public var asset: String
     public var preset: String
@@ -396,7 +443,7 @@ public struct JobStatus: Sendable, Codable, Equatable {
         progress = 0
         asset = spec.asset
         preset = spec.preset
-        outputType = spec.outputType.rawValue
+        outputType = spec.typeName
         output = spec.output
         priority = spec.priority
         key = spec.key
@@ -417,6 +464,7 @@ public struct JobStatus: Sendable, Codable, Equatable {
         try c.encode(phase, forKey: .phase)
         try c.encode(fps, forKey: .fps)
         try c.encode(etaSeconds, forKey: .etaSeconds)
+        try c.encode(renditions, forKey: .renditions)
         try c.encode(asset, forKey: .asset)
         try c.encode(preset, forKey: .preset)
         try c.encode(outputType, forKey: .outputType)

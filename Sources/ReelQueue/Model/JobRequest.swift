@@ -22,6 +22,9 @@ public struct JobRequest: Sendable, Codable, Equatable {
     /// What a `library:<id>` asset resolved to (`resolveLibraryAsset(in:)`); never read from a
     /// manifest line.
     public var librarySource: LibrarySource?
+    /// A set of thumbnails instead of an export (`reel thumbnail --submit`, a manifest line's
+    /// `thumbnails` object): the export's options then take only `output` and `overwrite`.
+    public var thumbnails: ThumbnailSetRequest?
 
     public init(
         asset: String, export: ExportRequest, outputDir: String? = nil, priority: Int? = nil, key: String? = nil,
@@ -50,7 +53,7 @@ public struct JobRequest: Sendable, Codable, Equatable {
             outputDir: outputDir, priority: priority, key: key, maxAttempts: maxAttempts)
     }
 
-    private enum CodingKeys: String, CodingKey { case asset, outputDir, priority, key, maxAttempts }
+    private enum CodingKeys: String, CodingKey { case asset, outputDir, priority, key, maxAttempts, thumbnails }
 
     /// Reads the flat form: the job's own keys and the export's side by side.
     public init(from decoder: any Decoder) throws {
@@ -61,6 +64,7 @@ public struct JobRequest: Sendable, Codable, Equatable {
         priority = try c.decodeIfPresent(Int.self, forKey: .priority)
         key = try c.decodeIfPresent(String.self, forKey: .key)
         maxAttempts = try c.decodeIfPresent(Int.self, forKey: .maxAttempts)
+        thumbnails = try c.decodeIfPresent(ThumbnailSetRequest.self, forKey: .thumbnails)
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -71,6 +75,7 @@ public struct JobRequest: Sendable, Codable, Equatable {
         try c.encodeIfPresent(priority, forKey: .priority)
         try c.encodeIfPresent(key, forKey: .key)
         try c.encodeIfPresent(maxAttempts, forKey: .maxAttempts)
+        try c.encodeIfPresent(thumbnails, forKey: .thumbnails)
     }
 
     /// How much `resolve` checks of the asset.
@@ -103,12 +108,10 @@ public struct JobRequest: Sendable, Codable, Equatable {
         presets: PresetLibrary, limits: InputLimits, workingDirectory: URL, checks: Checks = .plan,
         metadataDefault: MetadataPolicy? = nil
     ) throws(ExportError) -> JobSpec {
-        let settings = try export.resolve(presets: presets)
-        if settings.ladder != nil {
-            // Issue 22 item 4: a queued ladder needs per-rendition status and a folder result first.
-            throw ExportError(
-                .invalidArgument, "hls ladders run with `reel export` only; the queue does not take them yet")
+        if let thumbnails {
+            return try resolve(thumbnails, limits: limits, workingDirectory: workingDirectory, checks: checks)
         }
+        let settings = try export.resolve(presets: presets)
         try export.checkResource(asset: asset)
         func absolute(_ path: String) -> URL {
             (path.hasPrefix("/") ? URL(fileURLWithPath: path) : workingDirectory.appendingPathComponent(path))
@@ -130,7 +133,16 @@ public struct JobRequest: Sendable, Codable, Equatable {
         let outputURL: URL
         if let output = export.output {
             if outputDir != nil { throw ExportError(.invalidArgument, "give output or outputDir, not both") }
-            outputURL = absolute(output)
+            // A ladder's output is a folder: `-o out/` names `out`.
+            outputURL = absolute(
+                settings.ladder != nil && output.count > 1 && output.hasSuffix("/") ? String(output.dropLast()) : output
+            )
+        } else if settings.ladder != nil {
+            // As `reel export` names a ladder's folder (`<asset name>.<preset>.hls`), with the job's id.
+            let folder = outputDir.map(absolute) ?? workingDirectory.standardizedFileURL
+            let named = source.map { assetURL.deletingLastPathComponent().appendingPathComponent($0.outputStem) }
+            let stem = (named ?? assetURL).deletingPathExtension().lastPathComponent
+            outputURL = folder.appendingPathComponent("\(stem).\(settings.preset.name).{id}.hls")
         } else {
             let folder = outputDir.map(absolute) ?? workingDirectory.standardizedFileURL
             // A library asset's output is named after the resource's own name (a Motion Photo's
@@ -148,11 +160,17 @@ public struct JobRequest: Sendable, Codable, Equatable {
             try Asset.checkAccess(assetURL, limits: limits)
         case .plan:
             let probed = try Asset.header(of: assetURL, byteRange: source?.byteRange?.range, limits: limits)
-            _ = try ExportPlanner.decide(
-                asset: probed, preset: settings.preset, type: settings.outputType, timeRange: settings.timeRange,
-                metadata: metadata ?? .keep, optimizeForNetwork: settings.optimizeForNetwork,
-                forceTranscode: settings.forceTranscode, fileLengthLimit: settings.fileLengthLimit,
-                background: settings.background, allowAudioOnly: settings.allowsAudioOnly)
+            if let ladder = settings.ladder {
+                try ladder.check(
+                    asset: probed, preset: settings.preset, timeRange: settings.timeRange,
+                    background: settings.background, limits: limits)
+            } else {
+                _ = try ExportPlanner.decide(
+                    asset: probed, preset: settings.preset, type: settings.outputType, timeRange: settings.timeRange,
+                    metadata: metadata ?? .keep, optimizeForNetwork: settings.optimizeForNetwork,
+                    forceTranscode: settings.forceTranscode, fileLengthLimit: settings.fileLengthLimit,
+                    background: settings.background, allowAudioOnly: settings.allowsAudioOnly)
+            }
         }
         try OutputPublisher.check(destination: outputURL, asset: assetURL, overwrite: settings.overwrite)
         if settings.poster {
@@ -170,11 +188,13 @@ public struct JobRequest: Sendable, Codable, Equatable {
         spec.saveToLibrary = settings.saveToLibrary
         spec.keepContentIdentifier = settings.keepContentIdentifier
         spec.poster = settings.poster
+        spec.ladder = settings.ladder
         return spec
     }
 
     /// The keys a manifest line may have: the job's own and the export's.
-    static let knownKeys = Set(["asset", "outputDir", "priority", "key", "maxAttempts"]).union(ExportRequest.keys)
+    static let knownKeys = Set(["asset", "outputDir", "priority", "key", "maxAttempts", "thumbnails"]).union(
+        ExportRequest.keys)
 }
 
 extension JobSpec {
@@ -289,11 +309,18 @@ public enum Manifest {
         guard let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] else {
             throw ExportError(.invalidArgument, "not a JSON object")
         }
-        let unknown = StrictKeys.unknown(in: object, known: JobRequest.knownKeys)
+        var unknown = StrictKeys.unknown(in: object, known: JobRequest.knownKeys)
+        if let thumbnails = object["thumbnails"] as? [String: Any] {
+            unknown += StrictKeys.unknown(in: thumbnails, known: ThumbnailSetRequest.keys, prefix: "thumbnails.")
+        }
         if !unknown.isEmpty { throw ExportError(.invalidArgument, unknown.joined(separator: ", ")) }
         do {
             let request = try decoder.decode(JobRequest.self, from: data)
-            if request.export.preset == nil { throw ExportError(.invalidArgument, "missing \"preset\"") }
+            // A ladder's rungs have a default preset (`Ladder.defaultPreset`), as with `reel export`.
+            let ladder = request.export.type?.trimmingCharacters(in: .whitespaces).lowercased() == "hls"
+            if request.export.preset == nil && !ladder && request.thumbnails == nil {
+                throw ExportError(.invalidArgument, "missing \"preset\"")
+            }
             return request
         } catch let error as ExportError {
             throw error

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import ReelExport
 
 /// The job state machine, in one place for every store:
 ///
@@ -31,6 +32,7 @@ extension JobStatus {
         phase = .transcoding
         fps = nil
         etaSeconds = nil
+        renditions = nil
         startedAt = now
         updatedAt = now
         notBefore = nil
@@ -44,6 +46,7 @@ extension JobStatus {
         phase = report.phase
         fps = report.framesPerSecond.map { ($0 * 10).rounded() / 10 }
         etaSeconds = report.secondsRemaining.map { ($0 * 10).rounded() / 10 }
+        renditions = report.renditions.isEmpty ? nil : ExportSession.RenditionProgress.rounded(report.renditions)
         updatedAt = now
         heartbeatAt = now
     }
@@ -55,6 +58,11 @@ extension JobStatus {
         case .completed(let result):
             state = .completed
             progress = 1
+            // Every rendition was written in full: the result lists its files.
+            if var done = renditions {
+                for index in done.indices { done[index].fraction = 1 }
+                renditions = done
+            }
             self.result = result
             error = nil
             finishedAt = now
@@ -65,6 +73,7 @@ extension JobStatus {
                 let due = now.addingTimeInterval(backoff(attempts))
                 state = .waiting
                 progress = 0
+                renditions = nil
                 notBefore = due
                 return .waitingUntil(due)
             }
@@ -77,6 +86,7 @@ extension JobStatus {
         case .handBack:
             state = .waiting
             progress = 0
+            renditions = nil
             attempts = max(0, attempts - 1)
             return .waiting
         }
@@ -98,6 +108,7 @@ extension JobStatus {
         }
         state = .waiting
         progress = 0
+        renditions = nil
         error = JobError.requeuedAfterCrash(attempt: attempts)
         return .waiting
     }
@@ -113,6 +124,7 @@ extension JobStatus {
         state = .waiting
         attempts = 0
         progress = 0
+        renditions = nil
         phase = nil
         fps = nil
         etaSeconds = nil

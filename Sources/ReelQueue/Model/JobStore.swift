@@ -152,12 +152,18 @@ public struct JobProgress: Sendable, Equatable {
     public var phase: ExportSession.Phase
     public var framesPerSecond: Double?
     public var secondsRemaining: Double?
+    /// A ladder's renditions, each on its own; empty for other exports.
+    public var renditions: [ExportSession.RenditionProgress]
 
-    public init(fraction: Double, phase: ExportSession.Phase, framesPerSecond: Double?, secondsRemaining: Double?) {
+    public init(
+        fraction: Double, phase: ExportSession.Phase, framesPerSecond: Double?, secondsRemaining: Double?,
+        renditions: [ExportSession.RenditionProgress] = []
+    ) {
         self.fraction = fraction
         self.phase = phase
         self.framesPerSecond = framesPerSecond
         self.secondsRemaining = secondsRemaining
+        self.renditions = renditions
     }
 }
 

@@ -88,6 +88,8 @@ public final class ChildRunner: Sendable {
     public static let interruptedStatus: Int32 = 75
 
     private let session = Mutex<ExportSession?>(nil)
+    /// A thumbnail job's set, while it runs.
+    private let thumbnailSet = Mutex<ThumbnailSetExport?>(nil)
     private let stopped = Atomic<Bool>(false)
     /// The attempt's temporary output, once the request is read.
     private let temporary = Mutex<URL?>(nil)
@@ -98,6 +100,7 @@ public final class ChildRunner: Sendable {
     public func interrupt() {
         stopped.store(true, ordering: .sequentiallyConsistent)
         session.withLock { $0 }?.cancelExport()
+        thumbnailSet.withLock { $0 }?.cancel()
     }
 
     /// Runs the request read from `input`, writing events with `emit`. Returns the exit status:
@@ -124,6 +127,27 @@ public final class ChildRunner: Sendable {
         do throws(ExportError) {
             let presets = try PresetLibrary(userFolder: request.presetsFolder.map { URL(fileURLWithPath: $0) })
             let spec = request.spec
+            if spec.thumbnails != nil {
+                let set = try await spec.thumbnailSet(limits: request.limits, tag: request.attemptTag) {
+                    () throws(ExportError) in
+                    let answer = askToPublish()
+                    if !answer.publish {
+                        throw ExportError(
+                            .cancelled, "the worker did not publish the output: \(answer.reason ?? "no reason")")
+                    }
+                }
+                set.progressHandler = { fraction in
+                    emit(.progress(.init(fraction: fraction, frames: 0)))
+                }
+                thumbnailSet.withLock { $0 = set }
+                if stopped.load(ordering: .sequentiallyConsistent) { set.cancel() }
+                let made = try await set.run(limits: request.limits)
+                var completion = ExportEvent.Completion(
+                    output: spec.output, preset: spec.preset, type: spec.typeName, result: made.summary)
+                completion.thumbnails = made
+                emit(.completed(completion))
+                return 0
+            }
             let asset = try await spec.loadAsset(limits: request.limits)
             let session = try ExportSession(
                 asset: asset, presetName: spec.preset, presets: presets, limits: request.limits)
@@ -148,8 +172,8 @@ public final class ChildRunner: Sendable {
             emit(
                 .completed(
                     .init(
-                        output: spec.output, preset: session.preset.name, type: spec.outputType.rawValue, result: result
-                    )))
+                        output: spec.output, preset: session.preset.name, type: spec.typeName, result: result,
+                        ladder: session.ladderResult)))
             return 0
         } catch {
             if stopped.load(ordering: .sequentiallyConsistent) { return Self.interruptedStatus }

@@ -15,6 +15,22 @@ struct InProcessRunner: ExportRunner {
     {
         let spec = job.spec
         do throws(ExportError) {
+            if spec.thumbnails != nil {
+                let set = try await spec.thumbnailSet(limits: limits, tag: job.lease.attemptTag) {
+                    () throws(ExportError) in
+                    if let error = PublishVerdict.blocking(confirm).error { throw error }
+                }
+                set.progressHandler = { fraction in
+                    job.report(
+                        JobProgress(
+                            fraction: fraction, phase: .transcoding, framesPerSecond: nil, secondsRemaining: nil))
+                }
+                job.attach(set)
+                let made = try await set.run(limits: limits)
+                var completed = JobResult(made.summary)
+                completed.thumbnails = made
+                return .completed(completed)
+            }
             let asset = try await spec.loadAsset(limits: limits)
             let session = try ExportSession(asset: asset, presetName: spec.preset, presets: presets, limits: limits)
             spec.configure(session, stallTimeout: stallTimeout, threads: threads, metadataDefault: metadataDefault)
@@ -30,7 +46,9 @@ struct InProcessRunner: ExportRunner {
             guard let result = session.result else {
                 throw ExportError(.internal, "the export finished without a result")
             }
-            return .completed(JobResult(result))
+            var completed = JobResult(result)
+            completed.ladder = session.ladderResult
+            return .completed(completed)
         } catch {
             // Cancelled only ever by the worker (`job.stop`), whose stop reason decides what it means.
             return error.code == .cancelled ? .interrupted : .failed(JobError(error))
@@ -55,6 +73,7 @@ extension JobSpec {
         session.fileLengthLimit = fileLengthLimit
         session.backgroundColor = background
         session.writesPoster = poster
+        session.ladder = ladder
         session.codecThreads = threads
         if let library {
             session.metadataOverrides = library.metadata(

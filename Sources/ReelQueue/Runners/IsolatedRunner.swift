@@ -120,9 +120,12 @@ struct IsolatedRunner: ExportRunner {
                     job.report(
                         JobProgress(
                             fraction: progress.progress, phase: progress.phase, framesPerSecond: progress.fps,
-                            secondsRemaining: progress.etaSeconds))
+                            secondsRemaining: progress.etaSeconds, renditions: progress.renditions ?? []))
                 case .event(.completed(let completion))?:
-                    report.withLock { $0.result = JobResult(completion.result) }
+                    var result = JobResult(completion.result)
+                    result.ladder = completion.ladder
+                    result.thumbnails = completion.thumbnails
+                    report.withLock { $0.result = result }
                 case .event(.failed(let failure))?:
                     report.withLock { $0.failure = JobError(failure) }
                 case .publishRequest?:
@@ -171,8 +174,13 @@ struct IsolatedRunner: ExportRunner {
         await withCheckedContinuation { continuation in ended.notify(queue: .global()) { continuation.resume() } }
         watch.cancel()
         toChild.close()
-        // A child killed by a signal could not remove its temporary output.
-        unlink(TemporaryOutput.url(for: URL(fileURLWithPath: job.lease.spec.output), tag: job.lease.attemptTag).path)
+        // A child killed by a signal could not remove its temporary output (a ladder's: a folder).
+        let temporary = TemporaryOutput.url(for: URL(fileURLWithPath: job.lease.spec.output), tag: job.lease.attemptTag)
+        if job.lease.spec.writesFolder {
+            _ = OutputLock.removeIfAbandoned(temporary.path)
+        } else {
+            unlink(temporary.path)
+        }
         let (result, failure, tail, termination) = report.withLock {
             ($0.result, $0.failure, $0.stderrTail, $0.termination ?? .exited(-1))
         }

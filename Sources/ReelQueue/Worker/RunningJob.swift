@@ -188,6 +188,6 @@ extension JobProgress {
     init(_ progress: ExportSession.Progress) {
         self.init(
             fraction: progress.fraction, phase: progress.phase, framesPerSecond: progress.framesPerSecond,
-            secondsRemaining: progress.secondsRemaining)
+            secondsRemaining: progress.secondsRemaining, renditions: progress.renditions)
     }
 }

@@ -455,14 +455,26 @@ public final class WorkerPool: Sendable {
     /// The result of the job's output if an earlier attempt published it and could not record it (a
     /// `PublishReceipt` of this job names the file there); nil otherwise.
     private func adoptPublishedOutput(of lease: Lease) async -> JobResult? {
-        let found = await io.run { () -> (PublishReceipt, ExportSession.Result)? in
-            guard let receipt = PublishReceipt.onOutput(of: lease),
-                let result = try? ExportSession.describeOutput(at: URL(fileURLWithPath: lease.spec.output))
-            else { return nil }
-            return (receipt, result)
+        let found = await io.run {
+            () -> (PublishReceipt, ExportSession.Result, LadderResult?, ThumbnailSetExport.Result?)? in
+            guard let receipt = PublishReceipt.onOutput(of: lease) else { return nil }
+            let output = URL(fileURLWithPath: lease.spec.output)
+            if lease.spec.thumbnails != nil {
+                guard let set = try? ThumbnailSetExport.describe(folder: output) else { return nil }
+                return (receipt, set.summary, nil, set)
+            }
+            // A ladder's output is its folder: its files are listed again.
+            if lease.spec.ladder != nil {
+                guard let (result, ladder) = try? ExportSession.describeLadder(at: output) else { return nil }
+                return (receipt, result, ladder, nil)
+            }
+            guard let result = try? ExportSession.describeOutput(at: output) else { return nil }
+            return (receipt, result, nil, nil)
         }
-        guard let (receipt, described) = found else { return nil }
+        guard let (receipt, described, ladder, thumbnails) = found else { return nil }
         var result = JobResult(described, adopted: true)
+        result.ladder = ladder
+        result.thumbnails = thumbnails
         result.decision =
             "attempt \(receipt.attempt) published this output but could not record it; adopted without exporting again"
         logger.notice(

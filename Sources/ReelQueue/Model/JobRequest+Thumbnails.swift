@@ -1,0 +1,75 @@
+import Foundation
+import ReelExport
+
+extension JobRequest {
+    /// The spec of a thumbnail job: the set checked (`ThumbnailSetRequest.check()`), and with
+    /// `.plan`, its times against the asset's duration from a header-only probe; the folder named by
+    /// `output` (`-o thumbs/` names `thumbs`) or `<outputDir>/<asset name>.thumbnails.<job id>`, which
+    /// must not exist unless `overwrite`. Throws `invalid-argument` for an export option a set does
+    /// not take, or what the checks throw, in the words `reel thumbnail` uses.
+    func resolve(
+        _ thumbnails: ThumbnailSetRequest, limits: InputLimits, workingDirectory: URL, checks: Checks
+    ) throws(ExportError) -> JobSpec {
+        var others = export
+        others.output = nil
+        others.overwrite = nil
+        if others != ExportRequest() {
+            throw ExportError(
+                .invalidArgument,
+                "a thumbnail set takes output (or outputDir) and overwrite of the export's options, not \(ExportRequest.keysSet(in: others).joined(separator: ", ")) (a picture's size is thumbnails.maxSize)"
+            )
+        }
+        if LibraryReference.identifier(in: asset) != nil {
+            throw ExportError(
+                .invalidArgument, "a thumbnail set is made from a file in this version, not a library asset (\(asset))")
+        }
+        let checked = try thumbnails.check()
+        if let key { try JobSpec.checkKey(key) }
+        let attempts = maxAttempts ?? JobSpec.defaultAttempts
+        guard JobSpec.attemptLimits.contains(attempts) else {
+            throw ExportError(
+                .invalidArgument,
+                "max attempts must be between \(JobSpec.attemptLimits.lowerBound) and \(JobSpec.attemptLimits.upperBound), not \(attempts)"
+            )
+        }
+        func absolute(_ path: String) -> URL {
+            (path.hasPrefix("/") ? URL(fileURLWithPath: path) : workingDirectory.appendingPathComponent(path))
+                .standardizedFileURL
+        }
+        let assetURL = absolute(asset)
+        let outputURL: URL
+        if let output = export.output {
+            if outputDir != nil { throw ExportError(.invalidArgument, "give output or outputDir, not both") }
+            outputURL = absolute(output.count > 1 && output.hasSuffix("/") ? String(output.dropLast()) : output)
+        } else {
+            let folder = outputDir.map(absolute) ?? workingDirectory.standardizedFileURL
+            outputURL = folder.appendingPathComponent(
+                "\(assetURL.deletingPathExtension().lastPathComponent).\(JobSpec.thumbnailsName).{id}")
+        }
+        switch checks {
+        case .access:
+            try Asset.checkAccess(assetURL, limits: limits)
+        case .plan:
+            let probed = try Asset.header(of: assetURL, limits: limits)
+            guard probed.videoTrack != nil else { throw ExportError(.noVideo, "\(asset) has no video track") }
+            _ = try checked.times.seconds(duration: probed.duration)
+        }
+        let overwrite = export.overwrite ?? false
+        try OutputPublisher.check(destination: outputURL, asset: assetURL, overwrite: overwrite)
+        var spec = JobSpec(
+            asset: assetURL.path, preset: JobSpec.thumbnailsName, outputType: .mp4, output: outputURL.path,
+            priority: priority ?? 0, key: key, maxAttempts: attempts, overwrite: overwrite)
+        spec.thumbnails = thumbnails
+        return spec
+    }
+}
+
+extension ExportRequest {
+    /// The names of the keys `request` sets, sorted (for a refusal naming them): its JSON's keys.
+    static func keysSet(in request: ExportRequest) -> [String] {
+        guard let data = try? JSONEncoder().encode(request),
+            let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
+        else { return [] }
+        return object.keys.sorted()
+    }
+}

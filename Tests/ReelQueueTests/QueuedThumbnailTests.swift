@@ -1,0 +1,151 @@
+import Foundation
+import ReelExport
+import ReelQueue
+import TestSupport
+import Testing
+
+/// Thumbnail sets as queued jobs: `reel thumbnail --submit` and a manifest line's `thumbnails`
+/// object run through `reel work` (isolated and in-process) into a folder published whole; every
+/// image is ffmpeg's frame at the actual time the result reports (PSNR), and the folder holds exactly
+/// the files the result lists.
+@Suite("Thumbnail sets in the queue", .timeLimit(.minutes(10)))
+struct QueuedThumbnailTests {
+    typealias Spool = WorkerProcessTests.Spool
+
+    static func id(_ result: ToolResult) throws -> String {
+        let object = try JSONSerialization.jsonObject(with: Data(result.stdout.split(separator: "\n")[0].utf8))
+        guard let id = (object as? [String: Any])?["id"] as? String else {
+            throw ToolFailure(message: "no id: \(result.stdout) \(result.stderr)")
+        }
+        return id
+    }
+
+    @Test(arguments: ["--isolate", "--no-isolate"])
+    func submittedAndManifestSetsArePublishedWithEveryImageListed(_ mode: String) async throws {
+        let spool = Spool()
+        let source = try await Fixtures.url(Fixtures.gop)
+        // Exact frames at given times, as PNG, fitted into 320x.
+        let submitted = try await ReelBinary.run(
+            [
+                "thumbnail", source.path, "--submit", "--exact", "--at", "1.99,3.33,50%,11.9", "--format", "png",
+                "--max-size", "320x", "-o", spool.outputs.appendingPathComponent("stills").path + "/", "--priority",
+                "3",
+                "--json",
+            ], environment: spool.environment)
+        #expect(submitted.status == 0, "\(submitted.stderr)")
+        let stills = try Self.id(submitted)
+        // Sheets with their track, from a manifest line (keyframes, the default).
+        let line =
+            ##"{"asset": "\##(source.path)", "outputDir": "\##(spool.outputs.path)", "thumbnails": {"every": "1s", "sheet": "4x2", "maxSize": "160x"}}"##
+        let piped = try await ReelBinary.run(
+            ["submit", "--manifest", "-", "--json"], environment: spool.environment, input: Data(line.utf8))
+        #expect(piped.status == 0, "\(piped.stderr)")
+        let sheets = try Self.id(piped)
+        let worker = try ReelBinary.start(["work", "--drain", "--jobs", "2", mode], environment: spool.environment)
+        #expect(try await worker.exit(within: .seconds(300)).status == 0, "\(worker.output.suffix(2000))")
+
+        let first = try #require(spool.status(stills))
+        #expect(first.state == .completed && first.attempts == 1, "\(first.error?.message ?? "")")
+        #expect(first.outputType == "thumbnails" && first.priority == 3)
+        let set = try #require(first.result?.thumbnails)
+        let folder = URL(fileURLWithPath: first.output)
+        #expect(set.files == QueuedLadderTests.files(under: folder))
+        #expect(set.files == ["gop-12s-001.png", "gop-12s-002.png", "gop-12s-003.png", "gop-12s-004.png"])
+        #expect(set.images.map(\.requestedTime) == [1.99, 3.33, 6, 11.9])
+        let frames = try await Stills.frames(source).map(\.time)
+        for image in set.images {
+            // The frame shown at the requested time, as ffprobe lists them, and ffmpeg's picture of it.
+            let expected = try #require(frames.last { $0 <= image.requestedTime + 1e-6 })
+            #expect(abs(image.actualTime - expected) < 0.001, "asked \(image.requestedTime), got \(image.actualTime)")
+            #expect(image.width == 320 && image.height == 180)
+            let file = folder.appendingPathComponent(image.file)
+            #expect(try await ProbedFile.probe(file).video?.codec_name == "png")
+            let right = try await Stills.psnr(file, against: source, at: image.actualTime)
+            let next = try await Stills.psnr(file, against: source, at: image.actualTime + 0.04)
+            #expect(right.average >= 33 && right.average > next.average + 5, "\(image.file): \(right) vs \(next)")
+        }
+
+        let second = try #require(spool.status(sheets))
+        #expect(second.state == .completed, "\(second.error?.message ?? "")")
+        #expect(URL(fileURLWithPath: second.output).lastPathComponent == "gop-12s.thumbnails.\(sheets)")
+        let sheetSet = try #require(second.result?.thumbnails)
+        let sheetFolder = URL(fileURLWithPath: second.output)
+        #expect(
+            sheetSet.files == ["gop-12s-sprite-001.jpg", "gop-12s-sprite-002.jpg", "gop-12s-thumbnails.vtt"]
+                && sheetSet.track == "gop-12s-thumbnails.vtt")
+        #expect(sheetSet.files == QueuedLadderTests.files(under: sheetFolder))
+        #expect(sheetSet.images.count == 12)
+        let track = try String(
+            contentsOf: sheetFolder.appendingPathComponent("gop-12s-thumbnails.vtt"), encoding: .utf8)
+        for index in [0, 5, 11] {
+            let image = sheetSet.images[index]
+            let (x, y) = (try #require(image.x), try #require(image.y))
+            #expect(track.contains("\(image.file)#xywh=\(x),\(y),160,90"), "cell \(index)")
+            let right = try await Stills.psnr(
+                sheetFolder.appendingPathComponent(image.file), against: source, at: image.actualTime,
+                imageFilters: "crop=160:90:\(x):\(y)", size: (160, 90))
+            #expect(right.average >= 30, "cell \(index): \(right)")
+        }
+        #expect(spool.outputFiles() == ["gop-12s.thumbnails.\(sheets)", "stills"].sorted())
+    }
+
+    /// What a thumbnail set cannot be is refused at submit in one line, and nothing is queued.
+    @Test(arguments: [
+        (#""thumbnails": {"at": ["1", "13"]}"#, "past the end of the asset"),
+        (#""thumbnails": {"count": 3, "size": "320x"}"#, "unknown key 'thumbnails.size'"),
+        (#""thumbnails": {"count": 3, "sheet": "0x2"}"#, "cannot read the sheet '0x2'"),
+        (#""thumbnails": {"count": 3}, "preset": "720p""#, "a thumbnail set takes output"),
+        (#""thumbnails": {"count": 3}, "output": "{outputs}/exists""#, "already exists"),
+    ])
+    func aBadSetIsRefusedAtSubmitInOneLine(_ keys: String, _ message: String) async throws {
+        let spool = Spool()
+        try FileManager.default.createDirectory(
+            at: spool.outputs.appendingPathComponent("exists"), withIntermediateDirectories: true)
+        let source = try await Fixtures.url(Fixtures.gop).path
+        let line = ##"{"asset": "\##(source)", \##(keys)}"##.replacingOccurrences(
+            of: "{outputs}", with: spool.outputs.path)
+        let refused = try await ReelBinary.run(
+            ["submit", "--manifest", "-"], environment: spool.environment, input: Data(line.utf8))
+        #expect(refused.status != 0)
+        let lines = refused.stderr.split(separator: "\n")
+        #expect(lines.count == 1 && lines[0].contains(message), "\(refused.stderr)")
+        #expect(try await spool.store.list(state: nil).isEmpty)
+        // The command-line form refuses in the same words.
+        let cli = try await ReelBinary.run(
+            ["thumbnail", source, "--submit", "--at", "1,13", "-o", spool.outputs.appendingPathComponent("t").path],
+            environment: spool.environment)
+        #expect(cli.status == 64 && cli.stderr.contains("past the end of the asset"), "\(cli.stderr)")
+        #expect(spool.outputFiles() == ["exists"])
+    }
+}
+
+extension QueuedThumbnailTests {
+    /// A worker killed while it makes a set: the job runs again and completes once, and no hidden
+    /// folder is left beside the published one.
+    @Test(arguments: ["--isolate", "--no-isolate"])
+    func aKilledWorkersSetCompletesOnceWithNoHalfFolder(_ mode: String) async throws {
+        let spool = Spool()
+        let output = spool.outputs.appendingPathComponent("thumbs")
+        // Exact frames every 0.2 s of a 20 s 720p clip: long enough to be killed part-way.
+        let submitted = try await ReelBinary.run(
+            [
+                "thumbnail", try await Fixtures.url(Fixtures.long).path, "--submit", "--exact", "--every", "200ms",
+                "--format", "png", "-o", output.path, "--json",
+            ], environment: spool.environment)
+        let id = try Self.id(submitted)
+        let worker = try ReelBinary.start(["work", "--jobs", "1", mode], environment: spool.environment)
+        let running = await spool.waitFor(id, seconds: 120) { $0.state == .exporting && $0.progress > 0.05 }
+        #expect(running != nil, "\(worker.output.suffix(2000))")
+        worker.signal(SIGKILL)
+        _ = try await worker.exit()
+        #expect(!FileManager.default.fileExists(atPath: output.path), "the folder appeared although the worker died")
+        let restarted = try ReelBinary.start(["work", "--drain", mode], environment: spool.environment)
+        #expect(try await restarted.exit(within: .seconds(300)).status == 0, "\(restarted.output.suffix(2000))")
+        let status = try #require(spool.status(id))
+        #expect(status.state == .completed && status.attempts == 2, "\(status.state) after \(status.attempts)")
+        #expect(spool.outputFiles() == ["thumbs"], "leftovers: \(spool.outputFiles())")
+        let set = try #require(status.result?.thumbnails)
+        #expect(set.images.count == 100 && set.files.count == 100)
+        #expect(set.files == QueuedLadderTests.files(under: output))
+    }
+}
