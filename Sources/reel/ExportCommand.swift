@@ -92,7 +92,8 @@ struct ExportCommand: AsyncParsableCommand {
                 settings.ladder != nil && $0.hasSuffix("/") ? String($0.dropLast()) : $0
             }
                 ?? (settings.ladder != nil
-                    ? ((named ?? assetURL).deletingPathExtension().lastPathComponent + ".\(session.preset.name).hls")
+                    ? ((named ?? assetURL).deletingPathExtension().lastPathComponent
+                        + ".\(settings.ladder?.presetName ?? session.preset.name).hls")
                     : OutputType.defaultFileName(
                         asset: named ?? assetURL, preset: session.preset, type: settings.outputType)))
         session.outputURL = destination

@@ -32,18 +32,26 @@ extension ExportSession {
                     + (planned.encoding.tenBit ? " 10-bit" : ""))
         }
         guard let source = asset.displaySize else { throw ExportError(.noVideo, "the asset has no video size") }
-        let (sizes, dropped) = ladder.rungs(forSourceWidth: source.width, height: source.height)
+        let (fitted, dropped) = ladder.fitted(forSourceWidth: source.width, height: source.height)
+        let sizes = fitted.map(\.size)
         guard !sizes.isEmpty else {
             throw ExportError(
                 .invalidArgument,
                 "every rung of the ladder (\(ladder.sizes.map(\.description).joined(separator: ", "))) is larger than the source (\(source.width)x\(source.height)); name one at most its size"
             )
         }
-        let rungs = sizes.map { size -> VideoEncoding in
+        let rungs = fitted.map { box, size -> VideoEncoding in
             var encoding = planned.encoding
             encoding.width = size.width
             encoding.height = size.height
             encoding.pixelAspect = Rational(1, 1)
+            // A ladder preset's rung takes its own preset's encoder settings.
+            if let video = ladder.rungPresets?[box].video {
+                encoding.crf = video.crf
+                encoding.encoderPreset = video.encoderPreset
+                encoding.profile = video.profile ?? encoding.profile
+                encoding.maxBitrate = video.maxBitrate
+            }
             encoding.profile = encoding.profile ?? "high"
             let cap = Ladder.maxBitrate(for: size)
             encoding.maxBitrate = min(encoding.maxBitrate ?? cap, cap)
