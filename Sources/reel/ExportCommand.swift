@@ -41,7 +41,8 @@ struct ExportCommand: AsyncParsableCommand {
     var json = false
 
     func validate() throws {
-        if options.preset == nil && options.type?.lowercased() != "hls" {
+        // A ladder (`--type hls`, `--ladder`) has a default preset, or names its own.
+        if options.preset == nil && options.type?.lowercased() != "hls" && options.ladder == nil {
             throw ValidationError("--preset is required")
         }
         if !(0...64).contains(threads) {
