@@ -60,13 +60,13 @@ struct LadderChecksTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: parent.path).isEmpty)
     }
 
-    /// An undamaged ladder passes, and its completion says how long the read-back took.
+    /// An undamaged ladder passes, and its completion says how long the read-back took. (`--ladder`
+    /// alone implies `--type hls` and the default preset.)
     @Test func theReadBackIsTimedInTheCompletion() async throws {
         let source = try await Fixtures.url(Fixtures.ladderSource)
         let out = Fixtures.scratchFolder("ladder-verified").appendingPathComponent("out")
         let result = try await ReelBinary.run([
-            "export", source.path, "--type", "hls", "--ladder", "320x180", "--manifests", "hls,dash", "-o", out.path,
-            "--json",
+            "export", source.path, "--ladder", "320x180", "--manifests", "hls,dash", "-o", out.path, "--json",
         ])
         #expect(result.status == 0, "\(result.stderr)")
         let last = try #require(result.stdout.split(separator: "\n").last)

@@ -113,7 +113,10 @@ public struct ExportRequest: Sendable, Codable, Equatable {
             }
             ladderPreset = named
         }
-        guard let name = preset ?? (ladderPreset != nil || isLadderType ? Ladder.defaultPreset : nil) else {
+        guard
+            let name = preset
+                ?? (ladderPreset != nil || values.ladder != nil || isLadderType ? Ladder.defaultPreset : nil)
+        else {
             throw ExportError(.invalidArgument, "no preset was named")
         }
         var chosen = try presets.preset(named: name)
