@@ -175,11 +175,19 @@ extension LadderVerification {
                 let end = position + 1 < starts.count ? starts[position + 1] : found[position].endSeconds ?? 0
                 let seconds = end - starts[position]
                 let listed = timeline[position].seconds
-                // The last AAC packet is padded to a whole frame, which the playlist may leave out.
-                let slack =
-                    isAudio && position == found.count - 1
-                    ? 1024 / Double(track.sampleRate ?? 48_000) + timeTolerance : timeTolerance
-                if listed > seconds + timeTolerance || seconds - listed > slack {
+                // Where the last segment ends is known to a frame only: the file gives its last
+                // packet no duration (`SegmentReadBack.endSeconds` adds the shortest step, which a
+                // variable-rate source's last frame may outlast, up to two nominal frames here),
+                // and the last AAC packet is padded to a whole frame the playlist may leave out.
+                var (under, over) = (timeTolerance, timeTolerance)
+                if position == found.count - 1 {
+                    if isAudio {
+                        over += 1024 / Double(track.sampleRate ?? 48_000)
+                    } else {
+                        under += 2 / max(1, track.frameRate ?? 24)
+                    }
+                }
+                if listed > seconds + under || seconds - listed > over {
                     throw fail(String(format: "%@ plays %.6f s, its manifest says %.6f s", name, seconds, listed))
                 }
             }
