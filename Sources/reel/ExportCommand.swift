@@ -41,7 +41,8 @@ struct ExportCommand: AsyncParsableCommand {
     var json = false
 
     func validate() throws {
-        if options.preset == nil && options.type?.lowercased() != "hls" {
+        // A ladder (`--type hls`, `--ladder`) has a default preset, or names its own.
+        if options.preset == nil && options.type?.lowercased() != "hls" && options.ladder == nil {
             throw ValidationError("--preset is required")
         }
         if !(0...64).contains(threads) {
@@ -92,7 +93,8 @@ struct ExportCommand: AsyncParsableCommand {
                 settings.ladder != nil && $0.hasSuffix("/") ? String($0.dropLast()) : $0
             }
                 ?? (settings.ladder != nil
-                    ? ((named ?? assetURL).deletingPathExtension().lastPathComponent + ".\(session.preset.name).hls")
+                    ? ((named ?? assetURL).deletingPathExtension().lastPathComponent
+                        + ".\(settings.ladder?.presetName ?? session.preset.name).hls")
                     : OutputType.defaultFileName(
                         asset: named ?? assetURL, preset: session.preset, type: settings.outputType)))
         session.outputURL = destination

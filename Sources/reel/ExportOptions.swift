@@ -15,7 +15,7 @@ struct ExportOptions: ParsableArguments {
     @Option(
         name: .long,
         help: ArgumentHelp(
-            "Output type: mp4, mov, m4v, m4a, hls (a folder of CMAF segments and playlists; needs --ladder), or an Apple type identifier. Default: from -o's extension, else mp4 (m4a for audio presets).",
+            "Output type: mp4, mov, m4v, m4a, hls (a folder of CMAF segments and playlists; needs --ladder or a ladder preset), or an Apple type identifier. Default: from -o's extension, else mp4 (m4a for audio presets).",
             valueName: "type"))
     var type: String?
 
@@ -102,8 +102,8 @@ struct ExportOptions: ParsableArguments {
     @Option(
         name: .long,
         help: ArgumentHelp(
-            "With --type hls: the rungs, largest first, e.g. 1920x1080,1280x720,960x540,640x360 (each fitted to the source's aspect; a rung above the source's size is dropped). -o names the folder.",
-            valueName: "WxH,…"))
+            "An hls ladder (implies --type hls): the rungs, largest first, e.g. 1920x1080,1280x720,960x540,640x360 (each fitted to the source's aspect; a rung above the source's size is dropped), or a ladder preset (HLSLadder1080; also as --preset). -o names the folder.",
+            valueName: "WxH,…|preset"))
     var ladder: String?
 
     @Option(

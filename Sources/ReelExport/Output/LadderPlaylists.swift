@@ -96,6 +96,9 @@ enum LadderPlaylists {
             ]
             if let width = track.width, let height = track.height { attributes.append("RESOLUTION=\(width)x\(height)") }
             if let rate = track.frameRate { attributes.append(String(format: "FRAME-RATE=%.3f", rate)) }
+            // On every variant, SDR ones too: Apple requires it whenever a variant is not SDR, and a
+            // player told nothing cannot tell an SDR rung from an untagged HDR one.
+            attributes.append("VIDEO-RANGE=\(track.videoRange ?? "SDR")")
             if audio != nil { attributes.append("AUDIO=\"\(audioGroup)\"") }
             attributes.append("CLOSED-CAPTIONS=NONE")
             lines.append("#EXT-X-STREAM-INF:" + attributes.joined(separator: ","))

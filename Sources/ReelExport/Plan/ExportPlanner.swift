@@ -78,6 +78,11 @@ public enum ExportPlanner {
             estimatedBytes: 0)
         plan.requestedTimeRange = timeRange
         switch preset.kind {
+        case .ladder:
+            throw ExportError(
+                .invalidArgument,
+                "the preset \(preset.name) is a ladder: export it as type hls (--preset \(preset.name), ExportSession.ladder)"
+            )
         case .passthrough:
             try planPassthrough(&plan, asset: asset, type: type)
         case .audio:

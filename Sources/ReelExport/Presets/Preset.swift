@@ -11,6 +11,19 @@ public struct Preset: Sendable, Codable, Equatable {
         case audio
         /// Copies streams unchanged into the new container.
         case passthrough
+        /// An adaptive-streaming ladder (output type `hls`): rungs named by video presets.
+        case ladder
+    }
+
+    /// A ladder preset's settings (`"kind": "ladder"`).
+    public struct Ladder: Sendable, Codable, Equatable {
+        /// The rungs: names of H.264 video presets with a box, each giving a rung's size (its box) and
+        /// encoder settings; the largest one's audio settings are the rendition's.
+        public var rungs: [String]
+        /// Seconds per segment (default 6).
+        public var segmentDuration: Double?
+        /// `hls`, `dash` (default `["hls"]`).
+        public var manifests: [String]?
     }
 
     /// Video settings.
@@ -57,6 +70,8 @@ public struct Preset: Sendable, Codable, Equatable {
     public var kind: Kind
     public var video: Video?
     public var audio: Audio?
+    /// A ladder preset's rungs and segments.
+    public var ladder: Ladder?
 
     /// Apple's constant name for this preset.
     public var appleName: String { "AVAssetExportPreset" + name }
@@ -101,6 +116,24 @@ extension Preset {
             guard let audio else { throw PresetFieldError(field: "audio", problem: "is required for an audio preset") }
             if video != nil { throw PresetFieldError(field: "video", problem: "must be absent in an audio preset") }
             try Preset.validate(audio)
+        case .ladder:
+            guard let ladder else {
+                throw PresetFieldError(field: "ladder", problem: "is required for a ladder preset")
+            }
+            if video != nil || audio != nil {
+                throw PresetFieldError(
+                    field: "video", problem: "a ladder preset has no video or audio settings (its rungs' presets do)")
+            }
+            guard (1...ReelExport.Ladder.maxRungs).contains(ladder.rungs.count) else {
+                throw PresetFieldError(
+                    field: "ladder.rungs", problem: "must name 1 to \(ReelExport.Ladder.maxRungs) video presets")
+            }
+            if let seconds = ladder.segmentDuration, !(1...60).contains(seconds) {
+                throw PresetFieldError(field: "ladder.segmentDuration", problem: "must be between 1 and 60 seconds")
+            }
+            for name in ladder.manifests ?? [] where ReelExport.Ladder.Manifest(rawValue: name) == nil {
+                throw PresetFieldError(field: "ladder.manifests", problem: "must list hls and/or dash, not '\(name)'")
+            }
         case .passthrough:
             if video != nil || audio != nil {
                 throw PresetFieldError(field: "video", problem: "a passthrough preset has no video or audio settings")

@@ -20,6 +20,7 @@ public struct PresetLibrary: Sendable {
     public init(userFolder: URL?) throws(ExportError) {
         var byName: [String: Preset] = [:]
         var order: [String] = []
+        var sourceFiles: [String: String] = [:]
         for file in embeddedPresetFiles {
             guard let data = Data(base64Encoded: file.base64) else {
                 throw ExportError(.invalidPreset, "Presets/\(file.name): not readable")
@@ -27,6 +28,7 @@ public struct PresetLibrary: Sendable {
             let preset = try PresetLibrary.decode(data, file: "Presets/\(file.name)")
             byName[preset.name.lowercased()] = preset
             order.append(preset.name.lowercased())
+            sourceFiles[preset.name.lowercased()] = "Presets/\(file.name)"
         }
         if let userFolder {
             let files: [URL]
@@ -50,9 +52,23 @@ public struct PresetLibrary: Sendable {
                     order.append(key)
                 }
                 byName[key] = preset
+                sourceFiles[key] = url.path
             }
         }
         presets = PresetLibrary.sorted(order.compactMap { byName[$0] })
+        // A ladder preset's rungs name H.264 video presets with a box, of this library.
+        for preset in presets {
+            for name in preset.ladder?.rungs ?? [] {
+                let rung = try? self.preset(named: name)
+                guard let rung, rung.kind == .video, let video = rung.video, video.codec == .h264, video.box != nil
+                else {
+                    throw ExportError(
+                        .invalidPreset,
+                        "\(sourceFiles[preset.name.lowercased()] ?? preset.name): field 'ladder.rungs' names '\(name)', which is not an H.264 video preset with a box"
+                    )
+                }
+            }
+        }
     }
 
     /// Shipped first in a sensible order (quality presets, sizes, HEVC, audio, passthrough).
@@ -60,12 +76,19 @@ public struct PresetLibrary: Sendable {
         let canonical = [
             "LowQuality", "MediumQuality", "HighestQuality", "640x480", "960x540", "1280x720", "1920x1080",
             "3840x2160", "HEVC1920x1080", "HEVC3840x2160", "HEVCHighestQuality", "AppleM4A", "Passthrough",
+            "HLSLadder1080",
         ].map { $0.lowercased() }
         return presets.sorted { a, b in
             let ia = canonical.firstIndex(of: a.name.lowercased()) ?? Int.max
             let ib = canonical.firstIndex(of: b.name.lowercased()) ?? Int.max
             return ia != ib ? ia < ib : a.name.lowercased() < b.name.lowercased()
         }
+    }
+
+    /// The ladder presets' names, comma-separated (for messages).
+    var ladderNames: String {
+        let names = presets.filter { $0.kind == .ladder }.map(\.name)
+        return names.isEmpty ? "none" : names.joined(separator: ", ")
     }
 
     /// Finds a preset by name, alias or Apple name, ignoring case (`1280x720`,
@@ -119,6 +142,10 @@ public struct PresetLibrary: Sendable {
         }
         if let audio = object["audio"] as? [String: Any] {
             unknown += StrictKeys.unknown(in: audio, known: knownKeys.audio, prefix: "audio.")
+        }
+        if let ladder = object["ladder"] as? [String: Any] {
+            unknown += StrictKeys.unknown(
+                in: ladder, known: StrictKeys.propertyNames(of: Preset.Ladder(rungs: [])), prefix: "ladder.")
         }
         return unknown
     }

@@ -96,11 +96,55 @@ public struct ExportRequest: Sendable, Codable, Equatable {
     /// `unknown-preset`, or `invalid-argument` naming the value that cannot be read. The output's
     /// path is not checked here: it depends on where the caller writes (`OutputPublisher.check`).
     public func resolve(presets: PresetLibrary) throws(ExportError) -> ExportSettings {
-        let values = try parsed()
-        guard let name = preset ?? (isLadderType ? Ladder.defaultPreset : nil) else {
+        var values = try parsed()
+        // A ladder preset, named by `preset` or by `ladder`, names its rungs' presets.
+        var ladderPreset: Preset?
+        if let text = ladder, Ladder.namesPreset(text) {
+            let named = try presets.preset(named: text)
+            guard named.kind == .ladder else {
+                throw ExportError(
+                    .invalidArgument,
+                    "the ladder '\(text)' is neither WxH sizes (1920x1080,1280x720) nor a ladder preset (\(presets.ladderNames))"
+                )
+            }
+            if preset != nil {
+                throw ExportError(
+                    .invalidArgument, "the ladder preset \(named.name) names its rungs' presets; name no other preset")
+            }
+            ladderPreset = named
+        }
+        guard
+            let name = preset
+                ?? (ladderPreset != nil || values.ladder != nil || isLadderType ? Ladder.defaultPreset : nil)
+        else {
             throw ExportError(.invalidArgument, "no preset was named")
         }
-        let chosen = try presets.preset(named: name)
+        var chosen = try presets.preset(named: name)
+        if chosen.kind == .ladder {
+            if ladder != nil {
+                throw ExportError(
+                    .invalidArgument, "the preset \(chosen.name) is a ladder: it names its rungs, give no --ladder")
+            }
+            ladderPreset = chosen
+        }
+        if let ladderPreset {
+            if let type, !isLadderType {
+                throw ExportError(
+                    .invalidArgument, "the preset \(ladderPreset.name) is a ladder: its output type is hls, not \(type)"
+                )
+            }
+            try refuseLadderOptions()
+            let made = try Ladder.from(
+                preset: ladderPreset, library: presets, segmentDuration: segmentDuration, manifests: manifests)
+            values.ladder = made
+            // The largest rung's preset plans the decode, colour and audio.
+            chosen = made.rungPresets?.first ?? chosen
+        } else if values.ladder == nil && (segmentDuration != nil || manifests != nil) {
+            throw ExportError(.invalidArgument, ExportRequest.ladderOptionsAlone)
+        } else if values.ladder == nil && isLadderType {
+            throw ExportError(
+                .invalidArgument, "an hls export needs its rungs: --ladder 1920x1080,1280x720 (or \"ladder\")")
+        }
         // A ladder writes a folder: its rungs are fragmented MP4, and the output names no file type.
         let outputType =
             values.ladder != nil
@@ -130,6 +174,22 @@ public struct ExportRequest: Sendable, Codable, Equatable {
         type.map { $0.lowercased().trimmingCharacters(in: .whitespaces) == "hls" } ?? false
     }
 
+    static let ladderOptionsAlone =
+        "a ladder, its segment duration and manifests go with --type hls (or \"type\": \"hls\") or a ladder preset"
+
+    /// What a ladder does not take yet.
+    private func refuseLadderOptions() throws(ExportError) {
+        for (what, given) in [
+            ("a size limit", maxSize != nil), ("a poster", poster == true),
+            ("saving to the library", saveToLibrary == true), ("forcing the extension", forceExtension == true),
+        ]
+        where given {
+            throw ExportError(.invalidArgument, "an hls ladder does not take \(what) yet")
+        }
+    }
+
+    /// The values as read. A ladder given as sizes is read here; one that names a ladder preset (and a
+    /// preset that may be one) is left to `resolve`, which has the presets: `ladder` is then nil.
     private func parsed() throws(ExportError) -> (
         range: TimeRange?, metadata: MetadataPolicy?, limit: Int64?, background: RGBColor, ladder: Ladder?
     ) {
@@ -137,23 +197,17 @@ public struct ExportRequest: Sendable, Codable, Equatable {
             throw ExportError(.invalidArgument, "unknown output type '\(type)'; use mp4, mov, m4v, m4a or hls")
         }
         var ladder: Ladder?
-        if isLadderType {
-            guard let text = self.ladder else {
+        // `--ladder` alone implies type hls.
+        if isLadderType || (type == nil && self.ladder != nil) {
+            if let text = self.ladder, !Ladder.namesPreset(text) {
+                ladder = try Ladder.parse(text, segmentDuration: segmentDuration, manifests: manifests)
+            } else if self.ladder == nil && preset == nil {
                 throw ExportError(
                     .invalidArgument, "an hls export needs its rungs: --ladder 1920x1080,1280x720 (or \"ladder\")")
             }
-            ladder = try Ladder.parse(text, segmentDuration: segmentDuration, manifests: manifests)
-            for (what, given) in [
-                ("a size limit", maxSize != nil), ("a poster", poster == true),
-                ("saving to the library", saveToLibrary == true), ("forcing the extension", forceExtension == true),
-            ]
-            where given {
-                throw ExportError(.invalidArgument, "an hls ladder does not take \(what) yet")
-            }
-        } else if self.ladder != nil || segmentDuration != nil || manifests != nil {
-            throw ExportError(
-                .invalidArgument,
-                "a ladder, its segment duration and manifests go with --type hls (or \"type\": \"hls\")")
+            try refuseLadderOptions()
+        } else if type != nil && (self.ladder != nil || segmentDuration != nil || manifests != nil) {
+            throw ExportError(.invalidArgument, ExportRequest.ladderOptionsAlone)
         }
         if keepContentIdentifier == true && saveToLibrary != true {
             throw ExportError(

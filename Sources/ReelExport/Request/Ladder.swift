@@ -22,6 +22,11 @@ public struct Ladder: Sendable, Equatable, Codable {
     public var segmentSeconds: Double
     /// The manifests written over the one set of segments.
     public var manifests: [Manifest] = [.hls]
+    /// The ladder preset this came from (`HLSLadder1080`), if any.
+    public var presetName: String? = nil
+    /// Per box (same order as `sizes`): the video preset whose encoder settings that rung uses (CRF,
+    /// x264 preset, profile, bit-rate cap), when a ladder preset named one; nil: the session's preset.
+    public var rungPresets: [Preset]? = nil
 
     /// A manifest format.
     public enum Manifest: String, Sendable, Equatable, Codable, CaseIterable {
@@ -42,6 +47,44 @@ public struct Ladder: Sendable, Equatable, Codable {
     public init(sizes: [Size], segmentSeconds: Double = Ladder.defaultSegmentSeconds) {
         self.sizes = sizes.sorted { $0.width * $0.height > $1.width * $1.height }
         self.segmentSeconds = segmentSeconds
+    }
+
+    /// The ladder a ladder preset describes: one rung per video preset it names, each that preset's
+    /// box (long side as width) and encoder settings; `segmentDuration` and `manifests`, when given
+    /// (the command line's), replace the preset's. Throws `invalid-argument` as `parse` does.
+    public static func from(
+        preset: Preset, library: PresetLibrary, segmentDuration: String?, manifests: String?
+    ) throws(ExportError) -> Ladder {
+        guard let spec = preset.ladder else {
+            throw ExportError(.invalidArgument, "preset \(preset.name) is not a ladder preset")
+        }
+        var rungs: [(Size, Preset)] = []
+        for name in spec.rungs {
+            let rung = try library.preset(named: name)
+            guard let box = rung.video?.box else {
+                throw ExportError(.invalidPreset, "ladder preset \(preset.name) names \(name), which has no box")
+            }
+            rungs.append((Size(width: box[0], height: box[1]), rung))
+        }
+        rungs.sort { $0.0.width * $0.0.height > $1.0.width * $1.0.height }
+        var ladder = try parse(
+            rungs.map(\.0.description).joined(separator: ","),
+            segmentDuration: segmentDuration ?? spec.segmentDuration.map { String($0) },
+            manifests: manifests ?? spec.manifests?.joined(separator: ","))
+        ladder.sizes = rungs.map(\.0)
+        ladder.rungPresets = rungs.map(\.1)
+        ladder.presetName = preset.name
+        return ladder
+    }
+
+    /// Whether `text` (a `--ladder` value) names a ladder preset rather than listing sizes: it is one
+    /// word that is not `WxH`.
+    public static func namesPreset(_ text: String) -> Bool {
+        let item = text.trimmingCharacters(in: .whitespaces).lowercased()
+        guard !item.isEmpty, !item.contains(",") else { return false }
+        let numbers = item.split(separator: "x", omittingEmptySubsequences: false)
+        return !(numbers.count == 2 && numbers.allSatisfy { !$0.isEmpty && $0.allSatisfy(\.isNumber) })
+            && !item.first!.isNumber
     }
 
     /// Reads `1920x1080,1280x720,…` and a segment length (`6`, `6s`, `4.5`). Throws `invalid-argument`
@@ -99,18 +142,24 @@ public struct Ladder: Sendable, Equatable, Codable {
     /// ratio (both sides even), largest first; a rung whose fitted size is larger than the source's
     /// is dropped (`dropped`), as is one the same size as a larger rung's.
     public func rungs(forSourceWidth width: Int, height: Int) -> (kept: [Size], dropped: [Size]) {
-        var kept: [Size] = []
+        let (kept, dropped) = fitted(forSourceWidth: width, height: height)
+        return (kept.map(\.size), dropped)
+    }
+
+    /// `rungs(forSourceWidth:height:)` with each kept rung's box index in `sizes`.
+    func fitted(forSourceWidth width: Int, height: Int) -> (kept: [(box: Int, size: Size)], dropped: [Size]) {
+        var kept: [(box: Int, size: Size)] = []
         var dropped: [Size] = []
-        for box in sizes {
+        for (index, box) in sizes.enumerated() {
             let scale = min(Double(box.width) / Double(width), Double(box.height) / Double(height))
             let fitted = Size(
                 width: max(2, Int((Double(width) * scale / 2).rounded()) * 2),
                 height: max(2, Int((Double(height) * scale / 2).rounded()) * 2))
             // A box that fits the whole source at more than its size would be upscaling.
-            if scale > 1.0001 || kept.contains(fitted) {
+            if scale > 1.0001 || kept.contains(where: { $0.size == fitted }) {
                 dropped.append(box)
             } else {
-                kept.append(fitted)
+                kept.append((index, fitted))
             }
         }
         return (kept, dropped)

@@ -32,18 +32,26 @@ extension ExportSession {
                     + (planned.encoding.tenBit ? " 10-bit" : ""))
         }
         guard let source = asset.displaySize else { throw ExportError(.noVideo, "the asset has no video size") }
-        let (sizes, dropped) = ladder.rungs(forSourceWidth: source.width, height: source.height)
+        let (fitted, dropped) = ladder.fitted(forSourceWidth: source.width, height: source.height)
+        let sizes = fitted.map(\.size)
         guard !sizes.isEmpty else {
             throw ExportError(
                 .invalidArgument,
                 "every rung of the ladder (\(ladder.sizes.map(\.description).joined(separator: ", "))) is larger than the source (\(source.width)x\(source.height)); name one at most its size"
             )
         }
-        let rungs = sizes.map { size -> VideoEncoding in
+        let rungs = fitted.map { box, size -> VideoEncoding in
             var encoding = planned.encoding
             encoding.width = size.width
             encoding.height = size.height
             encoding.pixelAspect = Rational(1, 1)
+            // A ladder preset's rung takes its own preset's encoder settings.
+            if let video = ladder.rungPresets?[box].video {
+                encoding.crf = video.crf
+                encoding.encoderPreset = video.encoderPreset
+                encoding.profile = video.profile ?? encoding.profile
+                encoding.maxBitrate = video.maxBitrate
+            }
             encoding.profile = encoding.profile ?? "high"
             let cap = Ladder.maxBitrate(for: size)
             encoding.maxBitrate = min(encoding.maxBitrate ?? cap, cap)
@@ -84,7 +92,10 @@ extension ExportSession {
         for (path, text) in files {
             try AtomicFile.write(Data(text.utf8), to: folder.appendingPathComponent(path), overwrite: false)
         }
-        let bytes = try LadderVerification.check(folder: folder, outcome: outcome, files: result.files)
+        injectLadderFault(into: folder, outcome: outcome)
+        let verifying = ContinuousClock.now
+        let bytes = try LadderVerification.verify(folder: folder, outcome: outcome, result: result)
+        let verificationSeconds = (ContinuousClock.now - verifying) / .seconds(1)
         if cancelFlag.isRaised { throw ExportSession.cancelled() }
         try gate?()
         try LadderVerification.publish(folder: folder, to: destination, overwrite: overwrite)
@@ -98,9 +109,32 @@ extension ExportSession {
             decision: "an hls ladder of \(sizes.map(\.description).joined(separator: ", "))"
                 + (dropped.isEmpty
                     ? "" : " (above the source, dropped: \(dropped.map(\.description).joined(separator: ", ")))"))
+        summary.verificationSeconds = verificationSeconds
         summary.timeRange = exportPlan.timeRange
         summary.requestedTimeRange = exportPlan.requestedTimeRange
         return summary
+    }
+
+    /// Damages a written ladder as `outputFault` says, in debug builds (tests), between the write and
+    /// the read-back: the second segment (or the only one) of the last video rung is cut to half
+    /// (`truncate`) or has its first quarter, its `moof` and the start of its `mdat`, zeroed (`corrupt`).
+    private func injectLadderFault(into folder: URL, outcome: LadderOutcome) {
+        #if DEBUG
+            guard let fault = activeFault, fault != .overshoot, let track = outcome.video.last,
+                let segment = track.files.segments.dropFirst().first ?? track.files.segments.first,
+                let handle = try? FileHandle(
+                    forUpdating: folder.appendingPathComponent(track.folder).appendingPathComponent(segment.file))
+            else { return }
+            defer { try? handle.close() }
+            switch fault {
+            case .truncate:
+                try? handle.truncate(atOffset: UInt64(segment.bytes / 2))
+            case .corrupt:
+                try? handle.write(contentsOf: Data(count: Int(segment.bytes / 4)))
+            case .overshoot:
+                break
+            }
+        #endif
     }
 
     /// Runs the ladder under the stall watchdog, as a single export's encode runs.
@@ -115,34 +149,9 @@ extension ExportSession {
     }
 }
 
-/// The checks a ladder's folder passes before it is published, and the publishing.
+/// The checks a ladder's folder passes before it is published (`verify`, LadderReadBackCheck.swift),
+/// and the publishing.
 enum LadderVerification {
-    /// Every file the playlists name is there, and every segment has the bytes that were recorded
-    /// for it; returns the folder's total bytes.
-    static func check(folder: URL, outcome: LadderOutcome, files: [String]) throws(ExportError) -> Int64 {
-        var expected: [String: Int64] = [:]
-        for track in outcome.video + (outcome.audio.map { [$0] } ?? []) {
-            expected[track.folder + "/" + track.files.initFile] = track.files.initBytes
-            for segment in track.files.segments { expected[track.folder + "/" + segment.file] = segment.bytes }
-            if track.files.segments.isEmpty {
-                throw ExportError(.outputInvalid, "the rendition \(track.folder) has no segment")
-            }
-        }
-        var total: Int64 = 0
-        for file in files {
-            var status = stat()
-            guard stat(folder.path + "/" + file, &status) == 0 else {
-                throw ExportError(.outputInvalid, "the ladder's \(file) is missing")
-            }
-            let size = Int64(status.st_size)
-            if let want = expected[file], want != size {
-                throw ExportError(.outputInvalid, "the ladder's \(file) has \(size) bytes, \(want) were written")
-            }
-            total += size
-        }
-        return total
-    }
-
     /// Renames the finished folder into place. An existing destination is refused unless
     /// `overwrite`, when it is moved aside first and removed once the new folder is in place.
     static func publish(folder: URL, to destination: URL, overwrite: Bool) throws(ExportError) {

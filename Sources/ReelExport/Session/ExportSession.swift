@@ -697,7 +697,7 @@ public final class ExportSession: Sendable {
     }
 
     /// `outputFault`, else the one injected for every session.
-    private var activeFault: OutputFault? {
+    var activeFault: OutputFault? {
         outputFault ?? ExportSession.injectedFault.withLock { $0 }
     }
 

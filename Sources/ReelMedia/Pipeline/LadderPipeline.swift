@@ -173,7 +173,8 @@ final class LadderPipeline {
         self.fanout = fanout
         self.decode = decode
         if let audio = plan.audio {
-            let track = try SegmentedTrack(root: plan.outputFolder, name: "a")
+            // The edit list trims the AAC encoder's priming (see `SegmentedTrack`).
+            let track = try SegmentedTrack(root: plan.outputFolder, name: "a", withEditList: true)
             track.output.heartbeat = heartbeat
             let encoder = try AudioStage.openEncoder(audio.encoding, globalHeader: track.output.wantsGlobalHeader)
             let stream = try track.output.addStream(
@@ -264,12 +265,25 @@ final class LadderPipeline {
                 LadderTrack(
                     folder: rung.track.name, files: try rung.track.finish(),
                     codecs: try LadderPipeline.avcCodecs(stream.pointee.codecpar), width: rung.encoding.width,
-                    height: rung.encoding.height, frameRate: frameRate))
+                    height: rung.encoding.height, frameRate: frameRate,
+                    videoRange: LadderPipeline.videoRange(stream.pointee.codecpar.pointee.color_trc)))
         }
         var audioOutcome: LadderTrack?
         if let audioTrack, let encoding = plan.audio?.encoding {
+            var files = try audioTrack.finish()
+            // The last AAC frame is padded to 1024 samples: the playlist ends the audio at the video's
+            // end (Apple: audio and video playlists cover the same duration) when that padding is all
+            // that runs past it.
+            let frame = 1024 / Double(max(1, encoding.sampleRate))
+            if let last = files.segments.last, let videoEnd = video.first?.files.segments.last,
+                case let end = last.startSeconds + last.durationSeconds,
+                case let limit = videoEnd.startSeconds + videoEnd.durationSeconds,
+                end > limit, end - limit < frame + 1e-6, limit > last.startSeconds
+            {
+                files.segments[files.segments.count - 1].durationSeconds = limit - last.startSeconds
+            }
             audioOutcome = LadderTrack(
-                folder: audioTrack.name, files: try audioTrack.finish(), codecs: "mp4a.40.2",
+                folder: audioTrack.name, files: files, codecs: "mp4a.40.2",
                 channels: encoding.channels, sampleRate: encoding.sampleRate)
         }
         report(.finalizing, 1)
@@ -294,6 +308,15 @@ final class LadderPipeline {
             TranscodeProgress(
                 phase: phase, fraction: fraction, frames: fanout.frames, mediaSeconds: mediaSeconds,
                 renditions: renditions))
+    }
+
+    /// HLS's VIDEO-RANGE for a stream tagged with `transfer`.
+    static func videoRange(_ transfer: AVColorTransferCharacteristic) -> String {
+        switch transfer {
+        case AVCOL_TRC_SMPTE2084: "PQ"
+        case AVCOL_TRC_ARIB_STD_B67: "HLG"
+        default: "SDR"
+        }
     }
 
     /// `avc1.PPCCLL` from the stream's SPS: profile_idc, the constraint flags and level_idc, read

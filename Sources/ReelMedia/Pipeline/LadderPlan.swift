@@ -49,8 +49,11 @@ public struct LadderTrack: Sendable, Equatable {
         public var bytes: Int64
         /// Where its first packet is presented, in seconds from the export's start.
         public var startSeconds: Double
-        /// Up to the next segment's start (the last: to the end of its last packet).
+        /// Up to the next segment's start (the last: to the end of its last packet; audio: at most
+        /// to the video's end).
         public var durationSeconds: Double
+        /// Packets (samples) written into it.
+        public var samples: Int
     }
     /// The init segment and the media segments.
     public struct Segments: Sendable, Equatable {
@@ -69,6 +72,9 @@ public struct LadderTrack: Sendable, Equatable {
     public var frameRate: Double?
     public var channels: Int?
     public var sampleRate: Int?
+    /// A video track's HLS VIDEO-RANGE, from the transfer its stream is tagged with: `PQ` (SMPTE ST
+    /// 2084), `HLG` (ARIB STD-B67), else `SDR`.
+    public var videoRange: String? = nil
 }
 
 /// What a ladder produced.
