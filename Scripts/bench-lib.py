@@ -12,6 +12,11 @@ Subcommands (Scripts/bench calls them; nothing here times anything):
       ffmpeg spells each of those is written down here; a plan that tone-maps HDR to SDR is spelt with
       ffmpeg's usual recipe for it (HDR_TO_SDR).
 
+  ladder-ffmpeg-args REEL INPUT FOLDER RUNGS SEGMENT
+      Prints, one per line, the arguments of ffmpeg's one-command HLS ladder (split + scale per rung,
+      the hls muxer with fMP4 segments and -var_stream_map) into FOLDER, each rung encoded as
+      `reel export INPUT --type hls --ladder RUNGS --segment-duration SEGMENT` encodes it.
+
   preset-info REEL PRESET INPUT
       Prints the preset's canonical name and its kind (video, audio or passthrough), from the plan of
       exporting INPUT with it.
@@ -147,6 +152,82 @@ def ffmpeg_args(reel, preset, source, output):
     return args + ["-sn", "-dn", "-threads", "0"] + container + ["-movflags", movflags(plan), output]
 
 
+# Ladder.maxBitrate (ReelExport/Request/Ladder.swift): a rung's VBV cap, about 3.5 bits a second per
+# pixel, at least 100 kbit/s, under the preset's own; the buffer is twice the cap. `--estimate` does not
+# plan ladders yet, so this one rule of Reel's is repeated here (and `ladder-check` compares the rungs
+# Reel wrote with the ones asked of ffmpeg).
+def ladder_cap(width, height):
+    return max(100_000, int(width * height * 3.5))
+
+
+def ladder_sizes(rungs, source_width, source_height):
+    """Ladder.rungs(forSourceWidth:height:): each box fitted to the source's aspect (even sides),
+    dropped when that would upscale or repeat a larger rung."""
+    kept = []
+    for box in rungs.split(","):
+        w, h = (int(x) for x in box.lower().split("x"))
+        scale = min(w / source_width, h / source_height)
+        fitted = (max(2, round(source_width * scale / 2) * 2), max(2, round(source_height * scale / 2) * 2))
+        if scale <= 1.0001 and fitted not in kept:
+            kept.append(fitted)
+    return kept
+
+
+def ladder_ffmpeg_args(reel, source, folder, rungs, segment):
+    """ffmpeg's one-command ladder (split + scale per rung + the hls muxer with fMP4 segments and
+    -var_stream_map), each rung encoded as Reel's ladder encodes it: the ladder's preset (1920x1080,
+    Ladder.defaultPreset) planned for this source gives encoder, x264 preset, CRF, profile, pixel
+    format, colour tags, scaler and the AAC settings; the rung's size and VBV cap are the ladder's;
+    keyframes as LadderPipeline forces them (an IDR at every segment boundary, x264 keyint = one
+    segment's frames, no scene cuts)."""
+    plan = reel_plan(reel, "1920x1080", source)
+    video, audio = plan["video"], plan.get("audio")
+    info = ffprobe(source)
+    stream = next(s for s in info["streams"] if s["codec_type"] == "video")
+    num, den = (int(x) for x in stream["avg_frame_rate"].split("/"))
+    keyint = max(1, -(-int(float(segment) * num) // den))  # ceil(segment x frame rate)
+    sizes = ladder_sizes(rungs, int(stream["width"]), int(stream["height"]))
+    split = f"[0:v]split={len(sizes)}" + "".join(f"[s{i}]" for i in range(len(sizes)))
+    scales = [f"[s{i}]scale={w}:{h}:flags={video['scaler']},setsar=1[v{i}]" for i, (w, h) in enumerate(sizes)]
+    args = ["-nostdin", "-hide_banner", "-loglevel", "error", "-y", "-i", source,
+            "-filter_complex", ";".join([split] + scales)]
+    for i in range(len(sizes)):
+        args += ["-map", f"[v{i}]"]
+    if audio is not None:
+        args += ["-map", stream_specifier(plan, audio["stream"])]
+    args += ["-c:v", video["encoder"], "-preset", video["encoderPreset"], "-crf", f"{video['crf']:g}",
+             "-profile:v", video.get("profile") or "high", "-pix_fmt", video["pixelFormat"]]
+    for i, (w, h) in enumerate(sizes):
+        cap = min(video.get("maxBitrate") or ladder_cap(w, h), ladder_cap(w, h))
+        args += [f"-maxrate:v:{i}", str(cap), f"-bufsize:v:{i}", str(2 * cap)]
+    args += ["-g", str(keyint), "-forced-idr", "1", "-x264-params", "scenecut=0",
+             "-force_key_frames", f"expr:gte(t,n_forced*{segment})"]
+    if video["color"] in ("bt709", "tone-mapped"):
+        for flag, key in (("-color_primaries", "colorPrimaries"), ("-color_trc", "colorTransfer"),
+                          ("-colorspace", "colorSpace"), ("-color_range", "colorRange")):
+            args += [flag, video[key]]
+    streams = " ".join(f"v:{i},agroup:aud" for i in range(len(sizes)))
+    if audio is not None:
+        args += ["-c:a", audio["codec"], "-b:a", str(audio["bitRate"]), "-ac", str(audio["channels"])]
+        if audio["sampleRate"] != audio["sourceSampleRate"]:
+            args += ["-ar", str(audio["sampleRate"])]
+        streams += " a:0,agroup:aud,default:yes"
+    return args + ["-sn", "-dn", "-threads", "0", "-f", "hls", "-hls_time", str(segment),
+                   "-hls_playlist_type", "vod", "-hls_segment_type", "fmp4", "-hls_flags", "independent_segments",
+                   "-master_pl_name", "master.m3u8", "-hls_segment_filename", f"{folder}/v%v/seg_%05d.m4s",
+                   "-var_stream_map", streams, f"{folder}/v%v/index.m3u8"]
+
+
+def ladder_sizes_written(folder):
+    """The RESOLUTION of every variant of FOLDER/master.m3u8, in order."""
+    sizes = []
+    with open(os.path.join(folder, "master.m3u8")) as f:
+        for line in f:
+            if line.startswith("#EXT-X-STREAM-INF:") and "RESOLUTION=" in line:
+                sizes.append(line.split("RESOLUTION=", 1)[1].split(",", 1)[0].strip())
+    return sizes
+
+
 def preset_info(reel, preset, source):
     plan = reel_plan(reel, preset, source)
     kind = "passthrough" if plan["method"] == "passthrough" else ("video" if plan.get("video") else "audio")
@@ -277,9 +358,14 @@ def report(out_dir):
         },
         "cases": {},
     }
-    tools = ("reel", "ffmpeg")
     for case in cases:
         name = case["case"]
+        # reel and ffmpeg, then what else the case measured (ladder: separate, reel-2, ffmpeg-2;
+        # thumbs: reel-10), in the order it ran.
+        tools = ["reel", "ffmpeg"]
+        for r in runs:
+            if r["case"] == name and r["tool"] not in tools:
+                tools.append(r["tool"])
         entry = {"input": case["input"], "preset": case["preset"], "kind": case["kind"],
                  "commands": {t: commands.get((name, t)) for t in tools}, "runs": {}, "median": {},
                  "ssim": {}, "ratios": {}, "failures": {}}
@@ -309,6 +395,14 @@ def report(out_dir):
                 "wall": ratio(r["wall_s"], f["wall_s"]), "cpu": ratio(r["cpu_s"], f["cpu_s"]),
                 "rss": ratio(r["peak_rss_mb"], f["peak_rss_mb"]), "size": ratio(r["size_mb"], f["size_mb"]),
             }
+        # Reel against another way of doing the same work (the ladder's four separate exports).
+        entry["ratios_to"] = {}
+        for other in tools[2:]:
+            o = entry["median"][other]
+            if r and o and not other.startswith(("reel-", "ffmpeg-")):
+                entry["ratios_to"][other] = {
+                    "wall": ratio(r["wall_s"], o["wall_s"]), "cpu": ratio(r["cpu_s"], o["cpu_s"]),
+                    "rss": ratio(r["peak_rss_mb"], o["peak_rss_mb"]), "size": ratio(r["size_mb"], o["size_mb"])}
         if entry["ssim"]["reel"] is not None and entry["ssim"]["ffmpeg"] is not None:
             entry["ratios"]["ssim_diff"] = entry["ssim"]["reel"] - entry["ssim"]["ffmpeg"]
         reel_out, ff_out = case["reel_output"], case["ffmpeg_output"]
@@ -316,6 +410,9 @@ def report(out_dir):
         if case["kind"] == "images":
             # Folders of JPEGs: nothing of a movie to compare.
             entry["probe"], entry["differences"] = {}, []
+        elif case["kind"] == "ladder":
+            entry["probe"] = {t: ladder_describe(d) for t, d in (("reel", reel_out), ("ffmpeg", ff_out))}
+            entry["differences"] = ladder_differences(entry["probe"]["reel"], entry["probe"]["ffmpeg"])
         else:
             entry["probe"] = {"reel": describe(reel_out), "ffmpeg": describe(ff_out)}
             entry["differences"] = differences(entry["probe"]["reel"], entry["probe"]["ffmpeg"])
@@ -333,6 +430,31 @@ def report(out_dir):
             if ra.get("wall") is not None:
                 f.write(f"{name} {ra['wall']:.4f} {ra['rss']:.4f} {ra['cpu']:.4f}\n")
     print_table(results)
+
+
+def ladder_describe(folder):
+    """A ladder folder's variants (RESOLUTION, in the master's order) and each one's segment count."""
+    if not folder or not os.path.isfile(os.path.join(folder, "master.m3u8")):
+        return None
+    sizes, counts = ladder_sizes_written(folder), []
+    with open(os.path.join(folder, "master.m3u8")) as f:
+        lines = [line.strip() for line in f]
+    for i, line in enumerate(lines):
+        if line.startswith("#EXT-X-STREAM-INF:") and i + 1 < len(lines):
+            with open(os.path.join(folder, lines[i + 1])) as playlist:
+                counts.append(sum(1 for x in playlist if x.startswith("#EXTINF:")))
+    return {"resolutions": sizes, "segments": counts}
+
+
+def ladder_differences(reel, ff):
+    if reel is None or ff is None:
+        return ["an output is missing"]
+    notes = []
+    if reel["resolutions"] != ff["resolutions"]:
+        notes.append(f"rungs: reel {reel['resolutions']}, ffmpeg {ff['resolutions']}")
+    if reel["segments"] != ff["segments"]:
+        notes.append(f"segments per rung: reel {reel['segments']}, ffmpeg {ff['segments']}")
+    return notes
 
 
 def hdr_colour(rows):
@@ -355,9 +477,9 @@ def print_table(results):
     print(head)
     print("-" * len(head))
     for name, e in results["cases"].items():
-        for tool in ("reel", "ffmpeg"):
+        for tool in e["median"]:
             m = e["median"][tool]
-            ssim = e["ssim"][tool]
+            ssim = e["ssim"].get(tool)
             print(f"{name:12} {tool:9} {fmt(m.get('wall_s'), '8.3f'):>8} {fmt(m.get('cpu_s'), '8.2f'):>8} "
                   f"{fmt(m.get('peak_rss_mb'), '8.1f'):>8} {fmt(m.get('size_mb'), '9.3f'):>9} "
                   f"{fmt(ssim, '9.5f', 'n/a'):>9}")
@@ -365,6 +487,11 @@ def print_table(results):
         x = lambda key, spec: "-" if ra.get(key) is None else format(ra[key], spec) + "x"
         print(f"{name:12} {'reel/ff':9} {x('wall', '7.2f'):>8} {x('cpu', '7.2f'):>8} {x('rss', '7.2f'):>8} "
               f"{x('size', '8.3f'):>9} {fmt(ra.get('ssim_diff'), '+9.5f', 'n/a'):>9}")
+        for other, ro in e.get("ratios_to", {}).items():
+            y = lambda key, spec: "-" if ro.get(key) is None else format(ro[key], spec) + "x"
+            label = "reel/" + other[:4]
+            print(f"{name:12} {label:9} {y('wall', '7.2f'):>8} {y('cpu', '7.2f'):>8} {y('rss', '7.2f'):>8} "
+                  f"{y('size', '8.3f'):>9}")
         print()
     colour = results.get("hdr_colour") or {}
     if colour:
@@ -452,6 +579,40 @@ def evaluate_targets(cases, colour=None):
         add("thumbs wall vs ffmpeg's seeks <= 0.5", e["ratios"]["wall"] <= 0.5, f"{e['ratios']['wall']:.3f}")
     else:
         unmeasured("thumbs", "thumbs wall vs ffmpeg's seeks <= 0.5")
+    e = cases.get("thumbs")
+    few = (e or {}).get("median", {}).get("reel-10", {})
+    if e and e["median"]["reel"].get("peak_rss_mb") and few.get("peak_rss_mb"):
+        grow = e["median"]["reel"]["peak_rss_mb"] / few["peak_rss_mb"]
+        add("thumbs peak RSS flat: 30 images <= 1.1x 10 images", grow <= 1.1,
+            f"{grow:.3f} ({e['median']['reel']['peak_rss_mb']:.1f} vs {few['peak_rss_mb']:.1f} MB)")
+    else:
+        unmeasured("thumbs", "thumbs peak RSS flat: 30 images <= 1.1x 10 images")
+    e = cases.get("ladder")
+    if e and e["ratios"].get("wall") is not None:
+        add("ladder wall vs ffmpeg's one command <= 0.9", e["ratios"]["wall"] <= 0.9,
+            f"{e['ratios']['wall']:.3f}; CPU {fmt(e['ratios'].get('cpu'), '.3f')}")
+    else:
+        unmeasured("ladder", "ladder wall vs ffmpeg's one command <= 0.9")
+    separate = (e or {}).get("ratios_to", {}).get("separate", {})
+    if separate.get("wall") is not None:
+        add("ladder wall vs four separate reel exports <= 0.6", separate["wall"] <= 0.6,
+            f"{separate['wall']:.3f}; CPU {fmt(separate.get('cpu'), '.3f')}")
+    else:
+        unmeasured("ladder", "ladder wall vs four separate reel exports <= 0.6")
+    # Memory flat in the rungs: each rung holds an x264 encoder (its lookahead and reference frames),
+    # which no tool can share, so the peak grows with the rungs in ffmpeg's one command too. Reel's
+    # growth from 2 to 4 rungs (MB per added rung) may be at most 1.5x ffmpeg's, the RSS target's
+    # factor, plus 10 MB of measurement noise: anything more is memory of Reel's own per rung.
+    m = (e or {}).get("median", {})
+    if all(m.get(t, {}).get("peak_rss_mb") for t in ("reel", "reel-2", "ffmpeg", "ffmpeg-2")):
+        reel_slope = (m["reel"]["peak_rss_mb"] - m["reel-2"]["peak_rss_mb"]) / 2
+        ff_slope = (m["ffmpeg"]["peak_rss_mb"] - m["ffmpeg-2"]["peak_rss_mb"]) / 2
+        add("ladder peak RSS per added rung (2 -> 4 rungs) <= 1.5x ffmpeg's + 10 MB",
+            reel_slope <= 1.5 * max(ff_slope, 0) + 10,
+            f"reel {reel_slope:+.1f} MB/rung ({m['reel-2']['peak_rss_mb']:.1f} -> {m['reel']['peak_rss_mb']:.1f}), "
+            f"ffmpeg {ff_slope:+.1f} MB/rung ({m['ffmpeg-2']['peak_rss_mb']:.1f} -> {m['ffmpeg']['peak_rss_mb']:.1f})")
+    else:
+        unmeasured("ladder", "ladder peak RSS per added rung (2 -> 4 rungs) <= 1.5x ffmpeg's + 10 MB")
     for name in ("batch", "batch-inproc"):
         e = cases.get(name)
         if e and e["ratios"].get("wall") is not None:
@@ -516,6 +677,9 @@ def main(argv):
     command = commands.add_parser("ffmpeg-args")
     for name in ("reel", "preset", "input", "output"):
         command.add_argument(name)
+    command = commands.add_parser("ladder-ffmpeg-args")
+    for name in ("reel", "input", "folder", "rungs", "segment"):
+        command.add_argument(name)
     command = commands.add_parser("preset-info")
     for name in ("reel", "preset", "input"):
         command.add_argument(name)
@@ -527,6 +691,9 @@ def main(argv):
     args = parser.parse_args(argv)
     if args.command == "ffmpeg-args":
         for arg in ffmpeg_args(args.reel, args.preset, args.input, args.output):
+            print(arg)
+    elif args.command == "ladder-ffmpeg-args":
+        for arg in ladder_ffmpeg_args(args.reel, args.input, args.folder, args.rungs, args.segment):
             print(arg)
     elif args.command == "preset-info":
         print(*preset_info(args.reel, args.preset, args.input))
