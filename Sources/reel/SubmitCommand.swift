@@ -48,8 +48,9 @@ struct SubmitCommand: AsyncParsableCommand {
 
     func validate() throws {
         if assets.isEmpty && manifest == nil { throw ValidationError("name at least one asset, or --manifest") }
-        // A ladder's rungs have a default preset, as with `reel export --type hls`.
-        if !assets.isEmpty && options.preset == nil && options.type?.lowercased() != "hls" {
+        // A ladder's rungs have a default preset, as with `reel export --type hls` (or `--ladder`,
+        // which implies it).
+        if !assets.isEmpty && options.preset == nil && options.type?.lowercased() != "hls" && options.ladder == nil {
             throw ValidationError("--preset is required")
         }
         if options.output != nil && outputDir != nil { throw ValidationError("use -o or --output-dir, not both") }

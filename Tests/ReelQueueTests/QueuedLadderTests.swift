@@ -104,6 +104,29 @@ struct QueuedLadderTests {
         #expect(decoded.result?.ladder == first.result?.ladder && decoded.renditions == first.renditions)
     }
 
+    /// `--ladder` alone implies type hls and a ladder preset names the rungs, at submit as at export.
+    @Test func aLadderPresetOrLadderAloneQueuesALadder() async throws {
+        let spool = Spool()
+        let source = try await Fixtures.url(Fixtures.ladderSource).path
+        var ids: [String] = []
+        for options in [["--preset", "HLSLadder1080"], ["--ladder", "640x360,320x180"]] {
+            let name = options[0] == "--preset" ? "preset" : "rungs"
+            let submitted = try await ReelBinary.run(
+                ["submit", source] + options + ["-o", spool.outputs.appendingPathComponent(name).path, "--json"],
+                environment: spool.environment)
+            #expect(submitted.status == 0, "\(options): \(submitted.stderr)")
+            ids.append(
+                try #require(
+                    (try JSONSerialization.jsonObject(with: Data(submitted.stdout.utf8)) as? [String: Any])?["id"]
+                        as? String, "\(submitted.stderr)"))
+        }
+        let worker = try ReelBinary.start(["work", "--drain", "--no-isolate"], environment: spool.environment)
+        #expect(try await worker.exit(within: .seconds(300)).status == 0, "\(worker.output.suffix(2000))")
+        // HLSLadder1080's rungs on a 640x360 source: only the 640x480 box's 640x360 is not above it.
+        try await Self.checkPublished(try #require(spool.status(ids[0])), widths: [640], dash: false)
+        try await Self.checkPublished(try #require(spool.status(ids[1])), widths: [640, 320], dash: false)
+    }
+
     /// A worker killed mid-ladder (with its export process, when isolated): the job runs again and
     /// completes once; no hidden folder is left; the status showed each rendition's progress while it ran.
     @Test(arguments: ["--isolate", "--no-isolate"])
