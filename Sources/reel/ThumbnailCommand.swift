@@ -119,10 +119,10 @@ struct ThumbnailCommand: AsyncParsableCommand {
         if chosen == 0 && sheet == nil { throw ValidationError("say when: --at, --count or --every") }
         if let count, count < 1 { throw ValidationError("--count must be at least 1, not \(count)") }
         if !(1...100).contains(quality) { throw ValidationError("--quality must be between 1 and 100, not \(quality)") }
-        if let maxSize, Self.size(maxSize) == nil {
+        if let maxSize, ThumbnailSetRequest.size(maxSize) == nil {
             throw ValidationError("cannot read --max-size '\(maxSize)'; write WxH, e.g. 320x180, 320x or x180")
         }
-        if let sheet, Self.grid(sheet) == nil {
+        if let sheet, ThumbnailSetRequest.grid(sheet) == nil {
             throw ValidationError("cannot read --sheet '\(sheet)'; write COLSxROWS, e.g. 10x10")
         }
         if vtt != nil && sheet == nil { throw ValidationError("--vtt needs --sheet") }
@@ -170,8 +170,8 @@ struct ThumbnailCommand: AsyncParsableCommand {
             generator.requestedTimeToleranceBefore = 0
             generator.requestedTimeToleranceAfter = 0
         }
-        let grid = sheet.flatMap(Self.grid)
-        let box = maxSize.flatMap(Self.size) ?? (grid != nil ? (160, 0) : (0, 0))
+        let grid = sheet.flatMap(ThumbnailSetRequest.grid)
+        let box = maxSize.flatMap(ThumbnailSetRequest.size) ?? (grid != nil ? (160, 0) : (0, 0))
         generator.maximumSize = .init(width: box.0, height: box.1)
 
         if let grid {
@@ -395,25 +395,5 @@ struct ThumbnailCommand: AsyncParsableCommand {
         let path = file.standardizedFileURL.path
         let prefix = base.hasSuffix("/") ? base : base + "/"
         return path.hasPrefix(prefix) ? String(path.dropFirst(prefix.count)) : path
-    }
-
-    /// `WxH`, `Wx`, `xH` → (W, H), 0 for a missing side.
-    static func size(_ text: String) -> (Int, Int)? {
-        let parts = text.lowercased().split(separator: "x", omittingEmptySubsequences: false)
-        guard parts.count == 2 else { return nil }
-        let width = parts[0].isEmpty ? 0 : Int(parts[0])
-        let height = parts[1].isEmpty ? 0 : Int(parts[1])
-        guard let width, let height, width >= 0, height >= 0, width + height > 0 else { return nil }
-        guard width == 0 || width >= 2, height == 0 || height >= 2 else { return nil }
-        return (width, height)
-    }
-
-    /// `COLSxROWS` → (columns, rows), each 1...100.
-    static func grid(_ text: String) -> (Int, Int)? {
-        let parts = text.lowercased().split(separator: "x")
-        guard parts.count == 2, let columns = Int(parts[0]), let rows = Int(parts[1]), (1...100).contains(columns),
-            (1...100).contains(rows)
-        else { return nil }
-        return (columns, rows)
     }
 }

@@ -18,28 +18,12 @@ extension ExportSession {
             )
         }
         try OutputPublisher.check(destination: destination, asset: asset.url, overwrite: overwrite)
-        let exportPlan = try ExportPlanner.decide(
-            asset: asset, preset: preset, type: .mp4, timeRange: range, metadata: metadata, optimizeForNetwork: true,
-            forceTranscode: true, background: background)
-        let transcode = exportPlan.transcodePlan(limits: limits)
-        guard case .transcode(let planned?, let audio) = transcode.mode else {
-            throw ExportError(.noVideo, "an hls ladder needs a video stream to encode")
-        }
-        guard planned.encoding.codec == .h264, !planned.encoding.tenBit, planned.encoding.color != .keepSource else {
-            throw ExportError(
-                .invalidArgument,
-                "an hls ladder is 8-bit H.264 in this version; preset \(preset.name) makes \(planned.encoding.codec.rawValue)"
-                    + (planned.encoding.tenBit ? " 10-bit" : ""))
-        }
-        guard let source = asset.displaySize else { throw ExportError(.noVideo, "the asset has no video size") }
-        let (fitted, dropped) = ladder.fitted(forSourceWidth: source.width, height: source.height)
+        let ladderPlan = try ladder.planned(
+            asset: asset, preset: preset, timeRange: range, metadata: metadata, background: background, limits: limits)
+        let (exportPlan, transcode, planned, audio) =
+            (ladderPlan.exportPlan, ladderPlan.transcode, ladderPlan.video, ladderPlan.audio)
+        let (fitted, dropped) = (ladderPlan.fitted, ladderPlan.dropped)
         let sizes = fitted.map(\.size)
-        guard !sizes.isEmpty else {
-            throw ExportError(
-                .invalidArgument,
-                "every rung of the ladder (\(ladder.sizes.map(\.description).joined(separator: ", "))) is larger than the source (\(source.width)x\(source.height)); name one at most its size"
-            )
-        }
         let rungs = fitted.map { box, size -> VideoEncoding in
             var encoding = planned.encoding
             encoding.width = size.width
