@@ -108,18 +108,7 @@ struct SubmitCommand: AsyncParsableCommand {
         }
         let store = try storeOptions.open(create: true)
         for spec in specs {
-            let submission = try await store.submit(spec)
-            let (status, created) = (submission.status, submission.created)
-            if json {
-                CLI.printLine(
-                    CLI.jsonLine(
-                        SubmitReport(
-                            asset: spec.requestedAsset, id: status.id, statusFile: store.statusFile(for: status.id),
-                            state: status.state.rawValue, output: status.output, created: created)))
-            } else {
-                CLI.printLine(
-                    "\(status.id)  \(created ? "queued" : "exists, \(status.state.rawValue)")  \(status.output)")
-            }
+            try await SubmitReport.submit(spec, to: store, json: json)
         }
     }
 
@@ -176,6 +165,22 @@ struct SubmitReport: Encodable {
         self.line = line
         created = false
         error = ExportEvent.Failure(refusal).error
+    }
+
+    /// Queues `spec` in `store` and prints what `reel submit` prints of it: a JSON line with `json`,
+    /// else the job's id, whether it was queued or already there, and its output.
+    static func submit(_ spec: JobSpec, to store: any JobStore, json: Bool) async throws {
+        let submission = try await store.submit(spec)
+        let (status, created) = (submission.status, submission.created)
+        if json {
+            CLI.printLine(
+                CLI.jsonLine(
+                    SubmitReport(
+                        asset: spec.requestedAsset, id: status.id, statusFile: store.statusFile(for: status.id),
+                        state: status.state.rawValue, output: status.output, created: created)))
+        } else {
+            CLI.printLine("\(status.id)  \(created ? "queued" : "exists, \(status.state.rawValue)")  \(status.output)")
+        }
     }
 
     private enum CodingKeys: String, CodingKey { case asset, line, id, statusFile, state, output, created, error }

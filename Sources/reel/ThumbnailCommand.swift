@@ -263,17 +263,7 @@ struct ThumbnailCommand: AsyncParsableCommand {
             throw error
         }
         let store = try storeOptions.open(create: true)
-        let submission = try await store.submit(spec)
-        let (status, created) = (submission.status, submission.created)
-        if json {
-            CLI.printLine(
-                CLI.jsonLine(
-                    SubmitReport(
-                        asset: spec.requestedAsset, id: status.id, statusFile: store.statusFile(for: status.id),
-                        state: status.state.rawValue, output: status.output, created: created)))
-        } else {
-            CLI.printLine("\(status.id)  \(created ? "queued" : "exists, \(status.state.rawValue)")  \(status.output)")
-        }
+        try await SubmitReport.submit(spec, to: store, json: json)
     }
 
     /// Refuses before any work when two files would share a name (`-o` named one file for several)
