@@ -34,7 +34,8 @@ extension PhotoLibrary: AssetLibrary {
                 creationDate: asset.creationDate.map {
                     PhotoLibrary.quickTimeDate($0, offset: asset.creationTimeZoneOffset)
                 }, location: asset.location?.iso6709, contentIdentifier: asset.contentIdentifier,
-                originalFilename: found.originalFilename)
+                originalFilename: found.originalFilename,
+                stillImageTime: found.type == .pairedVideo ? asset.stillImageTime : nil)
         } catch let error as LibraryError {
             switch error.code {
             case .notFound: throw ExportError(.unknownAsset, "\(reference): \(error.message)", retryable: false)

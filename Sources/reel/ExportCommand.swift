@@ -83,6 +83,8 @@ struct ExportCommand: AsyncParsableCommand {
         if let source {
             session.metadataOverrides = source.metadata(
                 saving: settings.saveToLibrary, keepContentIdentifier: settings.keepContentIdentifier)
+            // A Live or Motion Photo's poster is the picture its still shows.
+            session.posterTime = source.stillImageTime
         }
         session.stallTimeout = stallTimeout
         session.codecThreads = threads

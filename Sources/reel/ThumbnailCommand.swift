@@ -12,14 +12,25 @@ struct ThumbnailCommand: AsyncParsableCommand {
 
     @OptionGroup var global: GlobalOptions
     @OptionGroup var input: InputOptions
+    @OptionGroup var library: LibraryOptions
 
-    @Argument(help: "The video file.")
+    @Argument(
+        help:
+            "The video file, or library:<localIdentifier> for an asset of the library (a Live or Motion Photo's video; with no time given, one picture at its still's moment)."
+    )
     var asset: String
 
     @Option(
         name: .long,
         help: ArgumentHelp(
-            "A time: seconds (12.5), hh:mm:ss.fff or a percentage (50%); repeatable, or comma-separated.",
+            "For a library:<id> asset, the resource to read: pairedVideo, video, … (default: a Live or Motion Photo's motion, else the asset's own).",
+            valueName: "type"))
+    var resource: String?
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "A time: seconds (12.5), hh:mm:ss.fff, a percentage (50%) or still (a library Live or Motion Photo's still's moment); repeatable, or comma-separated.",
             valueName: "time"))
     var at: [String] = []
 
@@ -116,7 +127,13 @@ struct ThumbnailCommand: AsyncParsableCommand {
         }
         let chosen = [!at.isEmpty, count != nil, every != nil].filter { $0 }.count
         if chosen > 1 { throw ValidationError("use one of --at, --count and --every") }
-        if chosen == 0 && sheet == nil { throw ValidationError("say when: --at, --count or --every") }
+        let fromLibrary = LibraryReference.identifier(in: asset) != nil
+        if chosen == 0 && sheet == nil && !fromLibrary {
+            throw ValidationError("say when: --at, --count or --every")
+        }
+        if resource != nil && !fromLibrary {
+            throw ValidationError("--resource is only for a library asset (library:<id>), not a path")
+        }
         if let count, count < 1 { throw ValidationError("--count must be at least 1, not \(count)") }
         if !(1...100).contains(quality) { throw ValidationError("--quality must be between 1 and 100, not \(quality)") }
         if let maxSize, ThumbnailSetRequest.size(maxSize) == nil {
@@ -133,7 +150,17 @@ struct ThumbnailCommand: AsyncParsableCommand {
 
     func run() async throws {
         global.bootstrapLogging()
-        if submit { return try await queue() }
+        let limits = input.limits
+        let link = library.link(limits: limits, queueDatabase: StoreOptions.environmentDatabaseURL)
+        // A library asset is the file (or a Motion Photo's byte range) the library says, checked to be
+        // as it was indexed; its pictures are named after the resource.
+        var source: LibrarySource?
+        if let identifier = LibraryReference.identifier(in: asset) {
+            let resolved = try await link.resolve(identifier, resource: resource)
+            try resolved.checkUnchanged()
+            source = resolved
+        }
+        if submit { return try await queue(source) }
         let when: ThumbnailTimes
         if let count {
             when = .count(count)
@@ -145,11 +172,15 @@ struct ThumbnailCommand: AsyncParsableCommand {
                 instants.append(try ThumbnailTimes.instant(text))
             }
             when = .at(instants)
+        } else if sheet == nil, source != nil {
+            // A library asset with no time asked: its still's moment (refused, naming why, without one).
+            when = .at([.still])
         } else {
             when = .every(10)
         }
-        let assetURL = URL(fileURLWithPath: asset)
-        let naming = try Naming(output: output, asset: assetURL, format: format, sheets: sheet != nil)
+        let assetURL = source.map { URL(fileURLWithPath: $0.path) } ?? URL(fileURLWithPath: asset)
+        let named = source.map { assetURL.deletingLastPathComponent().appendingPathComponent($0.outputStem) }
+        let naming = try Naming(output: output, asset: named ?? assetURL, format: format, sheets: sheet != nil)
         let imageFormat = naming.format
         guard imageFormat.isAvailable else {
             throw ExportError(
@@ -157,16 +188,15 @@ struct ThumbnailCommand: AsyncParsableCommand {
                 "this FFmpeg's libavcodec has no \(imageFormat == .webp ? "libwebp" : imageFormat.rawValue) encoder, so it cannot write \(imageFormat.rawValue) images; use jpeg or png"
             )
         }
-        let limits = input.limits
-        let probed = try await Asset.load(assetURL, limits: limits)
+        let probed = try await Asset.load(assetURL, byteRange: source?.byteRange?.range, limits: limits)
         guard probed.videoTrack != nil else { throw ExportError(.noVideo, "\(asset) has no video track") }
-        let times = try when.seconds(duration: probed.duration)
+        let times = try when.seconds(duration: probed.duration, still: source?.stillImageTime)
 
         var generator = AssetImageGenerator(asset: probed, limits: limits)
         generator.appliesPreferredTrackTransform = !noTransform
         generator.format = imageFormat
         generator.quality = quality
-        if exact {
+        if exact || when.namesStill {
             generator.requestedTimeToleranceBefore = 0
             generator.requestedTimeToleranceAfter = 0
         }
@@ -245,7 +275,7 @@ struct ThumbnailCommand: AsyncParsableCommand {
 
     /// `--submit`: the same options as a `ThumbnailSetRequest`, checked and queued as `reel submit`
     /// queues an export (the asset probed, the folder free), and the job printed as it prints one.
-    private func queue() async throws {
+    private func queue(_ source: LibrarySource?) async throws {
         let set = ThumbnailSetRequest(
             at: at.isEmpty ? nil : at, count: count, every: every, maxSize: maxSize, exact: exact ? true : nil,
             noTransform: noTransform ? true : nil, format: format, quality: quality, sheet: sheet)
@@ -253,6 +283,7 @@ struct ThumbnailCommand: AsyncParsableCommand {
             asset: asset, export: ExportRequest(output: output, overwrite: overwrite ? true : nil), priority: priority,
             key: key, maxAttempts: maxAttempts)
         request.thumbnails = set
+        request.librarySource = source
         let spec: JobSpec
         do throws(ExportError) {
             spec = try request.resolve(

@@ -38,6 +38,20 @@ struct ThumbnailTimesTests {
         #expect(throws: ExportError.self) { try ThumbnailTimes.count(0).seconds(duration: 12) }
     }
 
+    /// `still` is a library Live or Motion Photo's still's moment: read in any case, taken exactly,
+    /// clamped into the movie, and refused in one line for an asset without one.
+    @Test func stillIsThePhotosMoment() throws {
+        #expect(try ThumbnailTimes.instant(" Still ") == .still)
+        let times = ThumbnailTimes.at([.seconds(0.5), .still])
+        #expect(times.namesStill && !ThumbnailTimes.at([.seconds(1)]).namesStill && !ThumbnailTimes.count(3).namesStill)
+        #expect(try times.seconds(duration: 3, still: 1.5) == [0.5, 1.5])
+        // A still stamped a hair past the last frame is shown at the end.
+        #expect(try ThumbnailTimes.at([.still]).seconds(duration: 3, still: 3.01) == [3])
+        let none = #expect(throws: ExportError.self) { try times.seconds(duration: 3) }
+        #expect(none?.code == .invalidArgument && none?.message.contains("Live or Motion Photo") == true)
+        #expect(none?.message.contains("\n") == false)
+    }
+
     /// Cues run back to back from the first picture to the end, one per picture, with pixel
     /// rectangles; times past an hour keep their hours; a cue that would last nothing is dropped.
     @Test func theTrackIsContiguous() {

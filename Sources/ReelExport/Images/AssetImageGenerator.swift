@@ -170,11 +170,13 @@ public struct AssetImageGenerator: Sendable {
     }
 
     private func makeRequest(times: [Double], sheet: (columns: Int, rows: Int)?) -> ThumbnailRequest {
-        ThumbnailRequest(
+        var request = ThumbnailRequest(
             inputPath: asset.url.path, policy: limits, times: times,
             toleranceBefore: max(0, requestedTimeToleranceBefore), toleranceAfter: max(0, requestedTimeToleranceAfter),
             maximumWidth: max(0, maximumSize.width), maximumHeight: max(0, maximumSize.height),
             appliesTransform: appliesPreferredTrackTransform, format: format, quality: quality, sheet: sheet)
+        request.byteRange = asset.byteRange
+        return request
     }
 
     /// Runs the reader, turning its errors into `ExportError`s (`no-video` for an asset without video).

@@ -39,6 +39,8 @@ public final class ThumbnailSetExport: Sendable {
         var gate: (@Sendable () throws(ExportError) -> Void)?
         var handler: (@Sendable (Double) -> Void)?
         var overwrite = false
+        var still: Double?
+        var stem: String?
         var cancelled = false
         var task: Task<Void, Never>?
     }
@@ -70,6 +72,18 @@ public final class ThumbnailSetExport: Sendable {
     public var progressHandler: (@Sendable (Double) -> Void)? {
         get { state.withLock { $0.handler } }
         set { state.withLock { $0.handler = newValue } }
+    }
+    /// Seconds into the asset at which its Live or Motion Photo's still was taken
+    /// (`LibrarySource.stillImageTime`): what the time `still` means. Nil: `still` is refused.
+    public var stillImageTime: Double? {
+        get { state.withLock { $0.still } }
+        set { state.withLock { $0.still = newValue } }
+    }
+    /// The files' name before their number (default: the asset file's name without its extension);
+    /// a library asset's is its resource's (`LibrarySource.outputStem`).
+    public var fileStem: String? {
+        get { state.withLock { $0.stem } }
+        set { state.withLock { $0.stem = newValue } }
     }
     /// Replace an existing folder at the destination (default false: `output-exists`).
     public var overwritesExistingFolder: Bool {
@@ -118,8 +132,8 @@ public final class ThumbnailSetExport: Sendable {
     public func run(limits: InputLimits = Asset.defaultLimits) async throws(ExportError) -> Result {
         let checked = try request.check()
         guard asset.videoTrack != nil else { throw ExportError(.noVideo, "\(asset.url.path) has no video track") }
-        let times = try checked.times.seconds(duration: asset.duration)
-        let (tag, overwrite) = state.withLock { ($0.tag, $0.overwrite) }
+        let (tag, overwrite, still, chosenStem) = state.withLock { ($0.tag, $0.overwrite, $0.still, $0.stem) }
+        let times = try checked.times.seconds(duration: asset.duration, still: still)
         try OutputPublisher.check(destination: destination, asset: asset.url, overwrite: overwrite)
         TemporaryOutput.removeLeftovers(for: destination)
         let folder = TemporaryOutput.url(for: destination, tag: tag ?? TemporaryOutput.randomTag())
@@ -140,11 +154,11 @@ public final class ThumbnailSetExport: Sendable {
         generator.format = checked.format
         generator.quality = checked.quality
         generator.maximumSize = checked.maximumSize
-        if checked.exact {
+        if checked.exact || checked.times.namesStill {
             generator.requestedTimeToleranceBefore = 0
             generator.requestedTimeToleranceAfter = 0
         }
-        let stem = asset.url.deletingPathExtension().lastPathComponent
+        let stem = chosenStem ?? asset.url.deletingPathExtension().lastPathComponent
         let made = Mutex<Swift.Result<[Result.Picture], ExportError>>(.success([]))
         let handler = progressHandler
         let work = Task { [generator] in

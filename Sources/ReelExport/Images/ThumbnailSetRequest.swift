@@ -9,7 +9,8 @@ import Foundation
 /// order), or with `sheet`, `<asset name>-sprite-001.jpg` … and `<asset name>-thumbnails.vtt`, named
 /// as `reel thumbnail` names them in a folder.
 public struct ThumbnailSetRequest: Sendable, Codable, Equatable {
-    /// Times: seconds (`12.5`), `hh:mm:ss.fff` or a percentage (`50%`).
+    /// Times: seconds (`12.5`), `hh:mm:ss.fff`, a percentage (`50%`), or `still` (a library Live or
+    /// Motion Photo's still's moment, the default for one when no time is asked).
     public var at: [String]?
     /// This many images, evenly spaced from the start.
     public var count: Int?
@@ -43,6 +44,10 @@ public struct ThumbnailSetRequest: Sendable, Codable, Equatable {
         self.quality = quality
         self.sheet = sheet
     }
+
+    /// Whether no times are asked for: none of `at`, `count`, `every` and `sheet` (a library Live or
+    /// Motion Photo's set then takes one picture at its still's moment).
+    public var asksNoTimes: Bool { at == nil && count == nil && every == nil && sheet == nil }
 
     /// The keys of a manifest's `thumbnails` object.
     package static let keys = StrictKeys.propertyNames(of: ThumbnailSetRequest())

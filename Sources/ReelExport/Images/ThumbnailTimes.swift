@@ -8,6 +8,9 @@ public enum ThumbnailTimes: Sendable, Equatable {
         case seconds(Double)
         /// A percentage of the duration (0...100).
         case percent(Double)
+        /// `still`: the moment a Live or Motion Photo's still was taken, for the asset's video as the
+        /// library resolves it (`LibrarySource.stillImageTime`).
+        case still
     }
     /// These instants.
     case at([Instant])
@@ -17,10 +20,18 @@ public enum ThumbnailTimes: Sendable, Equatable {
     /// One picture every so many seconds, from 0 while before the end.
     case every(Double)
 
-    /// Reads one instant: seconds (`12.5`, `12.5s`), a timecode `[hh:]mm:ss[.fff]`, or a percentage
-    /// (`50%`). Throws `invalid-argument` naming the text.
+    /// Whether `still` is among the instants: such a request is taken exactly (the frame shown at
+    /// each time, not the nearest keyframe), since the point is the picture the photo shows.
+    public var namesStill: Bool {
+        if case .at(let instants) = self { return instants.contains(.still) }
+        return false
+    }
+
+    /// Reads one instant: seconds (`12.5`, `12.5s`), a timecode `[hh:]mm:ss[.fff]`, a percentage
+    /// (`50%`) or `still`. Throws `invalid-argument` naming the text.
     public static func instant(_ text: String) throws(ExportError) -> Instant {
         let trimmed = text.trimmingCharacters(in: .whitespaces)
+        if trimmed.lowercased() == "still" { return .still }
         if trimmed.hasSuffix("%") {
             guard let value = Double(trimmed.dropLast()), value >= 0, value <= 100 else {
                 throw ExportError(.invalidArgument, "cannot read the percentage '\(text)'; write 0% to 100%")
@@ -30,7 +41,7 @@ public enum ThumbnailTimes: Sendable, Equatable {
         guard let value = seconds(trimmed) else {
             throw ExportError(
                 .invalidArgument,
-                "cannot read the time '\(text)'; write seconds (12.5), hh:mm:ss.fff or a percentage (50%)")
+                "cannot read the time '\(text)'; write seconds (12.5), hh:mm:ss.fff, a percentage (50%) or still")
         }
         return .seconds(value)
     }
@@ -53,16 +64,26 @@ public enum ThumbnailTimes: Sendable, Equatable {
         return value
     }
 
-    /// The times in seconds for an asset lasting `duration`, ascending as given (`at` keeps its
-    /// order). Throws `invalid-argument` for an instant outside 0...duration, naming it and the
-    /// duration, or a count below 1.
-    public func seconds(duration: Double) throws(ExportError) -> [Double] {
+    /// The times in seconds for an asset lasting `duration` whose still (a Live or Motion Photo's)
+    /// was taken at `still` seconds, ascending as given (`at` keeps its order). Throws
+    /// `invalid-argument` for an instant outside 0...duration, naming it and the duration, `still`
+    /// for an asset without one, or a count below 1.
+    public func seconds(duration: Double, still: Double? = nil) throws(ExportError) -> [Double] {
         switch self {
         case .at(let instants):
             var result: [Double] = []
             for instant in instants {
                 switch instant {
                 case .percent(let percent): result.append(duration * percent / 100)
+                case .still:
+                    guard let still else {
+                        throw ExportError(
+                            .invalidArgument,
+                            "the time 'still' needs a Live or Motion Photo's video from the library (library:<id>), whose still's moment it knows"
+                        )
+                    }
+                    // A still stamped past the movie's last frame (rounding) is shown at the end.
+                    result.append(min(max(0, still), duration))
                 case .seconds(let value):
                     guard value <= duration + 1e-6 else {
                         throw ExportError(

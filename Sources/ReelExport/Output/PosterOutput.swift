@@ -27,9 +27,14 @@ package struct PosterOutput {
     /// `clip.mp4` → `clip.jpg`, beside it.
     package static func url(forVideo video: URL) -> URL { video.deletingPathExtension().appendingPathExtension("jpg") }
 
-    /// Seconds into the export the poster is taken at: a tenth of the way in, past the fade from
-    /// black many videos open with, and still near the start when the video is long.
-    static func moment(of plan: ExportPlan) -> Double { plan.durationSeconds / 10 }
+    /// Seconds into the export the poster is taken at: `chosen` seconds into the asset (a Live or
+    /// Motion Photo's still's moment) when the export includes it; else a tenth of the way in, past
+    /// the fade from black many videos open with, and still near the start when the video is long.
+    static func moment(of plan: ExportPlan, at chosen: Double? = nil) -> Double {
+        let start = plan.timeRange?.start ?? 0
+        if let chosen, chosen >= start, chosen - start < plan.durationSeconds { return chosen - start }
+        return plan.durationSeconds / 10
+    }
 
     /// Writes the JPEG to the temporary name and syncs it (published later with the video).
     func write(_ bytes: [UInt8]) throws(ExportError) {

@@ -60,13 +60,18 @@ public struct LibrarySource: Sendable, Codable, Equatable {
     public var contentIdentifier: String?
     /// The resource's original file name (`IMG_1234.MOV`; a Motion Photo's video `PXL_0001.MP4`).
     public var originalFilename: String?
+    /// Seconds into this video at which its Live or Motion Photo's still was taken (an iPhone movie's
+    /// `com.apple.quicktime.still-image-time`, a Motion Photo's presentation timestamp); nil for any
+    /// other resource. Posters and thumbnails of the asset are taken there (`ThumbnailTimes.Instant.still`).
+    public var stillImageTime: Double?
 
     public init(
         identifier: String, resource: String, path: String, byteRange: ByteRange? = nil, fileBytes: Int64,
         modifiedNanoseconds: Int64, contentHash: String? = nil, creationDate: String? = nil, location: String? = nil,
-        contentIdentifier: String? = nil, originalFilename: String? = nil
+        contentIdentifier: String? = nil, originalFilename: String? = nil, stillImageTime: Double? = nil
     ) {
         self.originalFilename = originalFilename
+        self.stillImageTime = stillImageTime
         self.identifier = identifier
         self.resource = resource
         self.path = path

@@ -194,6 +194,7 @@ public final class ExportSession: Sendable {
         var metadataOverrides: [String: String] = [:]
         var overwrite = false
         var writesPoster = false
+        var posterTime: Double?
         var ladder: Ladder?
         var ladderResult: LadderResult?
         var stallTimeout: TimeInterval = 120
@@ -278,6 +279,13 @@ public final class ExportSession: Sendable {
     public var writesPoster: Bool {
         get { state.withLock { $0.writesPoster } }
         set { state.withLock { $0.writesPoster = newValue } }
+    }
+    /// Seconds into the asset at which the poster is taken instead of 10 % of the export: a library
+    /// Live or Motion Photo's still's moment (`LibrarySource.stillImageTime`), so the poster is the
+    /// picture the photo shows. Ignored when it falls outside the exported time range. Default nil.
+    public var posterTime: Double? {
+        get { state.withLock { $0.posterTime } }
+        set { state.withLock { $0.posterTime = newValue } }
     }
     /// Write an adaptive-streaming ladder instead of one file: `outputURL` names a folder that
     /// appears complete or not at all, holding CMAF segments of every rung and of one AAC rendition,
@@ -591,7 +599,7 @@ public final class ExportSession: Sendable {
         var transcode = exportPlan.transcodePlan(limits: limits)
         transcode.outputPath = output.temporary.path
         transcode.threads = codecThreads
-        if poster { transcode.posterSeconds = PosterOutput.moment(of: exportPlan) }
+        if poster { transcode.posterSeconds = PosterOutput.moment(of: exportPlan, at: posterTime) }
         let plan = transcode
         let made = try watched { [self, cancelFlag] heartbeat throws(MediaError) in
             try Transcoder.run(plan, cancel: cancelFlag, heartbeat: heartbeat) { [self] update in
@@ -646,8 +654,9 @@ public final class ExportSession: Sendable {
         let start = plan.timeRange?.start ?? 0
         var request = ThumbnailRequest(
             inputPath: asset.url.path, policy: limits,
-            times: [min(asset.duration, start + PosterOutput.moment(of: plan))], toleranceBefore: 0, toleranceAfter: 0,
-            format: .jpeg, quality: 90)
+            times: [min(asset.duration, start + PosterOutput.moment(of: plan, at: posterTime))], toleranceBefore: 0,
+            toleranceAfter: 0, format: .jpeg, quality: 90)
+        request.byteRange = asset.byteRange
         if let width = plan.width, let height = plan.height {
             request.maximumWidth = width
             request.maximumHeight = height

@@ -5,6 +5,9 @@ internal import CFFmpegShim
 /// `AssetImageGenerator`; ReelMedia only executes it).
 public struct ThumbnailRequest: Sendable {
     public var inputPath: String
+    /// The bytes of `inputPath` the video occupies (a Motion Photo's embedded MP4, read in place);
+    /// nil for the whole file.
+    public var byteRange: Range<Int64>?
     public var policy: InputPolicy
     /// Seconds from the asset's start, each within 0...duration, in any order (taken in time order).
     public var times: [Double]
@@ -138,7 +141,8 @@ private final class ThumbnailSession {
                     "this FFmpeg has no \(request.format.encoderName) encoder, so it cannot write \(request.format.rawValue) images"
             )
         }
-        input = try InputFile(path: request.inputPath, policy: request.policy, interrupt: cancel)
+        input = try InputFile(
+            path: request.inputPath, policy: request.policy, interrupt: cancel, byteRange: request.byteRange)
         guard let info = input.info.bestVideoStream, !info.isAttachedPicture else {
             throw MediaError(
                 kind: .invalidArgument, call: "thumbnail", message: "\(request.inputPath) has no video track")

@@ -2,7 +2,8 @@ import Foundation
 import ReelExport
 
 extension JobRequest {
-    /// The spec of a thumbnail job: the set checked (`ThumbnailSetRequest.check()`), and with
+    /// The spec of a thumbnail job: the set checked (`ThumbnailSetRequest.check()`) for a file or a
+    /// `library:<id>` asset (resolved before, as an export's; `resource` picks the resource), and with
     /// `.plan`, its times against the asset's duration from a header-only probe; the folder named by
     /// `output` (`-o thumbs/` names `thumbs`) or `<outputDir>/<asset name>.thumbnails.<job id>`, which
     /// must not exist unless `overwrite`. Throws `invalid-argument` for an export option a set does
@@ -13,16 +14,22 @@ extension JobRequest {
         var others = export
         others.output = nil
         others.overwrite = nil
+        others.resource = nil
         if others != ExportRequest() {
             throw ExportError(
                 .invalidArgument,
-                "a thumbnail set takes output (or outputDir) and overwrite of the export's options, not \(ExportRequest.keysSet(in: others).joined(separator: ", ")) (a picture's size is thumbnails.maxSize)"
+                "a thumbnail set takes output (or outputDir), overwrite and resource of the export's options, not \(ExportRequest.keysSet(in: others).joined(separator: ", ")) (a picture's size is thumbnails.maxSize)"
             )
         }
-        if LibraryReference.identifier(in: asset) != nil {
-            throw ExportError(
-                .invalidArgument, "a thumbnail set is made from a file in this version, not a library asset (\(asset))")
+        // A library asset (`resolveLibraryAsset(in:)` resolved it): the file, or the Motion Photo's
+        // range, the library names; with no times asked, one picture at its still's moment.
+        try export.checkResource(asset: asset)
+        if LibraryReference.identifier(in: asset) != nil, librarySource == nil {
+            throw ExportError(.invalidArgument, "\(asset) names a library asset, and no library resolved it")
         }
+        let source = LibraryReference.identifier(in: asset) != nil ? librarySource : nil
+        var thumbnails = thumbnails
+        if let source, thumbnails.asksNoTimes, source.stillImageTime != nil { thumbnails.at = ["still"] }
         let checked = try thumbnails.check()
         if let key { try JobSpec.checkKey(key) }
         let attempts = maxAttempts ?? JobSpec.defaultAttempts
@@ -36,23 +43,25 @@ extension JobRequest {
             (path.hasPrefix("/") ? URL(fileURLWithPath: path) : workingDirectory.appendingPathComponent(path))
                 .standardizedFileURL
         }
-        let assetURL = absolute(asset)
+        let assetURL = source.map { URL(fileURLWithPath: $0.path) } ?? absolute(asset)
         let outputURL: URL
         if let output = export.output {
             if outputDir != nil { throw ExportError(.invalidArgument, "give output or outputDir, not both") }
             outputURL = absolute(output.count > 1 && output.hasSuffix("/") ? String(output.dropLast()) : output)
         } else {
             let folder = outputDir.map(absolute) ?? workingDirectory.standardizedFileURL
-            outputURL = folder.appendingPathComponent(
-                "\(assetURL.deletingPathExtension().lastPathComponent).\(JobSpec.thumbnailsName).{id}")
+            let stem = source?.outputStem ?? assetURL.deletingPathExtension().lastPathComponent
+            outputURL = folder.appendingPathComponent("\(stem).\(JobSpec.thumbnailsName).{id}")
         }
+        // The library's answer is checked against the file as it is now, before the file is read.
+        try source?.checkUnchanged()
         switch checks {
         case .access:
             try Asset.checkAccess(assetURL, limits: limits)
         case .plan:
-            let probed = try Asset.header(of: assetURL, limits: limits)
+            let probed = try Asset.header(of: assetURL, byteRange: source?.byteRange?.range, limits: limits)
             guard probed.videoTrack != nil else { throw ExportError(.noVideo, "\(asset) has no video track") }
-            _ = try checked.times.seconds(duration: probed.duration)
+            _ = try checked.times.seconds(duration: probed.duration, still: source?.stillImageTime)
         }
         let overwrite = export.overwrite ?? false
         try OutputPublisher.check(destination: outputURL, asset: assetURL, overwrite: overwrite)
@@ -60,6 +69,7 @@ extension JobRequest {
             asset: assetURL.path, preset: JobSpec.thumbnailsName, outputType: .mp4, output: outputURL.path,
             priority: priority ?? 0, key: key, maxAttempts: attempts, overwrite: overwrite)
         spec.thumbnails = thumbnails
+        spec.library = source
         return spec
     }
 }

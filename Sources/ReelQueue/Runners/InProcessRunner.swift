@@ -73,6 +73,7 @@ extension JobSpec {
         session.fileLengthLimit = fileLengthLimit
         session.backgroundColor = background
         session.writesPoster = poster
+        session.posterTime = library?.stillImageTime
         session.ladder = ladder
         session.codecThreads = threads
         if let library {

@@ -19,6 +19,9 @@ extension JobSpec {
         set.overwritesExistingFolder = overwrite
         set.temporaryTag = tag
         set.publishGate = gate
+        // A library asset: its still's moment, and files named after the resource (`IMG_0001-001.jpg`).
+        set.stillImageTime = library?.stillImageTime
+        set.fileStem = library?.outputStem
         return set
     }
 }
