@@ -65,7 +65,7 @@ public struct PresetLibrary: Sendable {
                 guard let rung, rung.kind == .video, let video = rung.video, video.box != nil else {
                     throw ExportError(
                         .invalidPreset,
-                        "\(sourceFiles[preset.name.lowercased()] ?? preset.name): field 'ladder.rungs' names '\(name)', which is not an H.264 video preset with a box"
+                        "\(sourceFiles[preset.name.lowercased()] ?? preset.name): field 'ladder.rungs' names '\(name)', which is not an H.264 or HEVC video preset with a box"
                     )
                 }
                 codecs.insert(video.codec.rawValue)
