@@ -102,7 +102,7 @@ struct ExportOptions: ParsableArguments {
     @Option(
         name: .long,
         help: ArgumentHelp(
-            "An hls ladder (implies --type hls): the rungs, largest first, e.g. 1920x1080,1280x720,960x540,640x360 (each fitted to the source's aspect; a rung above the source's size is dropped), or a ladder preset (HLSLadder1080; also as --preset). -o names the folder.",
+            "An hls ladder (implies --type hls): the rungs, largest first, e.g. 1920x1080,1280x720,960x540,640x360 (each fitted to the source's aspect; a rung above the source's size is dropped), or a ladder preset (HLSLadder1080, HLSLadderHDR1080; also as --preset). H.264 rungs are SDR; under an HEVC preset (HLSLadderHDR1080, --preset HEVC1920x1080) a 10-bit HLG or PQ source keeps its HDR. -o names the folder.",
             valueName: "WxH,…|preset"))
     var ladder: String?
 

@@ -4,15 +4,15 @@ import Testing
 
 @Suite("reel command line", .timeLimit(.minutes(6)))
 struct CLITests {
-    @Test func presetsListsFourteenWithSummaries() async throws {
+    @Test func presetsListsEighteenWithSummaries() async throws {
         let result = try await ReelBinary.run(["presets"])
         #expect(result.status == 0)
         let lines = result.stdout.split(separator: "\n")
-        #expect(lines.count == 14)
+        #expect(lines.count == 18)
         #expect(lines.contains { $0.hasPrefix("MediumQuality") && $0.contains("568x320") })
         let json = try await ReelBinary.run(["presets", "--json"])
         let decoded = try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [[String: Any]]
-        #expect(decoded?.count == 14)
+        #expect(decoded?.count == 18)
         #expect(
             decoded?.first { $0["name"] as? String == "1280x720" }.flatMap {
                 ($0["video"] as? [String: Any])?["crf"] as? Double

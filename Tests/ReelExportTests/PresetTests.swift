@@ -7,11 +7,11 @@ import Testing
 struct PresetTests {
     static let names = [
         "LowQuality", "MediumQuality", "HighestQuality", "640x480", "960x540", "1280x720", "1920x1080",
-        "3840x2160", "HEVC1920x1080", "HEVC3840x2160", "HEVCHighestQuality", "AppleM4A", "Passthrough",
-        "HLSLadder1080",
+        "3840x2160", "HEVC640x480", "HEVC960x540", "HEVC1280x720", "HEVC1920x1080", "HEVC3840x2160",
+        "HEVCHighestQuality", "AppleM4A", "Passthrough", "HLSLadder1080", "HLSLadderHDR1080",
     ]
 
-    @Test func allFourteenShippedPresetsLoad() {
+    @Test func allEighteenShippedPresetsLoad() {
         #expect(PresetLibrary.shipped.presets.map(\.name) == PresetTests.names)
     }
 
@@ -19,7 +19,7 @@ struct PresetTests {
         let folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
             .appendingPathComponent("../../Presets").standardizedFileURL
         let files = try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasSuffix(".json") }
-        #expect(files.count == 14)
+        #expect(files.count == 18)
         for file in files {
             let data = try Data(contentsOf: folder.appendingPathComponent(file))
             let decoded = try JSONDecoder().decode(Preset.self, from: data)
@@ -94,7 +94,7 @@ struct PresetTests {
         try custom.write(to: folder.appendingPathComponent("Tiny.json"), atomically: true, encoding: .utf8)
         try override.write(to: folder.appendingPathComponent("medium.json"), atomically: true, encoding: .utf8)
         let library = try PresetLibrary(userFolder: folder)
-        #expect(library.presets.count == 15)
+        #expect(library.presets.count == 19)
         #expect(try library.preset(named: "tiny").video?.box == [160, 90])
         #expect(try library.preset(named: "medium").summary == "mine")
     }

@@ -127,6 +127,53 @@ struct QueuedLadderTests {
         try await Self.checkPublished(try #require(spool.status(ids[1])), widths: [640, 320], dash: false)
     }
 
+    /// HDR kept in the queue: `reel submit --preset HLSLadderHDR1080` and a manifest line naming an
+    /// HEVC preset and rungs make HEVC Main 10 rungs said to be HLG, as `reel export` does; a Dolby
+    /// Vision profile 5 source is refused at submit in one line, nothing queued.
+    @Test func hdrLaddersAreQueuedLikeOthers() async throws {
+        let spool = Spool()
+        let source = try await Fixtures.url(Fixtures.ladderHLG).path
+        let submitted = try await ReelBinary.run(
+            [
+                "submit", source, "--preset", "HLSLadderHDR1080", "--segment-duration", "1", "-o",
+                spool.outputs.appendingPathComponent("preset").path, "--json",
+            ], environment: spool.environment)
+        let preset = try #require(
+            (try JSONSerialization.jsonObject(with: Data(submitted.stdout.utf8)) as? [String: Any])?["id"] as? String,
+            "\(submitted.stderr)")
+        let line =
+            ##"{"asset": "\##(source)", "preset": "HEVC1920x1080", "ladder": "640x360,320x180", "segmentDuration": "1", "output": "\##(spool.outputs.appendingPathComponent("line").path)"}"##
+        let piped = try await ReelBinary.run(
+            ["submit", "--manifest", "-", "--json"], environment: spool.environment, input: Data(line.utf8))
+        let manifest = try #require(
+            (try JSONSerialization.jsonObject(with: Data(piped.stdout.utf8)) as? [String: Any])?["id"] as? String,
+            "\(piped.stderr)")
+        let refused = try await ReelBinary.run(
+            [
+                "submit", try await Fixtures.url(Fixtures.dolbyVision5).path, "--preset", "HLSLadderHDR1080", "-o",
+                spool.outputs.appendingPathComponent("dv5").path,
+            ], environment: spool.environment)
+        #expect(refused.status != 0)
+        let lines = refused.stderr.split(separator: "\n")
+        #expect(lines.count == 1 && lines[0].contains("Dolby Vision profile 5"), "\(refused.stderr)")
+
+        let worker = try ReelBinary.start(["work", "--drain", "--no-isolate"], environment: spool.environment)
+        #expect(try await worker.exit(within: .seconds(300)).status == 0, "\(worker.output.suffix(2000))")
+        // HLSLadderHDR1080's boxes on the 640x360 source: only HEVC640x480's 640x360 is not above it.
+        for (id, widths) in [(preset, [640]), (manifest, [640, 320])] {
+            let status = try #require(spool.status(id))
+            try await Self.checkPublished(status, widths: widths, dash: false)
+            let folder = URL(fileURLWithPath: status.output)
+            let master = try String(contentsOf: folder.appendingPathComponent("master.m3u8"), encoding: .utf8)
+            let variants = master.split(separator: "\n").filter { $0.hasPrefix("#EXT-X-STREAM-INF:") }
+            #expect(
+                variants.count == widths.count
+                    && variants.allSatisfy { $0.contains("CODECS=\"hvc1.2.4.") && $0.contains(",VIDEO-RANGE=HLG,") },
+                "\(master)")
+        }
+        #expect(spool.outputFiles() == ["line", "preset"])
+    }
+
     /// A worker killed mid-ladder (with its export process, when isolated): the job runs again and
     /// completes once; no hidden folder is left; the status showed each rendition's progress while it ran.
     @Test(arguments: ["--isolate", "--no-isolate"])

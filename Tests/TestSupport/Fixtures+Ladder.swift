@@ -9,3 +9,22 @@ extension Fixtures {
         ["-f", "lavfi", "-i", "testsrc2=size=640x360:rate=30000/1001:duration=7"] + audio(seconds: 7)
             + ["-c:v", "libx264", "-preset", "veryfast", "-pix_fmt", "yuv420p"] + aac)
 }
+
+extension Fixtures {
+    /// 640x360 HDR (`transfer`: `arib-std-b67` HLG, or `smpte2084` PQ with `hdr10SEI`'s mastering
+    /// display and light levels), 10-bit HEVC Main 10 tagged BT.2020, 3 s at 30 fps, stereo AAC:
+    /// testsrc2 placed at BT.2408 reference white as `hlg` and `pq` are made. The source of an HDR
+    /// ladder with 1 s segments.
+    static func ladderHDR(_ transfer: String) -> Recipe {
+        Recipe(
+            "ladder-\(transfer).mov",
+            video("640x360", seconds: 3) + audio(seconds: 3) + [
+                "-vf", "scale=out_color_matrix=bt709:out_range=tv,format=yuv420p,\(sdrTags),\(fromSDR(transfer))",
+            ] + hdrHEVC(transfer: transfer, x265: transfer == "smpte2084" ? hdr10SEI : "") + aac)
+    }
+
+    /// `ladderHDR` in HLG.
+    public static let ladderHLG = ladderHDR("arib-std-b67")
+    /// `ladderHDR` in PQ/HDR10.
+    public static let ladderPQ = ladderHDR("smpte2084")
+}

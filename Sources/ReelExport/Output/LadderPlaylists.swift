@@ -175,6 +175,7 @@ enum LadderPlaylists {
             }
             if let rate = track.frameRate { attributes += " frameRate=\"\(dashFrameRate(rate))\"" }
             lines.append("   <Representation \(attributes)>")
+            lines += colourProperties(track)
             lines += template(track)
             lines.append("   </Representation>")
         }
@@ -194,6 +195,19 @@ enum LadderPlaylists {
         }
         lines += [" </Period>", "</MPD>"]
         return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// An HDR rung's colours as DASH-IF IOP signals them (ISO/IEC 23091-2 code points): the transfer
+    /// (16 PQ, 18 HLG) as an EssentialProperty, so a player that cannot show it skips the rung, and
+    /// the primaries and matrix (9: BT.2020) as SupplementalProperty. SDR rungs carry none.
+    static func colourProperties(_ track: LadderTrack) -> [String] {
+        guard let colour = track.colour, let range = track.videoRange, range != "SDR" else { return [] }
+        let scheme = "urn:mpeg:mpegB:cicp:"
+        return [
+            "    <EssentialProperty schemeIdUri=\"\(scheme)TransferCharacteristics\" value=\"\(colour.transfer)\"/>",
+            "    <SupplementalProperty schemeIdUri=\"\(scheme)ColourPrimaries\" value=\"\(colour.primaries)\"/>",
+            "    <SupplementalProperty schemeIdUri=\"\(scheme)MatrixCoefficients\" value=\"\(colour.matrix)\"/>",
+        ]
     }
 
     /// One rendition's media playlist: EXT-X-MAP for its init segment, each segment's real duration.

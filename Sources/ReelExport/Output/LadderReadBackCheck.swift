@@ -4,8 +4,8 @@ internal import ReelMedia
 /// The read-back of a ladder's folder before it is published: the playlists and the manifest are read
 /// from disk as a player would, every file they name is checked against what was written, and every
 /// rendition (init + segments, as a player appends them) is read by libavformat, packets only
-/// (`LadderReadBack`). Any difference fails the export with one line naming the file; nothing is
-/// published then.
+/// (`LadderReadBack`), and each video's CODECS is recomputed from its init segment. Any difference
+/// fails the export with one line naming the file; nothing is published then.
 extension LadderVerification {
     /// Seconds a segment's read-back start or duration may differ from what the playlists say:
     /// EXTINF is written in microseconds, track time bases are at least 1/90000 s.
@@ -100,6 +100,21 @@ extension LadderVerification {
                             "\(master): \(variant.uri) declares \(key)=\(Int(declared)), its files make \(Int(measured.rounded(.up)))"
                         )
                     }
+                }
+                // CODECS: the video's recomputed from its init segment's sample entry (`avcC` or
+                // `hvcC`, as libavformat reads it back), never taken from the encoder.
+                let initPath = folder.path + "/" + tracks[index].folder + "/" + tracks[index].files.initFile
+                let written: String
+                do {
+                    written = try CodecString.ofInitSegment(at: initPath)
+                } catch {
+                    throw fail(error.message)
+                }
+                let declared = variant.attributes["CODECS"]?.split(separator: ",").first.map(String.init)
+                guard declared == written else {
+                    throw fail(
+                        "\(master): \(variant.uri) declares CODECS \(declared ?? "none"), its init segment makes \(written)"
+                    )
                 }
             }
         }

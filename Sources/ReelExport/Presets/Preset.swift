@@ -17,8 +17,9 @@ public struct Preset: Sendable, Codable, Equatable {
 
     /// A ladder preset's settings (`"kind": "ladder"`).
     public struct Ladder: Sendable, Codable, Equatable {
-        /// The rungs: names of H.264 video presets with a box, each giving a rung's size (its box) and
-        /// encoder settings; the largest one's audio settings are the rendition's.
+        /// The rungs: names of H.264 video presets with a box, or of HEVC ones (HDR kept as those
+        /// presets keep it), each giving a rung's size (its box) and encoder settings; the largest
+        /// one's colour rules and audio settings are the ladder's.
         public var rungs: [String]
         /// Seconds per segment (default 6).
         public var segmentDuration: Double?

@@ -56,17 +56,25 @@ public struct PresetLibrary: Sendable {
             }
         }
         presets = PresetLibrary.sorted(order.compactMap { byName[$0] })
-        // A ladder preset's rungs name H.264 video presets with a box, of this library.
+        // A ladder preset's rungs name H.264 video presets with a box, of this library, or HEVC ones
+        // (an HDR-keeping ladder), never both.
         for preset in presets {
+            var codecs: Set<String> = []
             for name in preset.ladder?.rungs ?? [] {
                 let rung = try? self.preset(named: name)
-                guard let rung, rung.kind == .video, let video = rung.video, video.codec == .h264, video.box != nil
-                else {
+                guard let rung, rung.kind == .video, let video = rung.video, video.box != nil else {
                     throw ExportError(
                         .invalidPreset,
-                        "\(sourceFiles[preset.name.lowercased()] ?? preset.name): field 'ladder.rungs' names '\(name)', which is not an H.264 video preset with a box"
+                        "\(sourceFiles[preset.name.lowercased()] ?? preset.name): field 'ladder.rungs' names '\(name)', which is not an H.264 or HEVC video preset with a box"
                     )
                 }
+                codecs.insert(video.codec.rawValue)
+            }
+            if codecs.count > 1 {
+                throw ExportError(
+                    .invalidPreset,
+                    "\(sourceFiles[preset.name.lowercased()] ?? preset.name): field 'ladder.rungs' mixes H.264 and HEVC presets; name presets of one codec"
+                )
             }
         }
     }
@@ -75,8 +83,8 @@ public struct PresetLibrary: Sendable {
     private static func sorted(_ presets: [Preset]) -> [Preset] {
         let canonical = [
             "LowQuality", "MediumQuality", "HighestQuality", "640x480", "960x540", "1280x720", "1920x1080",
-            "3840x2160", "HEVC1920x1080", "HEVC3840x2160", "HEVCHighestQuality", "AppleM4A", "Passthrough",
-            "HLSLadder1080",
+            "3840x2160", "HEVC640x480", "HEVC960x540", "HEVC1280x720", "HEVC1920x1080", "HEVC3840x2160",
+            "HEVCHighestQuality", "AppleM4A", "Passthrough", "HLSLadder1080", "HLSLadderHDR1080",
         ].map { $0.lowercased() }
         return presets.sorted { a, b in
             let ia = canonical.firstIndex(of: a.name.lowercased()) ?? Int.max

@@ -3,8 +3,8 @@ public import ReelMedia
 
 extension Ladder {
     /// What an hls ladder export of `asset` under `preset` checks before any work, without doing
-    /// any: the asset has a video stream, the preset makes 8-bit H.264 of it, and at least one rung is
-    /// at most the source's size. `reel submit` and a manifest line check a queued ladder with it, so
+    /// any: the asset has a video stream, the preset makes 8-bit H.264 or HEVC of it, and at least
+    /// one rung is at most the source's size. `reel submit` and a manifest line check a queued ladder with it, so
     /// they refuse what `ExportSession` would refuse when the job runs, in the same words. Throws
     /// `no-video`, `invalid-argument` or what `ExportPlanner.decide` throws.
     public func check(
@@ -30,11 +30,14 @@ extension Ladder {
         guard case .transcode(let planned?, let audio) = transcode.mode else {
             throw ExportError(.noVideo, "an hls ladder needs a video stream to encode")
         }
-        guard planned.encoding.codec == .h264, !planned.encoding.tenBit, planned.encoding.color != .keepSource else {
+        // H.264 rungs are 8-bit SDR (HDR tone-mapped); HEVC rungs follow the HEVC presets' colour rules
+        // (`ExportPlanner.videoColor`): a 10-bit source keeps its depth and colours, HLG or PQ kept.
+        guard planned.encoding.codec == .hevc || (!planned.encoding.tenBit && planned.encoding.color != .keepSource)
+        else {
             throw ExportError(
                 .invalidArgument,
-                "an hls ladder is 8-bit H.264 in this version; preset \(preset.name) makes \(planned.encoding.codec.rawValue)"
-                    + (planned.encoding.tenBit ? " 10-bit" : ""))
+                "an hls ladder of H.264 is 8-bit SDR; preset \(preset.name) makes \(planned.encoding.codec.rawValue) 10-bit (HDR is kept by HEVC presets: --preset HEVC1920x1080)"
+            )
         }
         guard let source = asset.displaySize else { throw ExportError(.noVideo, "the asset has no video size") }
         let (fitted, dropped) = self.fitted(forSourceWidth: source.width, height: source.height)

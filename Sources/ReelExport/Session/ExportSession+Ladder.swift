@@ -36,7 +36,13 @@ extension ExportSession {
                 encoding.profile = video.profile ?? encoding.profile
                 encoding.maxBitrate = video.maxBitrate
             }
-            encoding.profile = encoding.profile ?? "high"
+            if encoding.codec == .hevc {
+                // Main 10 for the 10-bit rungs that keep HDR, Main for 8-bit ones (Apple: HEVC rungs at
+                // most Main 10 / Main).
+                encoding.profile = encoding.tenBit ? "main10" : "main"
+            } else {
+                encoding.profile = encoding.profile ?? "high"
+            }
             let cap = Ladder.maxBitrate(for: size)
             encoding.maxBitrate = min(encoding.maxBitrate ?? cap, cap)
             encoding.bufferSize = 2 * encoding.maxBitrate!
@@ -86,11 +92,13 @@ extension ExportSession {
         published = true
         ladderResult = result
         let top = outcome.video[0]
+        let kind = planned.encoding.codec == .hevc ? "HEVC " : ""
         var summary = Result(
             bytes: bytes, durationSeconds: result.video[0].durationSeconds, width: top.width, height: top.height,
-            videoCodec: "h264", audioCodec: outcome.audio != nil ? "aac" : nil, networkOptimized: true,
+            videoCodec: planned.encoding.codec.rawValue, audioCodec: outcome.audio != nil ? "aac" : nil,
+            networkOptimized: true,
             elapsedSeconds: (ContinuousClock.now - started) / .seconds(1), method: .transcode,
-            decision: "an hls ladder of \(sizes.map(\.description).joined(separator: ", "))"
+            decision: "an hls ladder of \(kind)\(sizes.map(\.description).joined(separator: ", "))"
                 + (dropped.isEmpty
                     ? "" : " (above the source, dropped: \(dropped.map(\.description).joined(separator: ", ")))"))
         summary.verificationSeconds = verificationSeconds

@@ -71,16 +71,18 @@ final class VideoEncodeStage {
         if output.wantsGlobalHeader { context.pointee.flags |= AV_CODEC_FLAG_GLOBAL_HEADER }
         var options: [(String, String)] = [("preset", encoding.encoderPreset), ("crf", String(encoding.crf))]
         if let profile = encoding.profile { options.append(("profile", profile)) }
-        if encoding.alignedKeyframes && encoding.codec == .h264 {
-            // A forced I frame as an IDR (not a recovery-point I frame), and no scene-cut keyframes
-            // of the encoder's own: segments cut at the forced ones start alike in every rung.
+        if encoding.alignedKeyframes {
+            // A forced I frame as an IDR (not a recovery-point I frame, nor x265's open-GOP CRA), and
+            // no scene-cut keyframes of the encoder's own: segments cut at the forced ones start
+            // alike in every rung.
             options.append(("forced-idr", "1"))
-            options.append(("x264-params", "scenecut=0"))
+            if encoding.codec == .h264 { options.append(("x264-params", "scenecut=0")) }
         }
         // HDR10 metadata goes with the source's transfer only; SDR output carries none.
         let hdrMetadata = encoding.color == .keepSource ? encoding.hdrMetadata : nil
         if encoding.codec == .hevc {
             var parameters = "log-level=error"
+            if encoding.alignedKeyframes { parameters += ":scenecut=0:open-gop=0" }
             // One thread means no pool at all: with `pools=1` x265 still hands every row of CTUs
             // between its API, frame and pool threads, and on a machine with more runnable threads
             // than cores each hand-off waits for a time slice: a 15-frame 720p encode that needs

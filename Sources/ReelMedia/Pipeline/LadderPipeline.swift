@@ -31,9 +31,14 @@ public enum LadderTranscoder {
         guard plan.segmentSeconds > 0, plan.segmentSeconds.isFinite else {
             throw MediaError(kind: .invalidArgument, call: "plan", message: "the segment duration must be positive")
         }
-        for rung in plan.rungs where rung.codec != .h264 || !rung.alignedKeyframes || rung.tenBit {
+        for rung in plan.rungs
+        where !rung.alignedKeyframes || (rung.codec == .h264 && rung.tenBit) || rung.codec != plan.rungs[0].codec
+            || rung.tenBit != plan.rungs[0].tenBit || rung.color != plan.rungs[0].color
+        {
             throw MediaError(
-                kind: .invalidArgument, call: "plan", message: "ladder rungs are 8-bit H.264 with aligned keyframes")
+                kind: .invalidArgument, call: "plan",
+                message:
+                    "ladder rungs are 8-bit H.264 or HEVC, alike in codec, depth and colour, with aligned keyframes")
         }
         let input = try InputFile(
             path: plan.inputPath, policy: plan.policy, interrupt: cancel, analysis: .full,
@@ -264,9 +269,10 @@ final class LadderPipeline {
             video.append(
                 LadderTrack(
                     folder: rung.track.name, files: try rung.track.finish(),
-                    codecs: try LadderPipeline.avcCodecs(stream.pointee.codecpar), width: rung.encoding.width,
+                    codecs: try CodecString.of(stream.pointee.codecpar), width: rung.encoding.width,
                     height: rung.encoding.height, frameRate: frameRate,
-                    videoRange: LadderPipeline.videoRange(stream.pointee.codecpar.pointee.color_trc)))
+                    videoRange: LadderPipeline.videoRange(stream.pointee.codecpar.pointee.color_trc),
+                    colour: LadderTrack.Colour(stream.pointee.codecpar.pointee)))
         }
         var audioOutcome: LadderTrack?
         if let audioTrack, let encoding = plan.audio?.encoding {

@@ -1,6 +1,9 @@
+internal import CFFmpeg
+
 /// An adaptive-streaming ladder as plain values: one source decoded once, scaled to every rung,
-/// each rung encoded (H.264) into its own CMAF track, and one AAC rendition. Decided by the caller
-/// (ReelExport); ReelMedia only executes it (`LadderTranscoder`). Paths are absolute.
+/// each rung encoded (H.264, or HEVC keeping 10-bit HDR) into its own CMAF track, and one AAC
+/// rendition. Decided by the caller (ReelExport); ReelMedia only executes it (`LadderTranscoder`).
+/// Paths are absolute.
 public struct LadderPlan: Sendable {
     public var inputPath: String
     /// When set, the input is these bytes of `inputPath` (`TranscodePlan.inputByteRange`).
@@ -11,7 +14,8 @@ public struct LadderPlan: Sendable {
     public var videoStream: Int
     /// The rungs, largest first. The first decides the decode (rotation, mirroring, colour, frame
     /// rate cap) and is encoded from the decoded frames as they are; every other rung is scaled from
-    /// them. Each must be H.264 with `alignedKeyframes`.
+    /// them. Each must have `alignedKeyframes`, and all the same codec (8-bit H.264, or HEVC), depth
+    /// and colour: HEVC rungs keeping the source's colours are 10-bit HDR (Main 10, `hvc1`).
     public var rungs: [VideoEncoding]
     /// The audio rendition (nil for none).
     public var audio: StreamEncoding<AudioEncoding>?
@@ -64,8 +68,8 @@ public struct LadderTrack: Sendable, Equatable {
     /// The folder, relative to the ladder's (`v0`, `a`).
     public var folder: String
     public var files: Segments
-    /// The RFC 6381 codec string of what was written: `avc1.PPCCLL` from the stream's SPS, or
-    /// `mp4a.40.2`.
+    /// The RFC 6381 codec string of what was written: `avc1.PPCCLL` or `hvc1.P.C.TL.B` from the
+    /// stream's SPS (`CodecString`), or `mp4a.40.2`.
     public var codecs: String
     public var width: Int?
     public var height: Int?
@@ -75,6 +79,25 @@ public struct LadderTrack: Sendable, Equatable {
     /// A video track's HLS VIDEO-RANGE, from the transfer its stream is tagged with: `PQ` (SMPTE ST
     /// 2084), `HLG` (ARIB STD-B67), else `SDR`.
     public var videoRange: String? = nil
+    /// A video track's colour tags as ISO/IEC 23091-2 (CICP) code points, as its stream is tagged.
+    public var colour: Colour? = nil
+
+    /// Colour primaries, transfer characteristics and matrix coefficients (CICP code points: 1 is
+    /// BT.709; 9 BT.2020; 16 PQ, 18 HLG).
+    public struct Colour: Sendable, Equatable {
+        public var primaries: Int
+        public var transfer: Int
+        public var matrix: Int
+    }
+}
+
+extension LadderTrack.Colour {
+    /// FFmpeg's colour enumerations are the CICP code points.
+    init(_ parameters: AVCodecParameters) {
+        self.init(
+            primaries: Int(parameters.color_primaries.rawValue), transfer: Int(parameters.color_trc.rawValue),
+            matrix: Int(parameters.color_space.rawValue))
+    }
 }
 
 /// What a ladder produced.
