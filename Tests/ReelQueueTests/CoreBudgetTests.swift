@@ -56,6 +56,11 @@ struct CoreBudgetTests {
         let budget = CoreBudget(cores: 2, slots: 4)
         let all = budget.take(allFree: true)
         #expect(all == 4 && budget.threads(holding: all) == 2)
+        budget.release(all)
+        // Beside two one-unit jobs, a job holding the other two units holds one core's worth.
+        #expect(budget.take(allFree: false) == 1 && budget.take(allFree: false) == 1)
+        let half = budget.take(allFree: true)
+        #expect(half == 2 && budget.threads(holding: half) == 1)
     }
 
     @Test(arguments: [(1, 1), (2, 1), (2, 2), (4, 2), (4, 4), (8, 3), (2, 4)])

@@ -74,9 +74,11 @@ final class CoreBudget: Sendable {
         for waiter in waiters { waiter.resume() }
     }
 
-    /// The cores a job holding `units` may use (its `StageThreads` share): its units, never more than
-    /// the cores. Always a number: a job never lets its codecs count the machine's cores for
-    /// themselves (x264 takes 1.5 threads per core, x265 a pool per core and libavcodec a thread per
-    /// core, whatever else runs).
-    func threads(holding units: Int) -> Int { max(1, min(units, cores)) }
+    /// The cores a job holding `units` may use (its `StageThreads` share): its part of the cores, at
+    /// least one. A unit is a core unless the user asked for more jobs than cores (`--jobs 4` on 2
+    /// cores: a unit is half a core, so a job holding 2 of the 4 units gets 1 thread, not 2 beside two
+    /// others). Always a number: a job never lets its codecs count the machine's cores for themselves
+    /// (x264 takes 1.5 threads per core, x265 a pool per core, libavcodec a thread per core, whatever
+    /// else runs).
+    func threads(holding units: Int) -> Int { max(1, min(cores, units * cores / total)) }
 }
