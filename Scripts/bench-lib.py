@@ -29,6 +29,11 @@ Subcommands (Scripts/bench calls them; nothing here times anything):
   targets OUT_DIR
       Prints the PASS/FAIL lines for the targets, from OUT_DIR/results.json.
 
+  job-phases CASE SPOOL TOOL RUN
+      Prints one phases.tsv row per job of the spool's status files: the job's threads (its share
+      of the cores and x265's parameters) and its phase seconds (start-up of an isolated export
+      process, probe, encode, flush, verify, publish) and elapsed seconds, from its result.
+
   tree-rss PID OUTPUT
       Until PID exits, samples the process tree under PID every 50 ms (PID itself, /usr/bin/time, is
       left out) and then writes the peaks of its summed RSS and of its summed PSS, in kB, to OUTPUT.
@@ -403,6 +408,22 @@ def report(out_dir):
                 entry["ratios_to"][other] = {
                     "wall": ratio(r["wall_s"], o["wall_s"]), "cpu": ratio(r["cpu_s"], o["cpu_s"]),
                     "rss": ratio(r["peak_rss_mb"], o["peak_rss_mb"]), "size": ratio(r["size_mb"], o["size_mb"])}
+        # The phone batch: each comparison the issue names, each pair at the same concurrency for
+        # memory (peak summed PSS of the process tree: the worker and its export children against
+        # bash and its ffmpeg processes, xargs included).
+        pairs = {
+            "reel/ffmpeg": ("reel", "ffmpeg", "isolated, --jobs = cores, against the sequential loop"),
+            "inproc/ffmpeg": ("inproc", "ffmpeg", "--no-isolate against the sequential loop"),
+            "reel/ffmpeg-p2": ("reel", "ffmpeg-p2", "isolated against ffmpeg two at a time (xargs -P2)"),
+            "reel-j1/ffmpeg": ("reel-j1", "ffmpeg", "--jobs 1 against the loop: one export at a time each"),
+        }
+        entry["pairs"] = {}
+        for label, (a, b, what) in pairs.items():
+            ma, mb = entry["median"].get(a) or {}, entry["median"].get(b) or {}
+            if ma and mb:
+                entry["pairs"][label] = {
+                    "what": what, "wall": ratio(ma["wall_s"], mb["wall_s"]), "cpu": ratio(ma["cpu_s"], mb["cpu_s"]),
+                    "pss": ratio(ma["peak_rss_mb"], mb["peak_rss_mb"])}
         if entry["ssim"]["reel"] is not None and entry["ssim"]["ffmpeg"] is not None:
             entry["ratios"]["ssim_diff"] = entry["ssim"]["reel"] - entry["ssim"]["ffmpeg"]
         reel_out, ff_out = case["reel_output"], case["ffmpeg_output"]
@@ -430,6 +451,7 @@ def report(out_dir):
             if ra.get("wall") is not None:
                 f.write(f"{name} {ra['wall']:.4f} {ra['rss']:.4f} {ra['cpu']:.4f}\n")
     print_table(results)
+    print_phases(out_dir)
 
 
 def ladder_describe(folder):
@@ -473,7 +495,10 @@ def fmt(value, spec, missing="-"):
 
 
 def print_table(results):
-    head = f"{'case':12} {'tool':9} {'wall s':>8} {'CPU s':>8} {'RSS MB':>8} {'size MB':>9} {'SSIM':>9}"
+    head = f"{'case':12} {'tool':9} {'wall s':>8} {'CPU s':>8} {'mem MB':>8} {'size MB':>9} {'SSIM':>9}"
+    print("mem MB: peak RSS of the largest single process (/usr/bin/time %M), except in batch, batch-inproc")
+    print("and phone, where it is the peak of the summed PSS of the whole process tree for both tools")
+    print("(the worker and its export children; bash and its ffmpeg processes), sampled every 50 ms.")
     print(head)
     print("-" * len(head))
     for name, e in results["cases"].items():
@@ -487,7 +512,14 @@ def print_table(results):
         x = lambda key, spec: "-" if ra.get(key) is None else format(ra[key], spec) + "x"
         print(f"{name:12} {'reel/ff':9} {x('wall', '7.2f'):>8} {x('cpu', '7.2f'):>8} {x('rss', '7.2f'):>8} "
               f"{x('size', '8.3f'):>9} {fmt(ra.get('ssim_diff'), '+9.5f', 'n/a'):>9}")
-        for other, ro in e.get("ratios_to", {}).items():
+        for label, pair in e.get("pairs", {}).items():
+            z = lambda key: "-" if pair.get(key) is None else format(pair[key], '7.2f') + "x"
+            print(f"{name:12} {label:14} wall {z('wall'):>8}  CPU {z('cpu'):>8}  PSS {z('pss'):>8}  ({pair['what']})")
+        if e.get("pairs"):
+            print(f"{'':12} memory: peak of the process tree's summed PSS (sampled every 50 ms): reel's worker and")
+            print(f"{'':12} its export children; ffmpeg's bash, xargs and ffmpeg processes. Pairs at the same")
+            print(f"{'':12} concurrency: reel-j1/ffmpeg (one at a time), reel/ffmpeg-p2 (two at a time on 2 cores)")
+        for other, ro in ([] if e.get("pairs") else e.get("ratios_to", {}).items()):
             y = lambda key, spec: "-" if ro.get(key) is None else format(ro[key], spec) + "x"
             label = "reel/" + other[:4]
             print(f"{name:12} {label:9} {y('wall', '7.2f'):>8} {y('cpu', '7.2f'):>8} {y('rss', '7.2f'):>8} "
@@ -613,6 +645,21 @@ def evaluate_targets(cases, colour=None):
             f"ffmpeg {ff_slope:+.1f} MB/rung ({m['ffmpeg-2']['peak_rss_mb']:.1f} -> {m['ffmpeg']['peak_rss_mb']:.1f})")
     else:
         unmeasured("ladder", "ladder peak RSS per added rung (2 -> 4 rungs) <= 1.5x ffmpeg's + 10 MB")
+    e = cases.get("phone")
+    if e and e.get("pairs"):
+        p = e["pairs"]
+        for label, limit, key, what in (
+                ("reel/ffmpeg", 0.70, "wall", "phone wall vs the ffmpeg loop <= 0.70"),
+                ("inproc/ffmpeg", 0.70, "wall", "phone --no-isolate wall vs the ffmpeg loop <= 0.70"),
+                ("reel/ffmpeg-p2", 1.05, "wall", "phone wall vs ffmpeg -P2 <= 1.05"),
+                ("reel/ffmpeg-p2", 1.3, "pss", "phone PSS, 2 at a time (reel --jobs 2 vs ffmpeg -P2) <= 1.3"),
+                ("reel-j1/ffmpeg", 1.3, "pss", "phone PSS, 1 at a time (reel --jobs 1 vs the loop) <= 1.3")):
+            v = p.get(label, {}).get(key)
+            cpu = p.get(label, {}).get("cpu")
+            add(what, None if v is None else v <= limit,
+                "not measured" if v is None else f"{v:.3f}" + (f"; CPU {cpu:.3f}" if key == "wall" and cpu else ""))
+    else:
+        unmeasured("phone", "phone targets (wall <= 0.70 of the loop, <= 1.05 of -P2, PSS <= 1.3)")
     for name in ("batch", "batch-inproc"):
         e = cases.get(name)
         if e and e["ratios"].get("wall") is not None:
@@ -627,6 +674,50 @@ def targets(out_dir):
         results = json.load(f)
     for t in results["targets"]:
         print(f"{t['result']}  {t['target']}  ({t['detail']})")
+
+
+def job_phases(case, spool, tool, run):
+    folder = os.path.join(spool, "status")
+    for name in sorted(os.listdir(folder)) if os.path.isdir(folder) else []:
+        if not name.endswith(".json"):
+            continue
+        with open(os.path.join(folder, name)) as f:
+            status = json.load(f)
+        result = status.get("result") or {}
+        threads = result.get("threads") or {}
+        phases = result.get("phases") or {}
+        size = f"{result.get('width')}x{result.get('height')}" if result.get("width") else "-"
+        cell = lambda v: "" if v is None else f"{v:.4f}"
+        print("\t".join([case, tool, str(run), status.get("id", name[:-5]), os.path.basename(status.get("asset", "")),
+                         size, str(threads.get("share", "")), threads.get("x265", "")]
+                        + [cell(phases.get(k)) for k in ("startup", "probe", "encode", "flush", "verify", "publish")]
+                        + [cell(result.get("elapsedSeconds"))]))
+
+
+def print_phases(out_dir):
+    """Per job of each reel tool's last run: threads and where the time went; then the medians over
+    the jobs of every run, by tool."""
+    rows = read_tsv(os.path.join(out_dir, "phases.tsv"))
+    if not rows:
+        return
+    keys = ("startup", "probe", "encode", "flush", "verify", "publish", "elapsed")
+    number = lambda v: float(v) if v not in ("", None) else None
+    for (case, tool) in dict.fromkeys((r["case"], r["tool"]) for r in rows):
+        mine = [r for r in rows if r["case"] == case and r["tool"] == tool]
+        last = max(int(r["run"]) for r in mine)
+        print(f"{case} {tool}: each job of run {last} (seconds; share = cores its codecs were given)")
+        print(f"  {'asset':44} {'out':>9} {'share':>5} " + " ".join(f"{k:>8}" for k in keys))
+        for r in (r for r in mine if int(r["run"]) == last):
+            print(f"  {r['asset'][:44]:44} {r['size']:>9} {r['share']:>5} "
+                  + " ".join(fmt(number(r[k]), '8.3f') for k in keys))
+        runs = sorted({int(r["run"]) for r in mine})
+        totals = {k: median([sum(number(r[k]) or 0 for r in mine if int(r["run"]) == n) for n in runs]) for k in keys}
+        print(f"  {'sum over the jobs (median of runs)':54} {'':>5} "
+              + " ".join(fmt(totals[k], '8.3f') for k in keys))
+        shares = sorted({r['share'] for r in mine})
+        x265 = sorted({r['x265'] for r in mine})
+        print(f"  shares given: {', '.join(shares)}; x265 parameters: {', '.join(x265)}")
+        print()
 
 
 def tree_rss(root, output):
@@ -685,6 +776,9 @@ def main(argv):
         command.add_argument(name)
     commands.add_parser("report").add_argument("out_dir")
     commands.add_parser("targets").add_argument("out_dir")
+    command = commands.add_parser("job-phases")
+    for name in ("case", "spool", "tool", "run"):
+        command.add_argument(name)
     command = commands.add_parser("tree-rss")
     command.add_argument("pid")
     command.add_argument("output")
@@ -701,6 +795,8 @@ def main(argv):
         report(args.out_dir)
     elif args.command == "targets":
         targets(args.out_dir)
+    elif args.command == "job-phases":
+        job_phases(args.case, args.spool, args.tool, args.run)
     elif args.command == "tree-rss":
         tree_rss(args.pid, args.output)
 

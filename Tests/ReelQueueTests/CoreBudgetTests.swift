@@ -1,4 +1,5 @@
 import Foundation
+import ReelMedia
 import Testing
 
 @testable import ReelQueue
@@ -6,7 +7,7 @@ import Testing
 @Suite("Core budget", .timeLimit(.minutes(2)))
 struct CoreBudgetTests {
     @Test func aBacklogGetsOneCoreEachAndALoneVideoJobGetsThemAll() {
-        let budget = CoreBudget(total: 2, slots: 2)
+        let budget = CoreBudget(cores: 2, slots: 2)
         // Two jobs started while others wait: one unit each, single-threaded codecs.
         let first = budget.take(allFree: false)
         let second = budget.take(allFree: false)
@@ -17,9 +18,10 @@ struct CoreBudgetTests {
         #expect(budget.take(allFree: true) == 0)
         budget.release(first)
         budget.release(second)
-        // A video job with nothing behind it takes the whole machine: the codecs choose their threads.
+        // A video job with nothing behind it takes the whole machine: two threads per codec, a number
+        // of the budget's, never the codecs' own count of the machine's cores.
         let units = budget.take(allFree: true)
-        #expect(units == 2 && budget.threads(holding: units) == 0)
+        #expect(units == 2 && budget.threads(holding: units) == 2)
         #expect(!budget.hasRoom)
         budget.release(units)
         #expect(budget.free == 2 && budget.hasRoom)
@@ -27,7 +29,7 @@ struct CoreBudgetTests {
 
     @Test func slotsLimitJobsEvenWithFreeCores() {
         // `reel work --jobs 1` on two cores: one job at a time, which may hold both cores.
-        let budget = CoreBudget(total: 2, slots: 1)
+        let budget = CoreBudget(cores: 2, slots: 1)
         #expect(budget.take(allFree: false) == 1)
         #expect(budget.free == 1 && !budget.hasRoom)
         #expect(budget.take(allFree: false) == 0)
@@ -36,7 +38,7 @@ struct CoreBudgetTests {
     }
 
     @Test func aWaitingDispatcherIsWokenWhenAJobEnds() async {
-        let budget = CoreBudget(total: 1, slots: 1)
+        let budget = CoreBudget(cores: 1, slots: 1)
         let held = budget.take(allFree: true)
         let woken = Task {
             await budget.waitForRoom()
@@ -46,5 +48,38 @@ struct CoreBudgetTests {
         #expect(!budget.hasRoom)
         budget.release(held)
         #expect(await woken.value == 1)
+    }
+
+    @Test func moreJobsThanCoresNeverGiveAJobMoreThreadsThanCores() {
+        // `reel work --jobs 4` on two cores: four units, one per job; a lone job holding all four
+        // still gets two threads, the cores it can use.
+        let budget = CoreBudget(cores: 2, slots: 4)
+        let all = budget.take(allFree: true)
+        #expect(all == 4 && budget.threads(holding: all) == 2)
+        budget.release(all)
+        // Beside two one-unit jobs, a job holding the other two units holds one core's worth.
+        #expect(budget.take(allFree: false) == 1 && budget.take(allFree: false) == 1)
+        let half = budget.take(allFree: true)
+        #expect(half == 2 && budget.threads(holding: half) == 1)
+    }
+
+    @Test(arguments: [(1, 1), (2, 1), (2, 2), (4, 2), (4, 4), (8, 3), (2, 4)])
+    func runningJobsNeverHoldMoreThreadsThanCores(cores: Int, jobs: Int) {
+        // Whatever order jobs start and end in, the codec threads of the jobs running at once add
+        // up to at most the cores (or one per job, when the user asked for more jobs than cores).
+        let budget = CoreBudget(cores: cores, slots: jobs)
+        var held: [Int] = []
+        for step in 0..<50 {
+            if step % 3 == 2, !held.isEmpty {
+                budget.release(held.removeFirst())
+            } else {
+                let units = budget.take(allFree: step % 2 == 0)
+                if units > 0 { held.append(units) }
+            }
+            let threads = held.map { budget.threads(holding: $0) }
+            #expect(threads.allSatisfy { $0 >= 1 && $0 <= cores })
+            #expect(threads.reduce(0, +) <= max(cores, held.count), "\(threads) on \(cores) cores")
+            #expect(held.count <= jobs)
+        }
     }
 }

@@ -75,6 +75,42 @@ public final class ExportSession: Sendable {
         public var requestedTimeRange: TimeRange? = nil
         /// Which location and device keys the file's metadata holds, read back from it.
         public var metadata: WrittenMetadata? = nil
+        /// The threads each stage was given (`StageThreads`, from `codecThreads`), for a re-encode;
+        /// nil when nothing was encoded (a copy).
+        public var threads: StageThreads? = nil
+        /// Where the time went (`PhaseSeconds`); nil for ladders and thumbnail sets.
+        public var phases: PhaseSeconds? = nil
+
+        /// Where an export's wall time went, in seconds. `probe` + `encode` + `flush` + `verify` +
+        /// `publish` is about `elapsedSeconds` (the rest is planning); `startup` and the asset's own
+        /// probe come before the session starts and are added by whoever ran it (a queue's runner).
+        public struct PhaseSeconds: Sendable, Codable, Equatable {
+            /// An isolated job's export process: from its start (the kernel's record of it) to
+            /// reading the input; nil in the worker's own process.
+            public var startup: Double?
+            /// Opening and probing the input: the asset's probe (when a runner measured it) and the
+            /// pipeline's own opening of the file.
+            public var probe: Double
+            /// Reading, decoding, scaling and encoding up to the end of the input.
+            public var encode: Double
+            /// Draining the encoder (the frames its lookahead held) and writing the trailer.
+            public var flush: Double
+            /// Reading the file back to verify it (`verificationSeconds`).
+            public var verify: Double
+            /// The publish gate, the rename into place with its fsyncs, and the summary read back.
+            public var publish: Double
+
+            public init(
+                startup: Double? = nil, probe: Double, encode: Double, flush: Double, verify: Double, publish: Double
+            ) {
+                self.startup = startup
+                self.probe = probe
+                self.encode = encode
+                self.flush = flush
+                self.verify = verify
+                self.publish = publish
+            }
+        }
 
         /// The location and device keys found in an output's container metadata.
         public struct WrittenMetadata: Sendable, Codable, Equatable {
@@ -92,6 +128,7 @@ public final class ExportSession: Sendable {
         private enum CodingKeys: String, CodingKey {
             case bytes, durationSeconds, width, height, videoCodec, audioCodec, networkOptimized, elapsedSeconds
             case method, decision, verificationSeconds, encodingPasses, timeRange, requestedTimeRange, metadata
+            case threads, phases
         }
 
         public init(
@@ -144,6 +181,8 @@ public final class ExportSession: Sendable {
             timeRange = try c.decodeIfPresent(TimeRange.self, forKey: .timeRange)
             requestedTimeRange = try c.decodeIfPresent(TimeRange.self, forKey: .requestedTimeRange)
             metadata = try c.decodeIfPresent(WrittenMetadata.self, forKey: .metadata)
+            threads = try c.decodeIfPresent(StageThreads.self, forKey: .threads)
+            phases = try c.decodeIfPresent(PhaseSeconds.self, forKey: .phases)
         }
 
         /// Every key, absent values as `null`: a program reading the JSON finds the same keys in
@@ -170,6 +209,8 @@ public final class ExportSession: Sendable {
             try c.encode(timeRange, forKey: .timeRange)
             try c.encode(requestedTimeRange, forKey: .requestedTimeRange)
             try c.encode(metadata, forKey: .metadata)
+            try c.encode(threads, forKey: .threads)
+            try c.encode(phases, forKey: .phases)
         }
     }
 
@@ -538,7 +579,7 @@ public final class ExportSession: Sendable {
             }
         #endif
         // Holds the temporary file's lock (`OutputLock`) until it is published or discarded.
-        var (verificationSeconds, hold, posterBytes) = try produce(
+        var (verificationSeconds, hold, posterBytes, timing) = try produce(
             exportPlan, into: output, poster: poster != nil, started: started)
         var passes = 1
         if let limit = exportPlan.sizeLimit?.bytes, let bytes = ExportSession.fileBytes(output.temporary),
@@ -552,6 +593,7 @@ public final class ExportSession: Sendable {
             exportPlan = corrected
             let again = try produce(exportPlan, into: output, poster: poster != nil, started: started)
             verificationSeconds += again.seconds
+            timing = timing + again.timing
             hold = again.lock
             posterBytes = again.poster
             passes = 2
@@ -559,6 +601,7 @@ public final class ExportSession: Sendable {
                 throw ExportSession.overLimit(bytes: again, limit: limit, passes: 2)
             }
         }
+        let publishing = ContinuousClock.now
         if let poster {
             if let posterBytes {
                 try poster.write(posterBytes)
@@ -583,6 +626,13 @@ public final class ExportSession: Sendable {
             result.encodingPasses = passes
             result.timeRange = exportPlan.timeRange
             result.requestedTimeRange = exportPlan.requestedTimeRange
+            if exportPlan.method == .transcode, exportPlan.video != nil {
+                result.threads = StageThreads(share: codecThreads)
+            }
+            result.phases = Result.PhaseSeconds(
+                probe: timing.open, encode: max(0, timing.pipeline - timing.open - timing.flush),
+                flush: timing.flush, verify: verificationSeconds,
+                publish: (ContinuousClock.now - publishing) / .seconds(1))
             return result
         } catch {
             unlink(destination.path)
@@ -595,21 +645,35 @@ public final class ExportSession: Sendable {
     /// written; returns the seconds the verification took and the file's lock.
     private func produce(
         _ exportPlan: ExportPlan, into output: OutputPublisher, poster: Bool, started: ContinuousClock.Instant
-    ) throws(ExportError) -> (seconds: Double, lock: OutputLock?, poster: [UInt8]?) {
+    ) throws(ExportError) -> (seconds: Double, lock: OutputLock?, poster: [UInt8]?, timing: PipelineTiming) {
         var transcode = exportPlan.transcodePlan(limits: limits)
         transcode.outputPath = output.temporary.path
         transcode.threads = codecThreads
         if poster { transcode.posterSeconds = PosterOutput.moment(of: exportPlan, at: posterTime) }
         let plan = transcode
+        let running = ContinuousClock.now
         let made = try watched { [self, cancelFlag] heartbeat throws(MediaError) in
             try Transcoder.run(plan, cancel: cancelFlag, heartbeat: heartbeat) { [self] update in
                 publish(update, started: started)
             }
         }
+        let timing = PipelineTiming(
+            open: made.openSeconds, pipeline: (ContinuousClock.now - running) / .seconds(1), flush: made.flushSeconds)
         injectFault(into: output.temporary)
         let verifying = ContinuousClock.now
         try OutputVerification.check(output.temporary, plan: exportPlan, asset: asset, written: made.written)
-        return ((ContinuousClock.now - verifying) / .seconds(1), made.lock, made.poster)
+        return ((ContinuousClock.now - verifying) / .seconds(1), made.lock, made.poster, timing)
+    }
+
+    /// One pipeline run's seconds: opening the input, the whole run (opening included), the flush.
+    struct PipelineTiming {
+        var open: Double
+        var pipeline: Double
+        var flush: Double
+
+        static func + (a: PipelineTiming, b: PipelineTiming) -> PipelineTiming {
+            PipelineTiming(open: a.open + b.open, pipeline: a.pipeline + b.pipeline, flush: a.flush + b.flush)
+        }
     }
 
     /// Runs `work` (a pipeline: an export's encode or copy, a ladder's) on a thread of its own under the

@@ -47,7 +47,7 @@ final class VideoEncodeStage {
         context.pointee.time_base = timeBase
         context.pointee.framerate = frameRate
         // libx264 takes thread_count as its frame threads; libx265 (5.1) ignores it, so its pool is
-        // sized through x265-params below.
+        // sized through x265-params below (`StageThreads`).
         context.pointee.thread_count = Int32(threads)
         // libx264 and libx265 take gop_size as keyint (their minimum stays automatic).
         if let interval = encoding.keyframeInterval { context.pointee.gop_size = Int32(interval) }
@@ -83,16 +83,9 @@ final class VideoEncodeStage {
         if encoding.codec == .hevc {
             var parameters = "log-level=error"
             if encoding.alignedKeyframes { parameters += ":scenecut=0:open-gop=0" }
-            // One thread means no pool at all: with `pools=1` x265 still hands every row of CTUs
-            // between its API, frame and pool threads, and on a machine with more runnable threads
-            // than cores each hand-off waits for a time slice: a 15-frame 720p encode that needs
-            // 2.6 s of CPU took 351 s with 40 busy threads on 2 cores (none: 51 s, its fair share;
-            // unloaded, two such jobs side by side take the same time either way).
-            if threads == 1 {
-                parameters += ":pools=none:frame-threads=1"
-            } else if threads > 1 {
-                parameters += ":pools=\(threads)"
-            }
+            // Its pool and frame threads as the core budget says (`StageThreads.x265Parameters`).
+            let threading = StageThreads(share: threads).x265
+            if !threading.isEmpty { parameters += ":" + threading }
             // libx265 in FFmpeg 5.1 does not turn frame side data into SEI: the metadata goes through
             // its own parameters.
             if let hdrMetadata { parameters += VideoEncodeStage.x265Parameters(hdrMetadata) }

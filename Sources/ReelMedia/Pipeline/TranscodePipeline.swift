@@ -34,6 +34,7 @@ final class TranscodePipeline {
         // Single-threaded codecs (one job per core) need less slack between the stages: three
         // frames keep both busy and hold half the memory.
         let poolSize = plan.threads == 1 ? 3 : 6
+        let threads = StageThreads(share: plan.threads)
         let queues = PipelineQueues(frames: poolSize)
         let output = try OutputFile(path: plan.outputPath, muxer: plan.container.muxer)
         output.heartbeat = heartbeat
@@ -45,7 +46,7 @@ final class TranscodePipeline {
         if let video {
             let decode = try VideoDecodeStage(
                 input: input, streamIndex: video.stream, encoding: video.encoding, window: window,
-                pool: queues.freeFrames, poolSize: poolSize, decoderThreads: plan.threads,
+                pool: queues.freeFrames, poolSize: poolSize, decoderThreads: threads.decoder,
                 emit: { (frame: Frame) throws(MediaError) in try queues.work.push(.frame(frame)) })
             if let seconds = plan.posterSeconds, PosterGrab.accepts(video.encoding) {
                 decode.poster = PosterGrab(seconds: seconds, quality: plan.posterQuality)
@@ -54,7 +55,7 @@ final class TranscodePipeline {
             videoEncode = try VideoEncodeStage(
                 encoding: video.encoding, source: source.parameters, language: source.language,
                 format: decode.outputFormat, timeBase: decode.timeBase, frameRate: decode.frameRate,
-                threads: plan.threads, output: output)
+                threads: threads.encoder, output: output)
             videoDecode = decode
             // Carriers for audio packets on their way to the writer thread; audio alone needs none.
             for _ in 0..<queues.freePackets.capacity { try queues.freePackets.push(try Packet()) }
@@ -151,8 +152,10 @@ final class TranscodePipeline {
             share: Transcoder.finalizingShareTranscode, frames: frames, mediaSeconds: window.totalSeconds,
             progress: progress)
         reader.report(phase: .finalizing, fraction: 1)
-        return TranscodeOutcome(
+        var outcome = TranscodeOutcome(
             bytes: bytes, videoFramesEncoded: frames, audioFramesEncoded: audioFrames, packetsCopied: 0,
             written: writer.written, lock: try writer.lock(), poster: reader.video?.poster?.bytes)
+        outcome.flushSeconds = writer.flushSeconds
+        return outcome
     }
 }

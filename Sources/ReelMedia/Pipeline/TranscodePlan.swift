@@ -214,6 +214,11 @@ public struct TranscodeOutcome: Sendable {
     /// The poster JPEG `TranscodePlan.posterSeconds` asked for, when it could be taken from the
     /// encoded frames; nil otherwise.
     public var poster: [UInt8]? = nil
+    /// Seconds spent opening and probing the input for the pipeline (`InputFile`).
+    public var openSeconds: Double = 0
+    /// Seconds spent draining the video encoder at the end (the frames its lookahead held back)
+    /// and writing the trailer (the faststart rewrite): the tail no more input shortens.
+    public var flushSeconds: Double = 0
 }
 
 extension VideoEncoding {

@@ -5,6 +5,8 @@ final class TranscodeWriter {
     private let output: OutputFile
     private let video: VideoEncodeStage?
     private let queues: PipelineQueues
+    /// Seconds the video encoder's flush took (`encodeAndWrite`) plus the trailer's (`finish`).
+    private(set) var flushSeconds = 0.0
 
     init(output: OutputFile, video: VideoEncodeStage?, queues: PipelineQueues) {
         self.output = output
@@ -39,7 +41,9 @@ final class TranscodeWriter {
                 try queues.freePackets.push(carrier)
             }
         }
+        let flushing = ContinuousClock.now
         try video?.flush(to: write)
+        flushSeconds += (ContinuousClock.now - flushing) / .seconds(1)
     }
 
     /// Writes the trailer (the faststart rewrite, reported as `finalizing` through `progress` from
@@ -47,6 +51,8 @@ final class TranscodeWriter {
     func finish(
         share: Double, frames: Int, mediaSeconds: Double, progress: @escaping (TranscodeProgress) -> Void
     ) throws(MediaError) -> Int64 {
+        let trailer = ContinuousClock.now
+        defer { flushSeconds += (ContinuousClock.now - trailer) / .seconds(1) }
         Transcoder.reportFinalizing(
             output: output, share: share, frames: frames, mediaSeconds: mediaSeconds, progress: progress)
         try output.finish()

@@ -25,10 +25,12 @@ public enum Transcoder {
         // Copying packets needs no decoded frames: the header suffices where it describes the streams.
         let analysis: InputFile.Analysis
         if case .copy = plan.mode { analysis = .headerSuffices } else { analysis = .full }
+        let opening = ContinuousClock.now
         let input = try InputFile(
             path: plan.inputPath, policy: plan.policy, interrupt: cancel, analysis: analysis,
             byteRange: plan.inputByteRange)
         input.heartbeat = heartbeat
+        let openSeconds = (ContinuousClock.now - opening) / .seconds(1)
         if cancel.isRaised { throw MediaError.cancelled() }
         try validate(plan, against: input.info)
         switch plan.mode {
@@ -36,7 +38,9 @@ public enum Transcoder {
             let pipeline = try TranscodePipeline(
                 plan: plan, video: video, audio: audio, input: input, cancel: cancel, heartbeat: heartbeat,
                 progress: progress)
-            return try pipeline.run()
+            var outcome = try pipeline.run()
+            outcome.openSeconds = openSeconds
+            return outcome
         case .copy(let streams):
             do {
                 let pipeline = try RemuxPipeline(

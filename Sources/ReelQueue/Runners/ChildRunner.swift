@@ -148,7 +148,10 @@ public final class ChildRunner: Sendable {
                 emit(.completed(completion))
                 return 0
             }
+            let startup = ChildRunner.processAgeSeconds()
+            let loading = ContinuousClock.now
             let asset = try await spec.loadAsset(limits: request.limits)
+            let loadSeconds = (ContinuousClock.now - loading) / .seconds(1)
             let session = try ExportSession(
                 asset: asset, presetName: spec.preset, presets: presets, limits: request.limits)
             spec.configure(session, stallTimeout: request.stallTimeout, threads: request.threads)
@@ -166,9 +169,12 @@ public final class ChildRunner: Sendable {
             self.session.withLock { $0 = session }
             if stopped.load(ordering: .sequentiallyConsistent) { session.cancelExport() }
             try await session.export()
-            guard let result = session.result else {
+            guard var result = session.result else {
                 throw ExportError(.internal, "the export finished without a result")
             }
+            // Before the session: this process's start and the asset's probe.
+            result.phases?.startup = startup
+            result.phases?.probe += loadSeconds
             emit(
                 .completed(
                     .init(
@@ -180,6 +186,23 @@ public final class ChildRunner: Sendable {
             emit(.failed(.init(error)))
             return 1
         }
+    }
+
+    /// Seconds since this process started (`/proc/self/stat`'s start time, in clock ticks since boot,
+    /// against the boot-time clock): an export process's start-up, dynamic linking and
+    /// initialisation included; nil where it cannot be read.
+    static func processAgeSeconds() -> Double? {
+        guard let stat = try? String(contentsOfFile: "/proc/self/stat", encoding: .utf8),
+            let close = stat.lastIndex(of: ")")
+        else { return nil }
+        // Fields after the command's closing parenthesis start at field 3 (state); starttime is 22.
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        guard fields.count > 19, let ticks = Double(fields[19]) else { return nil }
+        var now = timespec()
+        guard clock_gettime(CLOCK_BOOTTIME, &now) == 0 else { return nil }
+        let hertz = Double(sysconf(Int32(_SC_CLK_TCK)))
+        guard hertz > 0 else { return nil }
+        return max(0, Double(now.tv_sec) + Double(now.tv_nsec) / 1e9 - ticks / hertz)
     }
 
     /// Runs the export the worker sends on standard input, writing lines with `printLine`: the

@@ -31,7 +31,9 @@ struct InProcessRunner: ExportRunner {
                 completed.thumbnails = made
                 return .completed(completed)
             }
+            let loading = ContinuousClock.now
             let asset = try await spec.loadAsset(limits: limits)
+            let loadSeconds = (ContinuousClock.now - loading) / .seconds(1)
             let session = try ExportSession(asset: asset, presetName: spec.preset, presets: presets, limits: limits)
             spec.configure(session, stallTimeout: stallTimeout, threads: threads, metadataDefault: metadataDefault)
             session.temporaryTag = job.lease.attemptTag
@@ -43,9 +45,11 @@ struct InProcessRunner: ExportRunner {
             }
             job.attach(session)
             try await session.export()
-            guard let result = session.result else {
+            guard var result = session.result else {
                 throw ExportError(.internal, "the export finished without a result")
             }
+            // The asset's probe came before the session: it is probing too.
+            result.phases?.probe += loadSeconds
             var completed = JobResult(result)
             completed.ladder = session.ladderResult
             return .completed(completed)

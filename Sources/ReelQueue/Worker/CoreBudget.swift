@@ -3,14 +3,16 @@ import Synchronization
 /// Shares the machine's cores among the jobs a worker pool runs.
 ///
 /// Every running job holds at least one unit. A video transcode that finds nothing else waiting
-/// takes every free unit too, and its codecs use that many threads (all of them: the codecs'
-/// own choice), so a lone 4K encode still fills the machine. A backlog instead runs one
+/// takes every free unit too, and its codecs use that many threads (`StageThreads`), so a lone 4K
+/// encode still fills the machine. A backlog instead runs one
 /// single-threaded job per unit side by side, which costs less CPU than frame-threaded jobs
 /// contending for the same cores (measured in `Scripts/bench`'s batch case; see README). The pool
 /// claims only when a unit is free, so a job holding the whole machine is not joined by another.
 final class CoreBudget: Sendable {
-    /// Units (cores) to share.
+    /// Units to share: the cores, or `slots` when the user asked for more jobs than cores.
     let total: Int
+    /// Cores this process may use (`StageThreads.availableCores()`): no job's codecs get more.
+    let cores: Int
     /// Jobs that may run at once (`reel work --jobs`).
     let slots: Int
     private struct State {
@@ -22,9 +24,12 @@ final class CoreBudget: Sendable {
     }
     private let state: Mutex<State>
 
-    init(total: Int, slots: Int) {
-        self.total = max(1, total)
+    /// A budget of `cores` cores for at most `slots` jobs at once (each holds at least one unit, so
+    /// more slots than cores gives every job a unit of its own).
+    init(cores: Int, slots: Int) {
+        self.cores = max(1, cores)
         self.slots = max(1, slots)
+        total = max(self.cores, self.slots)
         state = Mutex(State(free: self.total, slots: self.slots))
     }
 
@@ -69,7 +74,11 @@ final class CoreBudget: Sendable {
         for waiter in waiters { waiter.resume() }
     }
 
-    /// The codec thread count for a job holding `units`: 0 (the codecs choose, i.e. every core) when
-    /// it holds the whole budget, else the units.
-    func threads(holding units: Int) -> Int { units >= total ? 0 : units }
+    /// The cores a job holding `units` may use (its `StageThreads` share): its part of the cores, at
+    /// least one. A unit is a core unless the user asked for more jobs than cores (`--jobs 4` on 2
+    /// cores: a unit is half a core, so a job holding 2 of the 4 units gets 1 thread, not 2 beside two
+    /// others). Always a number: a job never lets its codecs count the machine's cores for themselves
+    /// (x264 takes 1.5 threads per core, x265 a pool per core, libavcodec a thread per core, whatever
+    /// else runs).
+    func threads(holding units: Int) -> Int { max(1, min(cores, units * cores / total)) }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import ReelExport
+import ReelMedia
 import Synchronization
 
 /// Runs queued jobs from any `JobStore`: one dispatcher claims jobs while the core budget has room,
@@ -30,6 +31,9 @@ public final class WorkerPool: Sendable {
         public var onEvent: (@Sendable (WorkerPoolEvent) -> Void)?
         /// The metadata policy of jobs whose spec did not choose one (`JobSpec.metadataChosen`).
         public var metadataDefault = MetadataPolicy.keep
+        /// Cores the jobs share (nil: `StageThreads.availableCores()`, the affinity mask under any
+        /// cgroup CPU quota); tests set it to see the shares a given machine would get.
+        public var cores: Int?
         /// The photo library `library:<id>` jobs are checked against when they start (an identifier
         /// that now names other bytes, or none, fails `asset-changed`) and `saveToLibrary` jobs save
         /// their output to. Without one, such jobs are checked against the file they resolved to at
@@ -54,7 +58,7 @@ public final class WorkerPool: Sendable {
 
     /// One worker per core, at most 8. How many threads each job's codecs get is decided per job
     /// (see `CoreBudget`): one each when jobs are waiting, every core for a video job on its own.
-    public static var defaultJobs: Int { max(1, min(8, ProcessInfo.processInfo.activeProcessorCount)) }
+    public static var defaultJobs: Int { max(1, min(8, StageThreads.availableCores())) }
 
     /// Where the pool is in its life.
     public enum State: Sendable, Equatable {
@@ -96,8 +100,7 @@ public final class WorkerPool: Sendable {
         let presets = configuration.presets
         metrics = WorkerMetrics(presetName: { (try? presets.preset(named: $0.preset))?.name ?? "unknown" })
         // More jobs than cores is the user's call: each then gets a unit of its own.
-        cores = CoreBudget(
-            total: max(ProcessInfo.processInfo.activeProcessorCount, configuration.jobs), slots: configuration.jobs)
+        cores = CoreBudget(cores: configuration.cores ?? StageThreads.availableCores(), slots: configuration.jobs)
         if let isolation = configuration.isolation {
             runner = IsolatedRunner(
                 isolation: isolation, limits: configuration.limits, stallTimeout: configuration.stallTimeout,
