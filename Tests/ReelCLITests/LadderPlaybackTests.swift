@@ -130,34 +130,17 @@ struct LadderPlaybackTests {
         // frame of it (Apple's authoring spec, 8.3: audio and video playlists cover the same span).
         let videoEnd = outcome.videoBuffered.first?[1] ?? 0
         let audioEnd = outcome.audioBuffered.first?[1] ?? 0
-        let videoEnds = {
-            #expect(abs(videoEnd - videoSeconds) < 0.002, "video buffered to \(videoEnd) s of \(videoSeconds) s")
-        }
-        let audioEnds = {
-            #expect(
-                abs(audioEnd - videoSeconds) <= frameSeconds, "audio buffered to \(audioEnd) s, video \(videoSeconds) s"
-            )
-        }
-        guard recipe.name == Self.thirtyFrames.name else {
-            videoEnds()
-            audioEnds()
-            return
-        }
-        withKnownIssue(
-            """
-            At 30 fps the video ends a frame short in Chromium (6.9667 s of 7.0): Reel gives each packet the \
-            latest decode time it can have (VideoEncodeStage.release), so a reference frame followed in decode \
-            order by B-frames is decoded one tick (1/15360 s) before the next packet and its trun \
-            sample_duration is one tick. The last frame shown is such a frame here, and Chromium ends the \
-            buffered range at the highest pts plus that duration.
-            """
-        ) { videoEnds() }
+        // At 30 fps the last frame shown is a P frame followed in decode order by B frames: its
+        // sample lasts its own frame (VideoEncodeStage.DecodeTimes.shown), not one tick.
+        #expect(abs(videoEnd - videoSeconds) < 0.002, "video buffered to \(videoEnd) s of \(videoSeconds) s")
         // The audio ends with the video: its init segment's edit list skips the encoder's priming.
-        audioEnds()
+        #expect(
+            abs(audioEnd - videoSeconds) <= frameSeconds, "audio buffered to \(audioEnd) s, video \(videoSeconds) s")
     }
 
-    /// The same picture and sound as `Fixtures.ladderSource` at 30 fps, where the known issue above
-    /// shows (and where the audio's priming, before its edit list, made it outlast the video by 40 ms).
+    /// The same picture and sound as `Fixtures.ladderSource` at 30 fps, where the last frame shown once
+    /// had a one-tick sample (the video ended a frame short, 6.967 s of 7.0) and the audio's priming,
+    /// before its edit list, made it outlast the video by 40 ms.
     static let thirtyFrames = Fixtures.Recipe(
         "ladder-source-30fps.mp4",
         [

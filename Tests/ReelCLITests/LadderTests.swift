@@ -202,6 +202,85 @@ struct LadderTests {
         #expect(zip(starts[0], [0, 2.002, 4.004, 6.006]).allSatisfy { abs($0 - $1) < 0.001 }, "\(starts[0])")
     }
 
+    /// Every sample lasts as long as its frame is shown, read by ffprobe from each rung played
+    /// whole (the init segment and every media segment in playlist order, as a player appends them):
+    /// a sample's duration in the `trun` is the gap to the next sample's decode time, the last one's
+    /// the stream's end. The last frame shown ends where the frames do (Chromium's MSE ends the
+    /// buffered range at its pts plus its sample's duration: with B-frames it was once one tick), and
+    /// each segment's samples add up to its EXTINF. At 29.97 and 30 fps.
+    @Test(arguments: [Fixtures.ladderSource, LadderPlaybackTests.thirtyFrames])
+    func everySampleLastsAsLongAsItsFrameIsShown(_ recipe: Fixtures.Recipe) async throws {
+        let source = try await Fixtures.url(recipe)
+        let folder = Fixtures.scratchFolder("ladder-samples").appendingPathComponent("out")
+        let result = try await ReelBinary.run([
+            "export", source.path, "--type", "hls", "--ladder", "640x360,320x180", "--segment-duration", "2",
+            "-o", folder.path + "/",
+        ])
+        try #require(result.status == 0, "\(result.stderr)")
+        let video = try #require(try await ProbedFile.probe(source, countFrames: true).video)
+        let frames = try #require(video.frames)
+        let rate = try #require(video.avg_frame_rate?.split(separator: "/").compactMap { Double($0) })
+        let framesEnd = Double(frames) * rate[1] / rate[0]
+        for rung in ["v0", "v1"] {
+            let playlist = folder.appendingPathComponent("\(rung)/index.m3u8")
+            let lines = try String(contentsOf: playlist, encoding: .utf8).split(separator: "\n")
+            let extinf = try lines.filter { $0.hasPrefix("#EXTINF:") }.map {
+                try #require(Double($0.dropFirst(8).split(separator: ",")[0]))
+            }
+            let files = ["init.mp4"] + lines.filter { !$0.hasPrefix("#") && !$0.isEmpty }.map(String.init)
+            var whole = Data()
+            // Where each media segment ends in the whole rung.
+            var ends: [Int] = []
+            for file in files {
+                whole += try Data(contentsOf: playlist.deletingLastPathComponent().appendingPathComponent(file))
+                if file != "init.mp4" { ends.append(whole.count) }
+            }
+            let probe = try await Tools.run(
+                "ffprobe",
+                [
+                    "-v", "error", "-show_entries", "packet=pts_time,dts_time,pos:stream=duration", "-of", "json",
+                    "-",
+                ], input: whole)
+            try #require(probe.status == 0, "\(rung): \(probe.stderr)")
+            let json = try #require(try JSONSerialization.jsonObject(with: Data(probe.stdout.utf8)) as? [String: Any])
+            let packets = try #require(json["packets"] as? [[String: Any]]).map { packet in
+                (
+                    pts: Double(packet["pts_time"] as? String ?? "") ?? .nan,
+                    dts: Double(packet["dts_time"] as? String ?? "") ?? .nan,
+                    pos: Int(packet["pos"] as? String ?? "") ?? -1
+                )
+            }
+            let duration = (json["streams"] as? [[String: Any]])?.first?["duration"] as? String
+            let streamEnd = try #require(duration.flatMap { Double($0) })
+            try #require(packets.count == frames, "\(rung): \(packets.count) samples, \(frames) frames")
+            // Decode times from the edit list's start: the stream's duration is where the last sample ends.
+            let origin = try #require(packets.first).dts
+            let durations = packets.indices.map { index in
+                (index + 1 < packets.count ? packets[index + 1].dts - origin : streamEnd)
+                    - (packets[index].dts - origin)
+            }
+            let last = try #require(packets.indices.max { packets[$0].pts < packets[$1].pts })
+            #expect(
+                abs(packets[last].pts + durations[last] - framesEnd) < 0.001,
+                "\(rung): the last frame shown (\(packets[last].pts) s) lasts \(durations[last]) s, not to \(framesEnd) s"
+            )
+            #expect(
+                zip(packets.map(\.pts).sorted().dropFirst(), packets.map(\.pts).sorted()).allSatisfy {
+                    abs($0 - $1 - rate[1] / rate[0]) < 0.001
+                }, "\(rung): frames a frame apart")
+            #expect(durations.allSatisfy { abs($0 - rate[1] / rate[0]) < 0.001 }, "\(rung): \(durations)")
+            let perSegment = ends.indices.map { segment in
+                packets.indices.filter {
+                    packets[$0].pos < ends[segment] && (segment == 0 || packets[$0].pos >= ends[segment - 1])
+                }.map { durations[$0] }.reduce(0, +)
+            }
+            #expect(perSegment.count == extinf.count)
+            #expect(
+                zip(perSegment, extinf).allSatisfy { abs($0 - $1) < 0.001 },
+                "\(rung): samples \(perSegment), EXTINF \(extinf)")
+        }
+    }
+
     /// `--manifests hls,dash`: a DASH manifest over the same segment files, which FFmpeg's own DASH
     /// reader opens and decodes every frame of each rung through (its SegmentTimeline addresses them).
     @Test func aDashManifestAddressesTheSameSegments() async throws {

@@ -25,15 +25,36 @@ final class VideoEncodeStage {
     /// The decode times given so far: the first and the latest.
     private var firstDts: Int64?
     private var lastDts: Int64?
+    private let decodeTimes: DecodeTimes
+    /// `.shown`: the decode time the next packet gets, before clamping to its pts.
+    private var nextShownDts: Int64?
+
+    /// How packets get their decode times (`release`).
+    enum DecodeTimes {
+        /// The latest decode time each packet can have: presentation starts at 0 with no edit
+        /// list, and the MP4 muxer's sample durations add up to the frames' span (single MP4
+        /// exports).
+        case latest
+        /// Each packet's decode time is the previous one's plus how long the previous packet's
+        /// frame is shown, starting the encoder's reorder delay (`has_b_frames` frames) before the
+        /// first frame: every sample's duration in a CMAF `trun` is its own frame's, so the last
+        /// frame shown ends where the stream does (Chromium's MSE ends the buffered range at the
+        /// highest pts plus that frame's sample duration; with `.latest` a P frame followed in
+        /// decode order by B frames lasts one tick). At a constant rate this is x264's own
+        /// `dts = pts - delay`. The track needs an edit list for presentation to start at 0.
+        case shown
+    }
 
     /// Packets a decode time waits for: more than x264's and x265's deepest reordering (16 B-frames).
     static let reorderWindow = 24
 
     init(
         encoding: VideoEncoding, source: CodecParameters, language: String?, format: AVPixelFormat,
-        timeBase: AVRational, frameRate: AVRational, threads: Int, output: OutputFile
+        timeBase: AVRational, frameRate: AVRational, threads: Int, output: OutputFile,
+        decodeTimes: DecodeTimes = .latest
     ) throws(MediaError) {
         self.output = output
+        self.decodeTimes = decodeTimes
         packet = try Packet()
         nominal = FrameTiming.nominal(rate: frameRate, timeBase: timeBase)
         encoder = try Encoder(name: encoding.codec.encoderName)
@@ -146,9 +167,9 @@ final class VideoEncodeStage {
         }
     }
 
-    /// Gives the oldest pending packet its decode time and writes it.
+    /// Gives the oldest pending packet its decode time (`DecodeTimes`) and writes it.
     ///
-    /// The decode time is the latest one possible: no later than its own pts or, less one tick per
+    /// `.latest`: the decode time is the latest one possible: no later than its own pts or, less one tick per
     /// packet in between, any later packet's. x264 shifts B-frame decode times back by the first
     /// frames' gaps instead, which with uneven frames (a GIF's delays) leaves the decode times far
     /// behind the frames; and FFmpeg's MP4 muxer (5.1) stores the samples' durations as decode-time
@@ -156,7 +177,19 @@ final class VideoEncodeStage {
     private func release(to sink: PacketSink) throws(MediaError) {
         let next = pending.removeFirst()
         var dts = next.pointer.pointee.pts
-        for (offset, later) in pending.enumerated() { dts = min(dts, later.pointer.pointee.pts - Int64(offset + 1)) }
+        switch decodeTimes {
+        case .latest:
+            for (offset, later) in pending.enumerated() {
+                dts = min(dts, later.pointer.pointee.pts - Int64(offset + 1))
+            }
+        case .shown:
+            // The first packet is the first frame (an IDR, not reordered): its decode time is the
+            // reorder delay before it. A variable rate may bring a packet's turn past its own pts.
+            let delay = Int64(max(0, encoder.context.pointee.has_b_frames)) * nominal
+            let shownDts = nextShownDts ?? (firstFramePts ?? dts) - delay
+            dts = min(dts, shownDts)
+            nextShownDts = shownDts + max(1, next.pointer.pointee.duration)
+        }
         if let lastDts, dts <= lastDts { dts = lastDts + 1 }
         next.pointer.pointee.dts = dts
         firstDts = firstDts ?? dts

@@ -8,10 +8,11 @@ import Foundation
 /// packet, then split into `init.mp4` (`ftyp` + `moov` with no samples) and one `seg_NNNNN.m4s` per
 /// fragment.
 ///
-/// A track `withEditList` (the AAC rendition) is written with `delay_moov` instead of `empty_moov`:
-/// the `moov` is written at the first cut, once the first packets are known, with an edit list whose
-/// media_time is the encoder's priming (AAC: 1024 samples before the first real one, at pts −1024),
-/// as CMAF allows (one edit, a media-time offset). Without it the priming packet is presented at 0
+/// A track `withEditList` (the AAC rendition and the video rungs) is written with `delay_moov` instead
+/// of `empty_moov`: the `moov` is written at the first cut, once the first packets are known, with an
+/// edit list whose media_time is the encoder's priming (AAC: 1024 samples before the first real one,
+/// at pts −1024) or the video's reorder delay (the first frame decoded two frames before it is shown,
+/// `VideoEncodeStage.DecodeTimes.shown`), as CMAF allows (one edit, a media-time offset). Without it the priming packet is presented at 0
 /// and the whole rendition plays 21.3 ms (at 48 kHz) after the video. FFmpeg 5.1's own hls fMP4
 /// output shifts every track instead (an empty edit of 45 ms on the audio, 67 ms on the video, both
 /// late), which CMAF's one-offset rule does not allow.

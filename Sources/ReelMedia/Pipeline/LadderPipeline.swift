@@ -162,12 +162,13 @@ final class LadderPipeline {
         for (index, var encoding) in plan.rungs.enumerated() {
             // A keyframe at least every segment (x264's own keyint), the forced ones at the boundaries.
             encoding.keyframeInterval = max(1, Int((plan.segmentSeconds * frameRate).rounded(.up)))
-            let track = try SegmentedTrack(root: plan.outputFolder, name: "v\(index)")
+            // The edit list presents the first frame at 0, its decode time a reorder delay before it.
+            let track = try SegmentedTrack(root: plan.outputFolder, name: "v\(index)", withEditList: true)
             track.output.heartbeat = heartbeat
             let encode = try VideoEncodeStage(
                 encoding: encoding, source: source.parameters, language: source.language,
                 format: decode.outputFormat, timeBase: decode.timeBase, frameRate: decode.frameRate,
-                threads: rungThreads, output: track.output)
+                threads: rungThreads, output: track.output, decodeTimes: .shown)
             try track.writeHeader()
             let own =
                 index == 0
