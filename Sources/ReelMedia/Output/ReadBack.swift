@@ -159,6 +159,7 @@ extension MediaProbe {
         }
         defer { close(fd) }
         var buffer = [UInt8](repeating: 0, count: 2 * SampleTable.edgeBytes)
+        var window = WindowReader(fd: fd)
         var previousTimestamp: Int64 = 0
         for position in 0..<entries {
             guard let entry = avformat_index_get_entry(stream, Int32(position)) else {
@@ -186,15 +187,9 @@ extension MediaProbe {
                 : [(entry.pointee.pos, edge), (entry.pointee.pos + Int64(size - edge), edge)]
             var filled = 0
             for range in ranges {
-                let read = buffer.withUnsafeMutableBytes { bytes in
-                    pread(fd, bytes.baseAddress! + filled, range.count, off_t(range.offset))
+                guard try window.copy(range.count, at: range.offset, into: &buffer, from: filled, path: path) else {
+                    return "sample \(position) lies past the end of the file"
                 }
-                if read < 0 {
-                    throw MediaError(
-                        call: "pread", code: reel_averror(errno), kind: .unreadableInput, context: "cannot read \(path)"
-                    )
-                }
-                if read != range.count { return "sample \(position) lies past the end of the file" }
                 filled += range.count
             }
             let fingerprint = buffer.withUnsafeBufferPointer { bytes in
@@ -285,6 +280,48 @@ extension MediaProbe {
                 message: "samples \(from)..<\(to): \(sent) sent, \(decoded) decoded")
         }
         return decoded
+    }
+}
+
+/// Reads the small pieces of a file the sample comparison needs (the ends of each sample) through
+/// one page-aligned window, so pieces close together cost one `pread`: the end of one video sample
+/// and the start of the next, or a chunk of small audio samples. On a 129 MB remux (1,800 video
+/// and 2,812 audio samples) that is about 2,000 reads of 8 KiB instead of 9,200 of 32 bytes.
+private struct WindowReader {
+    /// Bytes per read: a page for the alignment plus room for two samples' edges.
+    static let windowBytes = 8 << 10
+    let fd: Int32
+    private var window = [UInt8](repeating: 0, count: windowBytes)
+    private var start: Int64 = 0
+    private var valid = 0
+
+    init(fd: Int32) { self.fd = fd }
+
+    /// Copies `count` bytes (at most a quarter of the window) from `offset` of the file into `buffer`
+    /// at `from`; false when the file ends before them. Throws when the file cannot be read.
+    mutating func copy(
+        _ count: Int, at offset: Int64, into buffer: inout [UInt8], from: Int, path: String
+    ) throws(MediaError) -> Bool {
+        if offset < start || offset + Int64(count) > start + Int64(valid) {
+            start = offset & ~4095
+            let read = window.withUnsafeMutableBytes { bytes in
+                pread(fd, bytes.baseAddress!, WindowReader.windowBytes, off_t(start))
+            }
+            if read < 0 {
+                valid = 0
+                throw MediaError(
+                    call: "pread", code: reel_averror(errno), kind: .unreadableInput, context: "cannot read \(path)")
+            }
+            valid = read
+            if offset + Int64(count) > start + Int64(valid) { return false }
+        }
+        let skip = Int(offset - start)
+        buffer.withUnsafeMutableBufferPointer { target in
+            window.withUnsafeBufferPointer { source in
+                (target.baseAddress! + from).update(from: source.baseAddress! + skip, count: count)
+            }
+        }
+        return true
     }
 }
 
