@@ -295,7 +295,8 @@ extension SampleTable {
 /// Reads the small pieces of a file the sample comparison needs (the ends of each sample), with
 /// pieces that lie close together merged into one `pread`: the end of one video sample and the start
 /// of the next (64 bytes), or a run of small audio samples read whole. On a 129 MB remux (1,800 video
-/// and 2,812 audio samples) about 1.3 MB in about 1,900 reads, where a read per piece was 9,200.
+/// and 2,812 audio samples, finely interleaved) 1.8 MB in 4,992 reads, where a read per piece was
+/// 9,236 (0.3 MB) and an 8 KiB window 3,614 (29.5 MB); the comparison's CPU went from 14 to 9 ms.
 private struct PieceReader {
     /// Pieces at most this far apart share a read, which reads at most `maxRead` bytes.
     static let maxGap: Int64 = 512
