@@ -46,6 +46,37 @@ struct CopyVerificationTests {
         #expect(contents(of: folder).isEmpty)
     }
 
+    /// A remux whose written index disagrees with what was handed to the muxer (a bit flipped in the
+    /// video's sample sizes or chunk offsets after the write, or the media data cut short) is refused
+    /// by `reel export` in one line, and nothing is left at the output path or beside it. The
+    /// undamaged copy of the same file passes and ffprobe reads every packet of it.
+    @Test(
+        arguments: [
+            ("sample-sizes", "sample 1 has"), ("chunk-offsets", "does not hold the bytes written"),
+            ("truncate", "truncated"),
+        ])
+    func aCopyWhoseIndexDisagreesWithWhatWasMuxedIsRefused(fault: String, reason: String) async throws {
+        let source = try await Fixtures.url(Fixtures.landscape)
+        let folder = Fixtures.scratchFolder("copy-index-\(fault)")
+        let output = folder.appendingPathComponent("out.mp4")
+        let good = try await ReelBinary.run(["export", source.path, "--preset", "Passthrough", "-o", output.path])
+        #expect(good.status == 0, "\(good.stderr)")
+        let packets = try await ProbedFile.videoTimestamps(output)
+        #expect(packets.count == (try await ProbedFile.videoTimestamps(source)).count && !packets.isEmpty)
+        try FileManager.default.removeItem(at: output)
+
+        var environment = ProcessInfo.processInfo.environment
+        environment["REEL_TEST_OUTPUT_FAULT"] = fault
+        let result = try await ReelBinary.run(
+            ["export", source.path, "--preset", "Passthrough", "-o", output.path], environment: environment)
+        #expect(result.status != 0)
+        let lines = result.stderr.split(separator: "\n")
+        #expect(
+            lines.count == 1 && lines[0].hasPrefix("reel: error: ") && lines[0].contains("failed verification")
+                && lines[0].contains(reason), "\(result.stderr)")
+        #expect(contents(of: folder).isEmpty)
+    }
+
     @Test func theNextExportRemovesAKilledExportsLeftoverButNotALiveExportsFile() async throws {
         let folder = Fixtures.scratchFolder("leftover")
         let output = folder.appendingPathComponent("out.mp4")

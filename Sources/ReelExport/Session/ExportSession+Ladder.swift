@@ -123,7 +123,7 @@ extension ExportSession {
                 try? handle.truncate(atOffset: UInt64(segment.bytes / 2))
             case .corrupt:
                 try? handle.write(contentsOf: Data(count: Int(segment.bytes / 4)))
-            case .overshoot:
+            case .overshoot, .sampleSizes, .chunkOffsets:
                 break
             }
         #endif

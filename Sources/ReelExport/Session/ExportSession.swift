@@ -1,4 +1,5 @@
 import Foundation
+import ReelBoxes
 public import ReelMedia
 import Synchronization
 
@@ -224,6 +225,12 @@ public final class ExportSession: Sendable {
         /// Make the first encode under a size limit overshoot it (its rate cap four times too high), so
         /// the second pass runs.
         case overshoot
+        /// Flip a bit of the second entry of the first sample-size table (`stsz`) in the moov: the
+        /// index says one sample is 64 bytes longer or shorter than the one written.
+        case sampleSizes = "sample-sizes"
+        /// Flip a bit of the second entry of the first chunk-offset table (`stco`): the index places
+        /// a chunk 64 bytes away from where it was written.
+        case chunkOffsets = "chunk-offsets"
     }
 
     struct State {
@@ -641,8 +648,9 @@ public final class ExportSession: Sendable {
         }
     }
 
-    /// Runs one encode (or copy) of `plan` into the temporary file and verifies it against what was
-    /// written; returns the seconds the verification took and the file's lock.
+    /// Runs one encode (or copy) of `plan` into the temporary file, verifies it against what was
+    /// written and waits until it is durable (fsynced); returns the seconds the verification took and
+    /// the file's lock.
     private func produce(
         _ exportPlan: ExportPlan, into output: OutputPublisher, poster: Bool, started: ContinuousClock.Instant
     ) throws(ExportError) -> (seconds: Double, lock: OutputLock?, poster: [UInt8]?, timing: PipelineTiming) {
@@ -662,7 +670,13 @@ public final class ExportSession: Sendable {
         injectFault(into: output.temporary)
         let verifying = ContinuousClock.now
         try OutputVerification.check(output.temporary, plan: exportPlan, asset: asset, written: made.written)
-        return ((ContinuousClock.now - verifying) / .seconds(1), made.lock, made.poster, timing)
+        let seconds = (ContinuousClock.now - verifying) / .seconds(1)
+        // A remux's closing fsync ran while the file was verified (from the page cache); the file is
+        // published only once it is durable. Under the stall watchdog, as it was inside the pipeline.
+        if let sync = made.sync {
+            try watched { _ throws(MediaError) in try sync.wait() }
+        }
+        return (seconds, made.lock, made.poster, timing)
     }
 
     /// One pipeline run's seconds: opening the input, the whole run (opening included), the flush.
@@ -763,11 +777,33 @@ public final class ExportSession: Sendable {
             case .corrupt:
                 try? handle.seek(toOffset: size / 2)
                 try? handle.write(contentsOf: Data(count: Int(min(size / 4, 1 << 20))))
+            case .sampleSizes:
+                // Header, version and flags, the common size (0: a table follows), the count.
+                ExportSession.flipTableEntry("stsz", skipping: 12, in: url, handle: handle)
+            case .chunkOffsets:
+                // Header, version and flags, the count.
+                ExportSession.flipTableEntry("stco", skipping: 8, in: url, handle: handle)
             case .overshoot:
                 break
             }
         #endif
     }
+
+    #if DEBUG
+        /// Flips bit 6 of the last byte of the second 32-bit entry of the first track's `type` table
+        /// (`moov/trak/mdia/minf/stbl/type`), whose entries start `skipping` bytes into its payload.
+        private static func flipTableEntry(_ type: FourCC, skipping: Int64, in url: URL, handle: FileHandle) {
+            guard let source = try? FileSource(path: url.path),
+                let box = try? BoxReader(source).find(["moov", "trak", "mdia", "minf", "stbl", type])
+            else { return }
+            let byte = box.payload.lowerBound + skipping + 2 * 4 - 1
+            guard byte < box.payload.upperBound, (try? handle.seek(toOffset: UInt64(byte))) != nil,
+                let old = try? handle.read(upToCount: 1), old.count == 1
+            else { return }
+            try? handle.seek(toOffset: UInt64(byte))
+            try? handle.write(contentsOf: Data([old[0] ^ 0x40]))
+        }
+    #endif
 
     /// `outputFault`, else the one injected for every session.
     var activeFault: OutputFault? {

@@ -6,7 +6,8 @@ import Foundation
 ///
 /// The bytes go through Reel's own `AVIOContext` on a file descriptor, so every byte written is
 /// counted (progress of the faststart rewrite inside `av_write_trailer`), write errors keep their
-/// errno (a full disk is reported as such), and the file is fsynced before it is closed.
+/// errno (a full disk is reported as such), and the file is fsynced before it is closed (or, with
+/// `backgroundSync`, by `BackgroundSync`'s thread, which the caller waits for before publishing).
 final class OutputFile {
     let context: UnsafeMutablePointer<AVFormatContext>
     private let sink: ByteSink
@@ -16,8 +17,10 @@ final class OutputFile {
     /// What went into each stream, by output stream index (from the header on).
     private var recorders: [WrittenStreamRecorder?] = []
 
-    /// Creates `path` (which must not exist) for the named muxer (`mp4`, `mov`).
-    init(path: String, muxer: String) throws(MediaError) {
+    /// Creates `path` (which must not exist) for the named muxer (`mp4`, `mov`). With
+    /// `backgroundSync`, writeback and the closing fsync run on a thread of their own
+    /// (`BackgroundSync`), and `finish` leaves the fsync running: `pendingSync`.
+    init(path: String, muxer: String, backgroundSync: Bool = false) throws(MediaError) {
         FFmpegLog.installIfNeeded()
         var allocated: UnsafeMutablePointer<AVFormatContext>? = nil
         try check(
@@ -28,7 +31,7 @@ final class OutputFile {
         }
         context = allocated
         do {
-            sink = try ByteSink(path: path)
+            sink = try ByteSink(path: path, backgroundSync: backgroundSync)
         } catch {
             avformat_free_context(allocated)
             throw error
@@ -194,7 +197,12 @@ final class OutputFile {
             call: call, code: code, kind: .unsupportedCodec, context: "the \(muxer) muxer refused the streams")
     }
 
-    /// Writes the trailer (the faststart rewrite happens here), flushes and fsyncs the file. `edit`
+    /// The closing fsync, still running, of a file made with `backgroundSync` (set by `finish`): the
+    /// file is durable once its `wait()` returns.
+    private(set) var pendingSync: PendingSync?
+
+    /// Writes the trailer (the faststart rewrite happens here), flushes and fsyncs the file (or, made
+    /// with `backgroundSync`, starts the fsync and leaves it in `pendingSync`). `edit`
     /// runs between the flush and the fsync, with the file's descriptor, for what the muxer cannot
     /// write (a Dolby Vision configuration box). With room reserved for the moov (`moov_size`), the mov
     /// muxer refuses its trailer (EINVAL, the file itself fine) when the moov outgrew the room: that is
@@ -215,7 +223,11 @@ final class OutputFile {
             }
         }
         try edit?(sink.fd)
-        try sink.sync()
+        if let background = sink.background {
+            pendingSync = background.finish()
+        } else {
+            try sink.sync()
+        }
     }
 }
 
@@ -239,8 +251,10 @@ private final class ByteSink {
     var writebackStarted: Int64 = 0
     var onWrite: ((Int64) -> Void)?
     var heartbeat: Heartbeat?
+    /// Where writeback is started, when not on the writing thread.
+    private(set) var background: BackgroundSync?
 
-    init(path: String) throws(MediaError) {
+    init(path: String, backgroundSync: Bool) throws(MediaError) {
         var created: Int32 = -1
         // Twice at most: a run removing leftovers may take the new file for one before it is locked.
         for _ in 0..<2 {
@@ -261,6 +275,7 @@ private final class ByteSink {
                 kind: .outputFailed, call: "flock", message: "cannot create \(path): another run keeps removing it")
         }
         fd = created
+        if backgroundSync { background = BackgroundSync(descriptor: created) }
     }
 
     /// A hold on the file's lock that outlives this sink (verification and publishing come after).
@@ -272,7 +287,11 @@ private final class ByteSink {
         return OutputLock(adopting: copy)
     }
 
-    deinit { if fd >= 0 { close(fd) } }
+    deinit {
+        // A file that failed before `finish`: its thread ends without syncing (no-op after `finish`).
+        background?.abandon()
+        if fd >= 0 { close(fd) }
+    }
 
     /// Writeback is started every this many bytes of sequential writing, so the disk works while
     /// the export does and the closing fsync waits only for the tail (on a 129 MB remux: 64 → 3 ms).
@@ -282,7 +301,11 @@ private final class ByteSink {
         position += Int64(count)
         bytesWritten += Int64(count)
         if position - writebackStarted >= Self.writebackChunk {
-            _ = reel_start_writeback(fd, writebackStarted, position - writebackStarted)
+            if let background {
+                background.startWriteback(writebackStarted..<position)
+            } else {
+                _ = reel_start_writeback(fd, writebackStarted, position - writebackStarted)
+            }
             writebackStarted = position
         }
     }

@@ -159,6 +159,13 @@ extension MediaProbe {
         }
         defer { close(fd) }
         var buffer = [UInt8](repeating: 0, count: 2 * SampleTable.edgeBytes)
+        var window = PieceReader(
+            fd: fd,
+            pieces: (0..<entries).flatMap { position in
+                avformat_index_get_entry(stream, Int32(position)).map {
+                    SampleTable.edges(offset: $0.pointee.pos, size: Int($0.pointee.size & 0x3FFF_FFFF))
+                } ?? []
+            })
         var previousTimestamp: Int64 = 0
         for position in 0..<entries {
             guard let entry = avformat_index_get_entry(stream, Int32(position)) else {
@@ -178,23 +185,11 @@ extension MediaProbe {
                 return "sample \(position) is decoded at another time than it was written for"
             }
             previousTimestamp = entry.pointee.timestamp
-            // The fingerprint covers the first and last `edgeBytes` (all of a short sample).
-            let edge = SampleTable.edgeBytes
-            let ranges: [(offset: Int64, count: Int)] =
-                size <= 2 * edge
-                ? [(entry.pointee.pos, size)]
-                : [(entry.pointee.pos, edge), (entry.pointee.pos + Int64(size - edge), edge)]
             var filled = 0
-            for range in ranges {
-                let read = buffer.withUnsafeMutableBytes { bytes in
-                    pread(fd, bytes.baseAddress! + filled, range.count, off_t(range.offset))
+            for range in SampleTable.edges(offset: entry.pointee.pos, size: size) {
+                guard try window.copy(range.count, at: range.offset, into: &buffer, from: filled, path: path) else {
+                    return "sample \(position) lies past the end of the file"
                 }
-                if read < 0 {
-                    throw MediaError(
-                        call: "pread", code: reel_averror(errno), kind: .unreadableInput, context: "cannot read \(path)"
-                    )
-                }
-                if read != range.count { return "sample \(position) lies past the end of the file" }
                 filled += range.count
             }
             let fingerprint = buffer.withUnsafeBufferPointer { bytes in
@@ -285,6 +280,88 @@ extension MediaProbe {
                 message: "samples \(from)..<\(to): \(sent) sent, \(decoded) decoded")
         }
         return decoded
+    }
+}
+
+extension SampleTable {
+    /// The bytes a sample's fingerprint covers, as file ranges: its first and last `edgeBytes` (all of
+    /// a short sample).
+    static func edges(offset: Int64, size: Int) -> [(offset: Int64, count: Int)] {
+        size <= 2 * edgeBytes
+            ? [(offset, size)] : [(offset, edgeBytes), (offset + Int64(size - edgeBytes), edgeBytes)]
+    }
+}
+
+/// Reads the small pieces of a file the sample comparison needs (the ends of each sample), with
+/// pieces that lie close together merged into one `pread`: the end of one video sample and the start
+/// of the next (64 bytes), or a run of small audio samples read whole. On a 129 MB remux (1,800 video
+/// and 2,812 audio samples, finely interleaved) 1.8 MB in 4,992 reads, where a read per piece was
+/// 9,236 (0.3 MB) and an 8 KiB window 3,614 (29.5 MB); the comparison's CPU went from 14 to 9 ms.
+private struct PieceReader {
+    /// Pieces at most this far apart share a read, which reads at most `maxRead` bytes.
+    static let maxGap: Int64 = 512
+    static let maxRead: Int64 = 64 << 10
+    let fd: Int32
+    /// The merged reads, in the order the pieces will be asked for.
+    private var reads: [Range<Int64>] = []
+    private var nextRead = 0
+    private var window: [UInt8] = []
+    private var start: Int64 = 0
+    private var valid = 0
+
+    /// `pieces` in the order `copy` will be asked for them.
+    init(fd: Int32, pieces: [(offset: Int64, count: Int)]) {
+        self.fd = fd
+        for piece in pieces {
+            let range = piece.offset..<(piece.offset + Int64(max(piece.count, 0)))
+            if let last = reads.last, range.lowerBound >= last.lowerBound,
+                range.lowerBound <= last.upperBound + PieceReader.maxGap,
+                range.upperBound - last.lowerBound <= PieceReader.maxRead
+            {
+                reads[reads.count - 1] = last.lowerBound..<max(last.upperBound, range.upperBound)
+            } else {
+                reads.append(range)
+            }
+        }
+    }
+
+    /// Copies `count` bytes from `offset` of the file into `buffer` at `from`; false when the file
+    /// ends before them. Throws when the file cannot be read.
+    mutating func copy(
+        _ count: Int, at offset: Int64, into buffer: inout [UInt8], from: Int, path: String
+    ) throws(MediaError) -> Bool {
+        let piece = offset..<(offset + Int64(count))
+        if piece.lowerBound < start || piece.upperBound > start + Int64(valid) {
+            // The next merged read that holds the piece (the piece alone if none does).
+            var range = piece
+            while nextRead < reads.count {
+                let candidate = reads[nextRead]
+                nextRead += 1
+                if candidate.lowerBound <= piece.lowerBound, candidate.upperBound >= piece.upperBound {
+                    range = candidate
+                    break
+                }
+            }
+            if window.count < range.count { window = [UInt8](repeating: 0, count: range.count) }
+            start = range.lowerBound
+            let read = window.withUnsafeMutableBytes { bytes in
+                pread(fd, bytes.baseAddress!, range.count, off_t(range.lowerBound))
+            }
+            if read < 0 {
+                valid = 0
+                throw MediaError(
+                    call: "pread", code: reel_averror(errno), kind: .unreadableInput, context: "cannot read \(path)")
+            }
+            valid = read
+            if piece.upperBound > start + Int64(valid) { return false }
+        }
+        let skip = Int(offset - start)
+        buffer.withUnsafeMutableBufferPointer { target in
+            window.withUnsafeBufferPointer { source in
+                (target.baseAddress! + from).update(from: source.baseAddress! + skip, count: count)
+            }
+        }
+        return true
     }
 }
 

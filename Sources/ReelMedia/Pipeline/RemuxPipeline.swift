@@ -3,8 +3,9 @@ internal import CFFmpegShim
 
 /// A Passthrough export: copies the chosen streams' packets unchanged into a new container
 /// (remux), with faststart. A time range copies from the keyframe at or before its start, with an
-/// edit list that starts playback at the start exactly. One thread:
-/// copying is cheap, the disk is the limit.
+/// edit list that starts playback at the start exactly. One thread copies (copying is cheap, the
+/// disk is the limit); another starts writeback and makes the closing fsync (`BackgroundSync`),
+/// which the caller waits for (`TranscodeOutcome.sync`) before publishing the file.
 final class RemuxPipeline {
     private let input: InputFile
     private let output: OutputFile
@@ -43,7 +44,10 @@ final class RemuxPipeline {
         originMicroseconds = window.originMicroseconds
         videoIndex = streams.first { info.streams[$0].kind == .video }
 
-        output = try OutputFile(path: plan.outputPath, muxer: plan.container.muxer)
+        // Writeback and the closing fsync off this thread: the copy only moves bytes, so the I/O
+        // submission would otherwise be a good part of its time, and the fsync can run while the
+        // file is verified (`BackgroundSync`).
+        output = try OutputFile(path: plan.outputPath, muxer: plan.container.muxer, backgroundSync: true)
         output.heartbeat = heartbeat
         for index in streams {
             let source = input.stream(index)
@@ -217,6 +221,6 @@ final class RemuxPipeline {
         progress(TranscodeProgress(phase: .finalizing, fraction: 1, frames: packets, mediaSeconds: mediaSeconds))
         return TranscodeOutcome(
             bytes: output.bytesWritten, videoFramesEncoded: 0, audioFramesEncoded: 0, packetsCopied: packets,
-            written: output.written, lock: try output.lock())
+            written: output.written, lock: try output.lock(), sync: output.pendingSync)
     }
 }

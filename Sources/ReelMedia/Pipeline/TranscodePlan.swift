@@ -211,6 +211,9 @@ public struct TranscodeOutcome: Sendable {
     public var written: [WrittenStream] = []
     /// Holds the file's lock (`OutputLock`) until the caller has published or removed it.
     public var lock: OutputLock? = nil
+    /// The file's closing fsync when it is still running (a remux: `BackgroundSync`); the caller
+    /// must `wait()` for it before publishing the file. Nil when the file was synced already.
+    public var sync: PendingSync? = nil
     /// The poster JPEG `TranscodePlan.posterSeconds` asked for, when it could be taken from the
     /// encoded frames; nil otherwise.
     public var poster: [UInt8]? = nil
