@@ -130,10 +130,12 @@ let package = Package(
                 "ReelMedia",
                 "ReelExport",
                 "ReelLibrary",
-                "ReelLibraryFleet",
                 "ReelQueue",
-                "ReelFleet",
-                "ReelServer",
+                // Left out of a build without the trait (Scripts/demo's): the commands that need them
+                // then fail in one line naming the flag that brings them back.
+                .target(name: "ReelLibraryFleet", condition: .when(traits: ["Fleet"])),
+                .target(name: "ReelFleet", condition: .when(traits: ["Fleet"])),
+                .target(name: "ReelServer", condition: .when(traits: ["Server"])),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

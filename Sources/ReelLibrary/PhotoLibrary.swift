@@ -23,9 +23,16 @@ public final class PhotoLibrary: Sendable {
 
     /// Opens (creating when missing) the embedded library at `path`. Throws `LibraryError`.
     public init(path: String, limits: InputLimits = ReelExport.Asset.defaultLimits) throws(LibraryError) {
-        store = try SQLiteLibraryStore(path: path)
-        self.limits = limits
-        databasePath = path
+        #if PhotoLibrary
+            store = try SQLiteLibraryStore(path: path)
+            self.limits = limits
+            databasePath = path
+        #else
+            throw LibraryError(
+                .storeFailed,
+                "this build leaves out the photo library's SQLite index: rebuild with `--traits PhotoLibrary` (or plain `swift build`, which has every trait)"
+            )
+        #endif
     }
 
     // MARK: - Scanning and importing

@@ -1,10 +1,12 @@
 import ArgumentParser
 import Foundation
 import ReelExport
-import ReelFleet
 import ReelLibrary
-import ReelLibraryFleet
 import ReelQueue
+#if Fleet
+    import ReelFleet
+    import ReelLibraryFleet
+#endif
 
 /// `reel db …`: the fleet's database.
 struct DatabaseCommand: AsyncParsableCommand {
@@ -31,35 +33,39 @@ struct DatabaseCommand: AsyncParsableCommand {
 
         func run() async throws {
             global.bootstrapLogging()
-            let store = try DatabaseCommand.open(database)
-            let applied = try await store.migrate()
-            let (current, _) = try await store.schemaVersion()
-            // The photo library's tables, beside the queue's (their own versions; see LibraryMigrations).
-            let library = PostgresLibraryStore(database: store)
-            let libraryApplied: [Int]
-            let libraryCurrent: Int
-            do {
-                libraryApplied = try await library.migrate()
-                libraryCurrent = try await library.schemaVersion().current
-            } catch let error as LibraryError {
+            #if Fleet
+                let store = try DatabaseCommand.open(database)
+                let applied = try await store.migrate()
+                let (current, _) = try await store.schemaVersion()
+                // The photo library's tables, beside the queue's (their own versions; see LibraryMigrations).
+                let library = PostgresLibraryStore(database: store)
+                let libraryApplied: [Int]
+                let libraryCurrent: Int
+                do {
+                    libraryApplied = try await library.migrate()
+                    libraryCurrent = try await library.schemaVersion().current
+                } catch let error as LibraryError {
+                    await store.close()
+                    throw CLIFailure(message: error.message, exitStatus: .unavailable)
+                }
                 await store.close()
-                throw CLIFailure(message: error.message, exitStatus: .unavailable)
-            }
-            await store.close()
-            if applied.isEmpty {
-                CLI.printLine("schema is current (version \(current))")
-            } else {
-                CLI.printLine(
-                    "applied \(applied.map { "version \($0)" }.joined(separator: ", ")); schema is at version \(current)"
-                )
-            }
-            if libraryApplied.isEmpty {
-                CLI.printLine("library schema is current (version \(libraryCurrent))")
-            } else {
-                CLI.printLine(
-                    "applied library \(libraryApplied.map { "version \($0)" }.joined(separator: ", ")); library schema is at version \(libraryCurrent)"
-                )
-            }
+                if applied.isEmpty {
+                    CLI.printLine("schema is current (version \(current))")
+                } else {
+                    CLI.printLine(
+                        "applied \(applied.map { "version \($0)" }.joined(separator: ", ")); schema is at version \(current)"
+                    )
+                }
+                if libraryApplied.isEmpty {
+                    CLI.printLine("library schema is current (version \(libraryCurrent))")
+                } else {
+                    CLI.printLine(
+                        "applied library \(libraryApplied.map { "version \($0)" }.joined(separator: ", ")); library schema is at version \(libraryCurrent)"
+                    )
+                }
+            #else
+                throw LeftOut.fleet.failure
+            #endif
         }
     }
 
@@ -72,17 +78,21 @@ struct DatabaseCommand: AsyncParsableCommand {
 
         func run() async throws {
             global.bootstrapLogging()
-            let store = try DatabaseCommand.open(database)
-            let (current, latest) = try await store.schemaVersion()
-            let library = try? await PostgresLibraryStore(database: store).schemaVersion()
-            await store.close()
-            CLI.printLine("schema version \(current) (this reel knows \(latest))")
-            if let library {
-                CLI.printLine("library schema version \(library.current) (this reel knows \(library.latest))")
-            }
-            if current < latest || (library.map { $0.current < $0.latest } ?? true) {
-                throw CLIFailure(message: "run `reel db migrate`", exitStatus: .failure)
-            }
+            #if Fleet
+                let store = try DatabaseCommand.open(database)
+                let (current, latest) = try await store.schemaVersion()
+                let library = try? await PostgresLibraryStore(database: store).schemaVersion()
+                await store.close()
+                CLI.printLine("schema version \(current) (this reel knows \(latest))")
+                if let library {
+                    CLI.printLine("library schema version \(library.current) (this reel knows \(library.latest))")
+                }
+                if current < latest || (library.map { $0.current < $0.latest } ?? true) {
+                    throw CLIFailure(message: "run `reel db migrate`", exitStatus: .failure)
+                }
+            #else
+                throw LeftOut.fleet.failure
+            #endif
         }
     }
 }

@@ -1,11 +1,13 @@
 import ArgumentParser
 import Foundation
 import ReelExport
-import ReelFleet
 import ReelLibrary
-import ReelLibraryFleet
 import ReelQueue
 import Synchronization
+#if Fleet
+    import ReelFleet
+    import ReelLibraryFleet
+#endif
 
 /// `reel library …`: PhotoKit's model over folders of phone media (ReelLibrary).
 struct LibraryCommand: AsyncParsableCommand {
@@ -67,8 +69,13 @@ struct LibraryOptions: ParsableArguments {
         case .file(let path):
             return try LibraryCLI.mappingNow { try PhotoLibrary(path: path, limits: limits) }
         case .database(let url):
-            let database = try sharing ?? StoreOptions.openDatabase(url, statusFolder: nil)
-            return PhotoLibrary(store: PostgresLibraryStore(database: database), limits: limits)
+            #if Fleet
+                let database = try sharing ?? StoreOptions.openDatabase(url, statusFolder: nil)
+                return PhotoLibrary(store: PostgresLibraryStore(database: database), limits: limits)
+            #else
+                _ = url
+                throw LeftOut.fleet.failure
+            #endif
         }
     }
 
@@ -78,7 +85,7 @@ struct LibraryOptions: ParsableArguments {
     func link(limits: InputLimits, queueDatabase: String? = nil, sharing: PostgresStore? = nil) -> LazyLibrary {
         let location = location(queueDatabase: queueDatabase)
         // The worker's own store only when the library is in the queue's database, not another named one.
-        let shared = queueDatabase.map { location == .database($0) } == true ? sharing : nil
+        let shared: PostgresStore? = queueDatabase.map { location == .database($0) } == true ? sharing : nil
         return LazyLibrary(location: location, limits: limits, sharing: shared)
     }
 }

@@ -3,8 +3,10 @@ import Dispatch
 import Foundation
 import Logging
 import ReelExport
-import ReelFleet
 import ReelQueue
+#if Fleet
+    import ReelFleet
+#endif
 
 struct WorkCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -98,16 +100,21 @@ struct WorkCommand: AsyncParsableCommand {
             stallTimeout: stallTimeout, isolation: isolate ? try isolation() : nil,
             keepFinished: keepFinished.flatMap(Age.seconds))
         configuration.metadataDefault = metadataDefault ?? .keep
+        #if Fleet
+            let fleetStore = store as? PostgresStore
+        #else
+            let fleetStore: PostgresStore? = nil
+        #endif
         // With the queue in PostgreSQL, the library is there too (unless --library names another), on
         // the worker's own pool: every worker of the fleet resolves identifiers and saves back alike.
         configuration.library = library.link(
-            limits: input.limits, queueDatabase: storeOptions.databaseURL, sharing: store as? PostgresStore)
+            limits: input.limits, queueDatabase: storeOptions.databaseURL, sharing: fleetStore)
         // The pool runs in a ServiceGroup, with the metrics/health/status server when asked for
         // (WorkService.swift); SIGINT/SIGTERM drain it, a second signal hands running jobs back.
         let runtime = ServiceOptions.Runtime(options: service, presets: presets)
         configuration.onEvent = runtime.observe
         try await runtime.run(
-            WorkerPool(store: store, configuration: configuration), store: store, storeService: store as? PostgresStore,
+            WorkerPool(store: store, configuration: configuration), store: store, storeService: fleetStore,
             slots: workers)
     }
 

@@ -2,9 +2,11 @@ import ArgumentParser
 import Foundation
 import Logging
 import ReelExport
-import ReelFleet
 import ReelMedia
 import ReelQueue
+#if Fleet
+    import ReelFleet
+#endif
 
 @main
 struct Reel: AsyncParsableCommand {
@@ -213,7 +215,11 @@ struct StoreOptions: ParsableArguments {
     {
         if let databaseURL {
             if spool != nil { throw CLIFailure(message: "use --spool or --store, not both", exitStatus: .usage) }
-            return try openDatabase(databaseURL, connections: connections, lease: lease, service: service)
+            #if Fleet
+                return try openDatabase(databaseURL, connections: connections, lease: lease, service: service)
+            #else
+                throw LeftOut.fleet.failure
+            #endif
         }
         let root =
             spool.map { URL(fileURLWithPath: $0) }
@@ -236,16 +242,20 @@ struct StoreOptions: ParsableArguments {
         _ text: String, statusFolder folder: String?, connections: Int = 2, lease: Duration? = nil,
         service: Bool = false
     ) throws -> PostgresStore {
-        let environment = ProcessInfo.processInfo.environment
-        var options = PostgresStore.Options(statusFolder: folder, connections: connections)
-        if let lease {
-            options.lease = lease
-            options.renew = min(.seconds(1), lease / 4)
-        }
-        // `REEL_FLEET_LISTEN=0`: poll only (measuring the fallback; poolers that cannot LISTEN).
-        options.listen = environment["REEL_FLEET_LISTEN"] != "0"
-        options.lifecycle = service ? .service : .standalone
-        return try PostgresStore(url: try DatabaseURL(text, environment: environment), options: options)
+        #if !Fleet
+            throw LeftOut.fleet.failure
+        #else
+            let environment = ProcessInfo.processInfo.environment
+            var options = PostgresStore.Options(statusFolder: folder, connections: connections)
+            if let lease {
+                options.lease = lease
+                options.renew = min(.seconds(1), lease / 4)
+            }
+            // `REEL_FLEET_LISTEN=0`: poll only (measuring the fallback; poolers that cannot LISTEN).
+            options.listen = environment["REEL_FLEET_LISTEN"] != "0"
+            options.lifecycle = service ? .service : .standalone
+            return try PostgresStore(url: try DatabaseURL(text, environment: environment), options: options)
+        #endif
     }
 }
 

@@ -4,9 +4,11 @@ import Foundation
 import Logging
 import ReelExport
 import ReelQueue
-import ReelServer
 import ServiceLifecycle
 import Synchronization
+#if Server
+    import ReelServer
+#endif
 
 /// The version `reel --version` prints and the build-info metric carries.
 enum ReelVersion {
@@ -64,26 +66,32 @@ struct ServiceOptions: ParsableArguments {
     /// store closes once every outcome and hand-back is recorded. The group ends when the pool has
     /// stopped.
     final class Runtime: Sendable {
-        let board: StatusBoard?
+        #if Server
+            let board: StatusBoard?
+        #endif
         let options: ServiceOptions
         let logger: Logger
 
         init(options: ServiceOptions, presets: PresetLibrary) {
             self.options = options
             logger = Logger(label: "reel.worker")
-            if options.metricsPort != nil {
-                _ = PrometheusBackend.registry
-                PrometheusBackend.recordBuildInfo(version: ReelVersion.version, commit: ReelVersion.commit)
-                board = StatusBoard(presets: presets)
-            } else {
-                board = nil
-            }
+            #if Server
+                if options.metricsPort != nil {
+                    _ = PrometheusBackend.registry
+                    PrometheusBackend.recordBuildInfo(version: ReelVersion.version, commit: ReelVersion.commit)
+                    board = StatusBoard(presets: presets)
+                } else {
+                    board = nil
+                }
+            #endif
         }
 
         /// Feeds the pool's events to the status board and to systemd (`READY=1` once the pool takes
         /// jobs, `STOPPING=1` when it stops taking them).
         func observe(_ event: WorkerPoolEvent) {
-            board?.handle(event)
+            #if Server
+                board?.handle(event)
+            #endif
             if case .stateChanged(let state) = event {
                 switch state {
                 case .running: SystemdNotifier.notify("READY=1\nSTATUS=taking jobs")
@@ -95,18 +103,24 @@ struct ServiceOptions: ParsableArguments {
         }
 
         func run(_ pool: WorkerPool, store: any JobStore, storeService: (any Service)?, slots: Int) async throws {
+            #if !Server
+                if options.metricsPort != nil { throw LeftOut.server.failure }
+            #endif
             var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
             if let storeService { services.append(.init(service: storeService)) }
-            if let port = options.metricsPort, let board {
-                let monitor = QueueMonitor(store: store, interval: .milliseconds(Int(options.statsInterval * 1000)))
-                let server = OpsServer(
-                    configuration: .init(
-                        host: options.metricsAddress, port: port, version: ReelVersion.version,
-                        commit: ReelVersion.commit),
-                    pool: pool, store: store, monitor: monitor, board: board, slots: slots, logger: logger)
-                services.append(.init(service: server))
-                services.append(.init(service: monitor))
-            }
+            #if Server
+                if let port = options.metricsPort, let board {
+                    let monitor = QueueMonitor(
+                        store: store, interval: .milliseconds(Int(options.statsInterval * 1000)))
+                    let server = OpsServer(
+                        configuration: .init(
+                            host: options.metricsAddress, port: port, version: ReelVersion.version,
+                            commit: ReelVersion.commit),
+                        pool: pool, store: store, monitor: monitor, board: board, slots: slots, logger: logger)
+                    services.append(.init(service: server))
+                    services.append(.init(service: monitor))
+                }
+            #endif
             // Last in the list, so the first to be shut down gracefully: the HTTP side keeps serving
             // while the pool drains, and the store stays open until the pool has recorded everything.
             services.append(
@@ -132,11 +146,15 @@ struct ServiceOptions: ParsableArguments {
                 }
             }
             defer { sources.forEach { $0.cancel() } }
-            do {
+            #if Server
+                do {
+                    try await group.run()
+                } catch let error as OpsServerError {
+                    throw CLIFailure(message: error.message, exitStatus: .unavailable)
+                }
+            #else
                 try await group.run()
-            } catch let error as OpsServerError {
-                throw CLIFailure(message: error.message, exitStatus: .unavailable)
-            }
+            #endif
         }
     }
 }

@@ -15,10 +15,11 @@ struct PackageTraitTests {
         "async-http-client",
     ]
 
-    /// Every package in `app`'s resolved dependency tree, as `swift package show-dependencies` lists it.
-    static func dependencies(of app: URL) async throws -> Set<String> {
+    /// Every package in `app`'s resolved dependency tree, as `swift package show-dependencies` lists it
+    /// (with `options`, e.g. the traits to build with).
+    static func dependencies(of app: URL, options: [String] = []) async throws -> Set<String> {
         let shown = try await Tools.run(
-            "swift", ["package", "--package-path", app.path, "show-dependencies", "--format", "json"])
+            "swift", ["package", "--package-path", app.path] + options + ["show-dependencies", "--format", "json"])
         try #require(shown.status == 0, "the package does not resolve: \(shown.stderr)")
         let tree = try #require(try JSONSerialization.jsonObject(with: Data(shown.stdout.utf8)) as? [String: Any])
         var identities: Set<String> = []
@@ -72,6 +73,34 @@ struct PackageTraitTests {
         let everything = manifest.replacingOccurrences(of: ", traits: [])", with: ")")
         try everything.write(to: app.appendingPathComponent("Package.swift"), atomically: true, encoding: .utf8)
         let all = try await Self.dependencies(of: app)
+        #expect(all.isSuperset(of: ["postgres-nio", "swift-nio-ssl", "hummingbird", "grdb.swift"]), "\(all.sorted())")
+    }
+
+    /// The demo's build (README, "Builds"): Scripts/demo builds `reel` with the default traits off, and
+    /// this package's dependency tree without them has none of the service-only packages (so a first
+    /// run neither fetches nor builds them), while with them it has all four.
+    @Test func theDemoBuildsReelWithoutTheServicesPackages() async throws {
+        let demo = try String(contentsOf: Self.root.appendingPathComponent("Scripts/demo"), encoding: .utf8)
+        let build = try #require(demo.split(separator: "\n").first { $0.contains("swift build --product reel") })
+        #expect(build.contains("--disable-default-traits"), "\(build)")
+
+        // A copy of the manifest and its pins beside links to the sources: SwiftPM rewrites the pins of
+        // a package it resolves with fewer traits, and this checkout's must stay as they are.
+        let copy = Fixtures.scratchFolder("demo-build")
+        for name in ["Package.swift", "Package.resolved"] {
+            try FileManager.default.copyItem(
+                at: Self.root.appendingPathComponent(name), to: copy.appendingPathComponent(name))
+        }
+        for name in ["Sources", "Tests", "Plugins", "Presets"] {
+            try FileManager.default.createSymbolicLink(
+                at: copy.appendingPathComponent(name), withDestinationURL: Self.root.appendingPathComponent(name))
+        }
+        let identities = try await Self.dependencies(of: copy, options: ["--disable-default-traits"])
+        #expect(identities.contains("swift-argument-parser"), "\(identities.sorted())")
+        #expect(
+            identities.isDisjoint(with: Self.serviceOnly),
+            "fetched for the demo's build: \(identities.intersection(Self.serviceOnly).sorted())")
+        let all = try await Self.dependencies(of: copy)
         #expect(all.isSuperset(of: ["postgres-nio", "swift-nio-ssl", "hummingbird", "grdb.swift"]), "\(all.sorted())")
     }
 }
