@@ -32,11 +32,13 @@ struct ArticleTests {
         "--workers": "reel-bench-claims", "--seconds": "reel-bench-claims", "--strict": "swift format lint",
         "--explicit-target-dependency-import-check": "swift build", "--now": "systemctl enable",
         "--hdr": "Scripts/deltae.py", "--seed": "Scripts/fuzz and Scripts/chaos",
+        "--product": "swift build", "--disable-default-traits": "swift build", "--traits": "swift build",
     ]
 
     /// Backticked words that look like codes (`a-b`) but are not Reel's: packages, tools, thread names.
     static let otherWords: Set<String> = [
-        "postgresql-15", "pkg-config", "libgcc-s1", "dpkg-shlibdeps", "reel-bench-claims", "reel-pipeline",
+        "postgresql-15", "pkg-config", "libgcc-s1", "dpkg-dev", "apt-cache", "dpkg-shlibdeps", "reel-bench-claims",
+        "reel-pipeline",
         "swift-log", "swift-metrics", "swift-service-lifecycle", "postgres-nio", "swift-nio-ssl", "swift-nio",
         "swift-prometheus", "swift-argument-parser", "swift-docc-plugin",
     ]

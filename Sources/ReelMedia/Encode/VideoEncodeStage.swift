@@ -185,8 +185,21 @@ final class VideoEncodeStage {
         case .shown:
             // The first packet is the first frame (an IDR, not reordered): its decode time is the
             // reorder delay before it. A variable rate may bring a packet's turn past its own pts.
-            let delay = Int64(max(0, encoder.context.pointee.has_b_frames)) * nominal
-            let shownDts = nextShownDts ?? (firstFramePts ?? dts) - delay
+            var shownDts: Int64
+            if let nextShownDts {
+                shownDts = nextShownDts
+            } else {
+                // The delay the encoder declares, or more when the packets waiting need more: each
+                // must be decoded no later than it is shown. libx265 (FFmpeg 5.1) leaves
+                // has_b_frames at 0 although it reorders, which gave a B frame a decode time past
+                // its pts and the muxer refused the stream.
+                shownDts = (firstFramePts ?? dts) - Int64(max(0, encoder.context.pointee.has_b_frames)) * nominal
+                var elapsed: Int64 = 0
+                for packet in [next] + pending {
+                    shownDts = min(shownDts, packet.pointer.pointee.pts - elapsed)
+                    elapsed += max(1, packet.pointer.pointee.duration)
+                }
+            }
             dts = min(dts, shownDts)
             nextShownDts = shownDts + max(1, next.pointer.pointee.duration)
         }
