@@ -28,13 +28,20 @@ struct CoreBudgetTests {
     }
 
     @Test func slotsLimitJobsEvenWithFreeCores() {
-        // `reel work --jobs 1` on two cores: one job at a time, which may hold both cores.
+        // `reel work --jobs 1` on two cores: one job at a time, which holds both cores even with a
+        // backlog waiting (no other job could use the second).
         let budget = CoreBudget(cores: 2, slots: 1)
-        #expect(budget.take(allFree: false) == 1)
-        #expect(budget.free == 1 && !budget.hasRoom)
+        let first = budget.take(allFree: false)
+        #expect(first == 2 && budget.threads(holding: first) == 2)
+        #expect(budget.free == 0 && !budget.hasRoom)
         #expect(budget.take(allFree: false) == 0)
-        budget.release(1)
+        budget.release(first)
         #expect(budget.take(allFree: true) == 2)
+        // `--jobs 3` on 4 cores with a backlog: one core each for the first two, the other two for
+        // the job in the last slot.
+        let three = CoreBudget(cores: 4, slots: 3)
+        let taken: [Int] = [three.take(allFree: false), three.take(allFree: false), three.take(allFree: false)]
+        #expect(taken == [1, 1, 2])
     }
 
     @Test func aWaitingDispatcherIsWokenWhenAJobEnds() async {

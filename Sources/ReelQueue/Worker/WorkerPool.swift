@@ -57,7 +57,8 @@ public final class WorkerPool: Sendable {
     }
 
     /// One worker per core, at most 8. How many threads each job's codecs get is decided per job
-    /// (see `CoreBudget`): one each when jobs are waiting, every core for a video job on its own.
+    /// (see `CoreBudget`): one each when jobs are waiting, the rest for the job in the last slot, every core
+    /// for a video job on its own.
     public static var defaultJobs: Int { max(1, min(8, StageThreads.availableCores())) }
 
     /// Where the pool is in its life.
