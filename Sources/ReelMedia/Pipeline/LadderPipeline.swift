@@ -152,6 +152,11 @@ final class LadderPipeline {
         fanout.pool = pool
         let budget = plan.threads == 0 ? ProcessInfo.processInfo.activeProcessorCount : plan.threads
         let rungThreads = plan.threads == 1 ? 1 : max(2, (budget + plan.rungs.count - 1) / plan.rungs.count)
+        // x265 rungs get their share of the cores and never more: x265 hands rows of CTUs between its
+        // frame and pool threads, and with more runnable threads than cores each hand-off waits for a
+        // time slice (a 3 s 640x360 two-rung HEVC ladder with pools of 2 ran past 300 s while the
+        // test suite loaded both cores; `StageThreads.x265Parameters`). One core each is no pool.
+        let hevcThreads = max(1, budget / plan.rungs.count)
         let decode = try VideoDecodeStage(
             input: input, streamIndex: plan.videoStream, encoding: plan.rungs[0], window: window, pool: pool,
             poolSize: 2, decoderThreads: plan.threads,
@@ -168,7 +173,8 @@ final class LadderPipeline {
             let encode = try VideoEncodeStage(
                 encoding: encoding, source: source.parameters, language: source.language,
                 format: decode.outputFormat, timeBase: decode.timeBase, frameRate: decode.frameRate,
-                threads: rungThreads, output: track.output, decodeTimes: .shown)
+                threads: encoding.codec == .hevc ? hevcThreads : rungThreads, output: track.output,
+                decodeTimes: .shown)
             try track.writeHeader()
             let own =
                 index == 0
