@@ -49,7 +49,11 @@ struct ThumbnailCommand: AsyncParsableCommand {
             valueName: "WxH"))
     var maxSize: String?
 
-    @Flag(name: .long, help: "Decode the frame shown at each time (default: the nearest keyframe, faster).")
+    @Flag(
+        name: .long,
+        help:
+            "Decode the frame shown at each time (default: the nearest keyframe, faster; a still's moment is always exact)."
+    )
     var exact = false
 
     @Flag(name: .long, help: "Keep the pixels as stored: do not apply the rotation and mirroring.")
