@@ -76,6 +76,8 @@ public struct AssetImageGenerator: Sendable {
     public var quality = 90
     /// What the file is opened under.
     public var limits: InputLimits
+    /// Beats for every packet read (a thumbnail set's stall watch).
+    var heartbeat: Heartbeat?
 
     public init(asset: Asset, limits: InputLimits = Asset.defaultLimits) {
         self.asset = asset
@@ -96,10 +98,13 @@ public struct AssetImageGenerator: Sendable {
         continuation.onTermination = { _ in cancel.raise() }
         let request = makeRequest(times: valid, sheet: nil)
         let format = format
+        let heartbeat = heartbeat
         startThread(named: "reel-thumbnails") {
+            // For the kernel too (`top -H`, /proc), and the decoder's threads inherit it.
+            nameThisThread("reel-thumbnails")
             var done = 0
             do throws(ExportError) {
-                try AssetImageGenerator.read(request, cancel: cancel) { image in
+                try AssetImageGenerator.read(request, cancel: cancel, heartbeat: heartbeat) { image in
                     guard let pick = image.picks.first else { return }
                     done += 1
                     continuation.yield(
@@ -148,9 +153,11 @@ public struct AssetImageGenerator: Sendable {
         let cancel = CancellationFlag()
         continuation.onTermination = { _ in cancel.raise() }
         let request = makeRequest(times: times, sheet: (columns, rows))
+        let heartbeat = heartbeat
         startThread(named: "reel-thumbnails") {
+            nameThisThread("reel-thumbnails")
             do throws(ExportError) {
-                try AssetImageGenerator.read(request, cancel: cancel) { continuation.yield($0) }
+                try AssetImageGenerator.read(request, cancel: cancel, heartbeat: heartbeat) { continuation.yield($0) }
                 continuation.finish()
             } catch {
                 continuation.finish(throwing: error)
@@ -181,10 +188,10 @@ public struct AssetImageGenerator: Sendable {
 
     /// Runs the reader, turning its errors into `ExportError`s (`no-video` for an asset without video).
     private static func read(
-        _ request: ThumbnailRequest, cancel: CancellationFlag, deliver: (ThumbnailImage) -> Void
+        _ request: ThumbnailRequest, cancel: CancellationFlag, heartbeat: Heartbeat?, deliver: (ThumbnailImage) -> Void
     ) throws(ExportError) {
         do {
-            try ThumbnailReader.read(request, cancel: cancel) { image in deliver(image) }
+            try ThumbnailReader.read(request, cancel: cancel, heartbeat: heartbeat) { image in deliver(image) }
         } catch {
             if error.call == "thumbnail", error.message.hasSuffix("has no video track") {
                 throw ExportError(.noVideo, error.message)

@@ -42,6 +42,10 @@ public final class ThumbnailSetExport: Sendable {
         var still: Double?
         var stem: String?
         var cancelled = false
+        var stalled = false
+        /// The fraction of the pictures made so far.
+        var made = 0.0
+        var stallTimeout: TimeInterval = 120
         var task: Task<Void, Never>?
     }
 
@@ -84,6 +88,14 @@ public final class ThumbnailSetExport: Sendable {
     public var fileStem: String? {
         get { state.withLock { $0.stem } }
         set { state.withLock { $0.stem = newValue } }
+    }
+    /// Seconds the reading may go without reading a packet before the set is stopped as `stalled`
+    /// (default 120, as `ExportSession.stallTimeout`): a decoder or a disk that hangs fails the set
+    /// instead of holding its worker's slot for ever. Measured on the monotonic clock. A reading that
+    /// does not return once stopped is left to its thread, and the set ends at once.
+    public var stallTimeout: TimeInterval {
+        get { state.withLock { $0.stallTimeout } }
+        set { state.withLock { $0.stallTimeout = max(0.05, newValue) } }
     }
     /// Replace an existing folder at the destination (default false: `output-exists`).
     public var overwritesExistingFolder: Bool {
@@ -158,14 +170,20 @@ public final class ThumbnailSetExport: Sendable {
             generator.requestedTimeToleranceBefore = 0
             generator.requestedTimeToleranceAfter = 0
         }
+        let heartbeat = Heartbeat()
+        generator.heartbeat = heartbeat
         let stem = chosenStem ?? asset.url.deletingPathExtension().lastPathComponent
         let made = Mutex<Swift.Result<[Result.Picture], ExportError>>(.success([]))
         let handler = progressHandler
+        let progress: @Sendable (Double) -> Void = { [self] fraction in
+            state.withLock { $0.made = fraction }
+            handler?(fraction)
+        }
         let work = Task { [generator] in
             do throws(ExportError) {
                 let pictures = try await Self.write(
                     generator, times: times, grid: checked.grid, stem: stem, format: checked.format, into: folder,
-                    duration: asset.duration, progress: handler)
+                    duration: asset.duration, progress: progress)
                 made.withLock { $0 = .success(pictures) }
             } catch {
                 made.withLock { $0 = .failure(error) }
@@ -176,12 +194,21 @@ public final class ThumbnailSetExport: Sendable {
             return $0.cancelled
         }
         if cancelledEarly { work.cancel() }
+        let timeout = stallTimeout
+        let watch = Task { await self.watch(heartbeat, timeout: timeout, stopping: work) }
         await withTaskCancellationHandler {
             await work.value
         } onCancel: {
             work.cancel()
         }
+        watch.cancel()
         state.withLock { $0.task = nil }
+        if state.withLock({ $0.stalled }) {
+            let count = Int((state.withLock { $0.made } * Double(times.count)).rounded())
+            throw ExportError(
+                .stalled,
+                "no progress for \(Int(timeout)) s after \(count) of \(times.count) pictures; the set was stopped")
+        }
         if state.withLock({ $0.cancelled }) || Task.isCancelled {
             throw ExportError(.cancelled, "the thumbnail set was cancelled")
         }
@@ -200,6 +227,26 @@ public final class ThumbnailSetExport: Sendable {
         published = true
         return Result(
             images: pictures, track: checked.grid != nil ? stem + "-thumbnails.vtt" : nil, files: files, bytes: bytes)
+    }
+
+    /// Cancels `work` as stalled once `heartbeat` has stood still for `timeout` (looked at four times
+    /// per timeout, at most every 0.25 s, on the monotonic clock); returns when cancelled.
+    private func watch(_ heartbeat: Heartbeat, timeout: TimeInterval, stopping work: Task<Void, Never>) async {
+        let tick = Duration.seconds(min(0.25, timeout / 4))
+        var last = heartbeat.value
+        var changed = ContinuousClock.now
+        while !Task.isCancelled {
+            try? await Task.sleep(for: tick)
+            let now = ContinuousClock.now
+            if heartbeat.value != last {
+                last = heartbeat.value
+                changed = now
+            } else if now - changed > .seconds(timeout) {
+                state.withLock { $0.stalled = true }
+                work.cancel()
+                return
+            }
+        }
     }
 
     /// Writes the pictures (or sheets and the track) into `folder`; returns what went where.

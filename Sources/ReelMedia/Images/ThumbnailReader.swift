@@ -85,13 +85,14 @@ public enum ThumbnailReader {
     /// Takes every requested picture, handing each finished image to `deliver` in time order, on
     /// the calling thread (which this blocks). Throws `MediaError` for an input it cannot read, a
     /// time outside 0...duration (`invalidArgument`), an image format this FFmpeg cannot write, or
-    /// `cancelled` once `cancel` is raised.
+    /// `cancelled` once `cancel` is raised. `heartbeat` beats for every packet read and every image
+    /// made, for a watchdog that tells slow work from stuck work.
     @discardableResult
     public static func read(
-        _ request: ThumbnailRequest, cancel: CancellationFlag? = nil,
+        _ request: ThumbnailRequest, cancel: CancellationFlag? = nil, heartbeat: Heartbeat? = nil,
         deliver: (ThumbnailImage) throws(MediaError) -> Void
     ) throws(MediaError) -> Statistics {
-        let session = try ThumbnailSession(request, cancel: cancel)
+        let session = try ThumbnailSession(request, cancel: cancel, heartbeat: heartbeat)
         try session.run(deliver: deliver)
         return Statistics(seeks: session.seeks, packetsDecoded: session.packetsDecoded)
     }
@@ -108,6 +109,7 @@ private final class ThumbnailSession {
     let renderer: PictureRenderer
     let encoder: ImageEncoder
     let cancel: CancellationFlag?
+    let heartbeat: Heartbeat?
     /// The asset's start in the stream's time base: requested times count from it.
     let startPts: Int64
     let frameDuration: Int64
@@ -129,9 +131,10 @@ private final class ThumbnailSession {
     private(set) var seeks = 0
     private(set) var packetsDecoded = 0
 
-    init(_ request: ThumbnailRequest, cancel: CancellationFlag?) throws(MediaError) {
+    init(_ request: ThumbnailRequest, cancel: CancellationFlag?, heartbeat: Heartbeat?) throws(MediaError) {
         self.request = request
         self.cancel = cancel
+        self.heartbeat = heartbeat
         // The encoder is checked before the file is even opened: an unavailable format is refused
         // whatever the input.
         guard request.format.isAvailable else {
@@ -399,6 +402,7 @@ private final class ThumbnailSession {
                 more = try input.read(into: packet)
             }
             guard more else { return false }
+            heartbeat?.beat()
             if packet.streamIndex == streamIndex {
                 readPosition = sane(packet.pointer.pointee.dts) ?? sane(packet.pointer.pointee.pts) ?? readPosition
                 return true

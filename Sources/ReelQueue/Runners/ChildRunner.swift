@@ -136,6 +136,7 @@ public final class ChildRunner: Sendable {
                             .cancelled, "the worker did not publish the output: \(answer.reason ?? "no reason")")
                     }
                 }
+                set.stallTimeout = request.stallTimeout
                 set.progressHandler = { fraction in
                     emit(.progress(.init(fraction: fraction, frames: 0)))
                 }

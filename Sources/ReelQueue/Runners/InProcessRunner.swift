@@ -20,6 +20,7 @@ struct InProcessRunner: ExportRunner {
                     () throws(ExportError) in
                     if let error = PublishVerdict.blocking(confirm).error { throw error }
                 }
+                set.stallTimeout = stallTimeout
                 set.progressHandler = { fraction in
                     job.report(
                         JobProgress(
