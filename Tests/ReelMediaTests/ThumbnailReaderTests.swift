@@ -20,6 +20,22 @@ struct ThumbnailReaderTests {
         }.value
     }
 
+    /// A queued set's share of the cores reaches the decoder: one thread when given one (a worker
+    /// running a job per core), libavcodec's own choice, more than one on this machine, when given none.
+    @Test func theDecoderRunsWithTheThreadsItIsGiven() async throws {
+        let source = try await Fixtures.url(Fixtures.gop)
+        var request = ThumbnailRequest(inputPath: source.path, times: [1, 5], maximumWidth: 64)
+        for threads in [1, 2, 0] {
+            request.threads = threads
+            let statistics = try await onOwnThread { [request] in try ThumbnailReader.read(request) { _ in } }
+            if threads > 0 {
+                #expect(statistics.decoderThreads == threads, "\(statistics)")
+            } else if ProcessInfo.processInfo.activeProcessorCount > 1 {
+                #expect(statistics.decoderThreads > 1, "\(statistics)")
+            }
+        }
+    }
+
     /// 30 times over 12 s with a keyframe every 2 s: six keyframes, each decoded once, one seek.
     @Test func keyframeModeDecodesEachKeyframeOnce() async throws {
         let times = (0..<30).map { Double($0) * 0.4 }

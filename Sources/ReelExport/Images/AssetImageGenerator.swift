@@ -76,6 +76,9 @@ public struct AssetImageGenerator: Sendable {
     public var quality = 90
     /// What the file is opened under.
     public var limits: InputLimits
+    /// Threads the video decoder may use: a queued job's share of the cores; 0 (the default) lets it
+    /// use every core, as `ExportSession.codecThreads`.
+    public var codecThreads = 0
     /// Beats for every packet read (a thumbnail set's stall watch).
     var heartbeat: Heartbeat?
 
@@ -183,6 +186,7 @@ public struct AssetImageGenerator: Sendable {
             maximumWidth: max(0, maximumSize.width), maximumHeight: max(0, maximumSize.height),
             appliesTransform: appliesPreferredTrackTransform, format: format, quality: quality, sheet: sheet)
         request.byteRange = asset.byteRange
+        request.threads = max(0, codecThreads)
         return request
     }
 

@@ -46,6 +46,7 @@ public final class ThumbnailSetExport: Sendable {
         /// The fraction of the pictures made so far.
         var made = 0.0
         var stallTimeout: TimeInterval = 120
+        var codecThreads = 0
         var task: Task<Void, Never>?
     }
 
@@ -97,6 +98,12 @@ public final class ThumbnailSetExport: Sendable {
         get { state.withLock { $0.stallTimeout } }
         set { state.withLock { $0.stallTimeout = max(0.05, newValue) } }
     }
+    /// Threads the video decoder may use (`AssetImageGenerator.codecThreads`): a worker gives a set
+    /// its job's share of the cores; 0 (the default) lets it use every core.
+    public var codecThreads: Int {
+        get { state.withLock { $0.codecThreads } }
+        set { state.withLock { $0.codecThreads = max(0, newValue) } }
+    }
     /// Replace an existing folder at the destination (default false: `output-exists`).
     public var overwritesExistingFolder: Bool {
         get { state.withLock { $0.overwrite } }
@@ -144,7 +151,9 @@ public final class ThumbnailSetExport: Sendable {
     public func run(limits: InputLimits = Asset.defaultLimits) async throws(ExportError) -> Result {
         let checked = try request.check()
         guard asset.videoTrack != nil else { throw ExportError(.noVideo, "\(asset.url.path) has no video track") }
-        let (tag, overwrite, still, chosenStem) = state.withLock { ($0.tag, $0.overwrite, $0.still, $0.stem) }
+        let (tag, overwrite, still, chosenStem, threads) = state.withLock {
+            ($0.tag, $0.overwrite, $0.still, $0.stem, $0.codecThreads)
+        }
         let times = try checked.times.seconds(duration: asset.duration, still: still)
         try OutputPublisher.check(destination: destination, asset: asset.url, overwrite: overwrite)
         TemporaryOutput.removeLeftovers(for: destination)
@@ -165,6 +174,7 @@ public final class ThumbnailSetExport: Sendable {
         generator.appliesPreferredTrackTransform = checked.appliesTransform
         generator.format = checked.format
         generator.quality = checked.quality
+        generator.codecThreads = threads
         generator.maximumSize = checked.maximumSize
         if checked.exact || checked.times.namesStill {
             generator.requestedTimeToleranceBefore = 0

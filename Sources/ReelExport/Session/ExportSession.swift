@@ -735,6 +735,7 @@ public final class ExportSession: Sendable {
             times: [min(asset.duration, start + PosterOutput.moment(of: plan, at: posterTime))], toleranceBefore: 0,
             toleranceAfter: 0, format: .jpeg, quality: 90)
         request.byteRange = asset.byteRange
+        request.threads = codecThreads
         if let width = plan.width, let height = plan.height {
             request.maximumWidth = width
             request.maximumHeight = height

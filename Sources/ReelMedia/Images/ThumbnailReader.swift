@@ -26,6 +26,9 @@ public struct ThumbnailRequest: Sendable {
     public var quality: Int
     /// Paste the pictures into sheets of this many columns and rows instead of one file each.
     public var sheet: (columns: Int, rows: Int)?
+    /// The video decoder's threads: a queued job's share of the cores (`StageThreads.decoder`); 0
+    /// (the default) lets libavcodec use every core.
+    public var threads = 0
 
     public init(
         inputPath: String, policy: InputPolicy = .standard, times: [Double], toleranceBefore: Double = .infinity,
@@ -80,6 +83,9 @@ public enum ThumbnailReader {
     public struct Statistics: Sendable, Equatable {
         public var seeks: Int
         public var packetsDecoded: Int
+        /// The threads the video decoder ran with, as libavcodec settled them (its `thread_count`
+        /// once opened).
+        public var decoderThreads: Int
     }
 
     /// Takes every requested picture, handing each finished image to `deliver` in time order, on
@@ -94,7 +100,9 @@ public enum ThumbnailReader {
     ) throws(MediaError) -> Statistics {
         let session = try ThumbnailSession(request, cancel: cancel, heartbeat: heartbeat)
         try session.run(deliver: deliver)
-        return Statistics(seeks: session.seeks, packetsDecoded: session.packetsDecoded)
+        return Statistics(
+            seeks: session.seeks, packetsDecoded: session.packetsDecoded,
+            decoderThreads: Int(session.decoder.context.pointee.thread_count))
     }
 }
 
@@ -166,7 +174,7 @@ private final class ThumbnailSession {
         streamIndex = info.index
         stream = input.stream(info.index)
         timeBase = stream.pointee.time_base
-        decoder = try Decoder(stream: stream, index: info.index, threads: 0)
+        decoder = try Decoder(stream: stream, index: info.index, threads: StageThreads(share: request.threads).decoder)
         startPts = av_rescale_q(saneStart(input.info.startSeconds), reel_time_base_q(), timeBase)
         var rate = av_guess_frame_rate(input.context, stream, nil)
         if rate.num <= 0 || rate.den <= 0 { rate = AVRational(num: 30, den: 1) }

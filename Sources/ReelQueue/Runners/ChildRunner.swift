@@ -137,6 +137,7 @@ public final class ChildRunner: Sendable {
                     }
                 }
                 set.stallTimeout = request.stallTimeout
+                set.codecThreads = request.threads
                 set.progressHandler = { fraction in
                     emit(.progress(.init(fraction: fraction, frames: 0)))
                 }

@@ -21,6 +21,7 @@ struct InProcessRunner: ExportRunner {
                     if let error = PublishVerdict.blocking(confirm).error { throw error }
                 }
                 set.stallTimeout = stallTimeout
+                set.codecThreads = threads
                 set.progressHandler = { fraction in
                     job.report(
                         JobProgress(
