@@ -138,9 +138,11 @@ public struct Ladder: Sendable, Equatable, Codable {
         return ladder
     }
 
-    /// The rungs for an upright source of `width`x`height`: each box fitted to the source's aspect
-    /// ratio (both sides even), largest first; a rung whose fitted size is larger than the source's
-    /// is dropped (`dropped`), as is one the same size as a larger rung's.
+    /// The rungs for an upright source of `width`x`height`: each box turned to the source's
+    /// orientation (`box(_:forSourceWidth:height:)`), the picture fitted into it (both sides even),
+    /// largest first; a rung whose fitted size is larger than the source's is dropped (`dropped`,
+    /// the boxes as given), as is one the same size as a larger rung's. A portrait 1080x1920 source
+    /// under 1920x1080,1280x720 makes 1080x1920 and 720x1280, not 608x1080 and 406x720.
     public func rungs(forSourceWidth width: Int, height: Int) -> (kept: [Size], dropped: [Size]) {
         let (kept, dropped) = fitted(forSourceWidth: width, height: height)
         return (kept.map(\.size), dropped)
@@ -150,19 +152,30 @@ public struct Ladder: Sendable, Equatable, Codable {
     func fitted(forSourceWidth width: Int, height: Int) -> (kept: [(box: Int, size: Size)], dropped: [Size]) {
         var kept: [(box: Int, size: Size)] = []
         var dropped: [Size] = []
-        for (index, box) in sizes.enumerated() {
+        for (index, given) in sizes.enumerated() {
+            let box = Ladder.box(given, forSourceWidth: width, height: height)
             let scale = min(Double(box.width) / Double(width), Double(box.height) / Double(height))
             let fitted = Size(
                 width: max(2, Int((Double(width) * scale / 2).rounded()) * 2),
                 height: max(2, Int((Double(height) * scale / 2).rounded()) * 2))
             // A box that fits the whole source at more than its size would be upscaling.
             if scale > 1.0001 || kept.contains(where: { $0.size == fitted }) {
-                dropped.append(box)
+                dropped.append(given)
             } else {
                 kept.append((index, fitted))
             }
         }
         return (kept, dropped)
+    }
+
+    /// A rung's box in the upright source's orientation: its long side along the source's long side
+    /// (a square source counts as landscape), as `Preset.outputSize` turns a video preset's box and
+    /// AVFoundation's size presets fit a portrait video into 1080x1920 under
+    /// `AVAssetExportPreset1920x1080`. So `1920x1080` and `1080x1920` name the same rung.
+    static func box(_ box: Size, forSourceWidth width: Int, height: Int) -> Size {
+        let long = max(box.width, box.height)
+        let short = min(box.width, box.height)
+        return width >= height ? Size(width: long, height: short) : Size(width: short, height: long)
     }
 
     /// A rung's VBV cap in bits per second: about 3.5 bits a second per pixel (1920x1080 ≈ 7.3 Mbit/s,
