@@ -49,3 +49,18 @@ extension Fixtures {
     public static let ladderPortrait = Recipe(
         "ladder-portrait.mp4", video("360x640", seconds: 3) + audio(seconds: 3) + h264 + bt709Tags + aac)
 }
+
+extension Fixtures {
+    /// 320x180 testsrc2 under heavy moving noise (ffmpeg's `noise` filter, strength 60, temporal),
+    /// tagged BT.709, 8 s at 30 fps, nearly lossless (x264 CRF 14) + AAC: a picture no CRF encode of
+    /// it keeps under a ladder rung's bit-rate cap, so the cap decides every segment's size.
+    public static let ladderNoise = Recipe(
+        "ladder-noise.mp4",
+        video("320x180", seconds: 8) + audio(seconds: 8) + ["-vf", "noise=alls=60:allf=t+u"]
+            + ["-c:v", "libx264", "-preset", "ultrafast", "-crf", "14", "-pix_fmt", "yuv420p"] + bt709Tags + aac)
+
+    /// `ladderNoise` as HLG (BT.2100, 10-bit HEVC Main 10), made as `hlg` is.
+    public static let ladderNoiseHLG = Recipe(
+        "ladder-noise-hlg.mov", ["-i", "$0", "-vf", fromSDR("arib-std-b67")] + hdrHEVC(transfer: "arib-std-b67"),
+        inputs: [ladderNoise])
+}
