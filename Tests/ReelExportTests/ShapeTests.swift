@@ -12,7 +12,7 @@ import Testing
 struct ShapeTests {
     static let videoPresets = [
         "LowQuality", "MediumQuality", "HighestQuality", "640x480", "960x540", "1280x720", "1920x1080", "3840x2160",
-        "HEVC1920x1080", "HEVC3840x2160", "HEVCHighestQuality",
+        "HEVC640x480", "HEVC960x540", "HEVC1280x720", "HEVC1920x1080", "HEVC3840x2160", "HEVCHighestQuality",
     ]
 
     /// Five frames of FFV1 in Matroska (odd sizes allowed), with a sample aspect ratio when given.
