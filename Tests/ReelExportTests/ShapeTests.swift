@@ -12,7 +12,7 @@ import Testing
 struct ShapeTests {
     static let videoPresets = [
         "LowQuality", "MediumQuality", "HighestQuality", "640x480", "960x540", "1280x720", "1920x1080", "3840x2160",
-        "HEVC1920x1080", "HEVC3840x2160", "HEVCHighestQuality",
+        "HEVC640x480", "HEVC960x540", "HEVC1280x720", "HEVC1920x1080", "HEVC3840x2160", "HEVCHighestQuality",
     ]
 
     /// Five frames of FFV1 in Matroska (odd sizes allowed), with a sample aspect ratio when given.
@@ -90,6 +90,45 @@ struct ShapeTests {
                 let shown = Double(size.width) * aspect.value / Double(size.height)
                 let wanted = Double(width) / Double(height)
                 #expect(abs(shown / wanted - 1) <= 0.01, "\(name) \(width)x\(height) → \(size) \(aspect)")
+            }
+        }
+    }
+
+    /// A ladder's rung boxes are taken in the upright source's orientation, as a video preset's box is
+    /// (`Preset.outputSize`): the portrait phone clip under 1920x1080,1280x720,960x540,640x360
+    /// makes 1080x1920, 720x1280, 540x960 and 360x640, a box above the source (turned) is dropped, and
+    /// over phone sizes either way up every rung is the size the preset of the same box makes.
+    @Test func aLaddersBoxesAreTurnedAsThePresetsAre() throws {
+        let ladder = try Ladder.parse("1920x1080,1280x720,960x540,640x360", segmentDuration: nil)
+        let portrait = ladder.rungs(forSourceWidth: 1080, height: 1920)
+        #expect(portrait.kept.map(\.description) == ["1080x1920", "720x1280", "540x960", "360x640"])
+        #expect(portrait.dropped.isEmpty)
+        let small = ladder.rungs(forSourceWidth: 720, height: 1280)
+        #expect(small.kept.map(\.description) == ["720x1280", "540x960", "360x640"])
+        #expect(small.dropped.map(\.description) == ["1920x1080"])
+        // A box written portrait names the same rung.
+        let written = try Ladder.parse("1080x1920,720x1280", segmentDuration: nil)
+        #expect(written.rungs(forSourceWidth: 1920, height: 1080).kept.map(\.description) == ["1920x1080", "1280x720"])
+        let presets = ["1920x1080", "1280x720", "960x540", "640x480", "HEVC1920x1080", "HEVC1280x720", "HEVC960x540"]
+        let sources = [
+            (1080, 1920), (1920, 1080), (2160, 3840), (3840, 2160), (720, 1280), (1080, 1350), (1440, 1080),
+            (1080, 1080), (480, 640), (1170, 2532),
+        ]
+        for name in presets {
+            let preset = try PresetLibrary.shipped.preset(named: name)
+            let box = try #require(preset.video?.box)
+            let one = Ladder(sizes: [Ladder.Size(width: box[0], height: box[1])])
+            for (width, height) in sources {
+                let size = preset.outputSize(forDisplayWidth: width, height: height)
+                let rung = one.rungs(forSourceWidth: width, height: height)
+                if rung.kept.isEmpty {
+                    // The source inside the box: the ladder drops the rung, the preset keeps its size.
+                    #expect(size.width == width && size.height == height, "\(name) on \(width)x\(height): \(size)")
+                } else {
+                    #expect(
+                        rung.kept.map(\.description) == ["\(size.width)x\(size.height)"],
+                        "\(name) on \(width)x\(height): the ladder \(rung), the preset \(size)")
+                }
             }
         }
     }

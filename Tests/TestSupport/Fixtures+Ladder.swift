@@ -28,3 +28,39 @@ extension Fixtures {
     /// `ladderHDR` in PQ/HDR10.
     public static let ladderPQ = ladderHDR("smpte2084")
 }
+
+extension Fixtures {
+    /// BT.709 tags: an untagged stream's matrix is guessed from its stored size (BT.601 for 640x360,
+    /// BT.709 for 360x640: `Scaler`), and a comparison with ffmpeg's frames should not hang on it.
+    static let bt709Tags = ["-colorspace", "bt709", "-color_primaries", "bt709", "-color_trc", "bt709"]
+
+    /// 640x360 H.264 + stereo AAC, 3 s at 30 fps, tagged BT.709: the base of `ladderPortraitRotated`.
+    static let ladderLandscape3s = Recipe(
+        "ladder-landscape-3s.mp4", video("640x360", seconds: 3) + audio(seconds: 3) + h264 + bt709Tags + aac)
+
+    /// Phone footage held upright: `ladderLandscape3s`'s 640x360 stream with a quarter-turn display
+    /// matrix (remuxed, as `rotated` is), shown as 360x640.
+    public static let ladderPortraitRotated = Recipe(
+        "ladder-portrait-rotated.mp4", ["-i", "$0", "-c", "copy", "-metadata:s:v:0", "rotate=90"],
+        inputs: [ladderLandscape3s])
+
+    /// A 360x640 stream with no rotation, 3 s at 30 fps, tagged BT.709 + stereo AAC: portrait in its
+    /// pixels.
+    public static let ladderPortrait = Recipe(
+        "ladder-portrait.mp4", video("360x640", seconds: 3) + audio(seconds: 3) + h264 + bt709Tags + aac)
+}
+
+extension Fixtures {
+    /// 320x180 testsrc2 under heavy moving noise (ffmpeg's `noise` filter, strength 60, temporal),
+    /// tagged BT.709, 8 s at 30 fps, nearly lossless (x264 CRF 14) + AAC: a picture no CRF encode of
+    /// it keeps under a ladder rung's bit-rate cap, so the cap decides every segment's size.
+    public static let ladderNoise = Recipe(
+        "ladder-noise.mp4",
+        video("320x180", seconds: 8) + audio(seconds: 8) + ["-vf", "noise=alls=60:allf=t+u"]
+            + ["-c:v", "libx264", "-preset", "ultrafast", "-crf", "14", "-pix_fmt", "yuv420p"] + bt709Tags + aac)
+
+    /// `ladderNoise` as HLG (BT.2100, 10-bit HEVC Main 10), made as `hlg` is.
+    public static let ladderNoiseHLG = Recipe(
+        "ladder-noise-hlg.mov", ["-i", "$0", "-vf", fromSDR("arib-std-b67")] + hdrHEVC(transfer: "arib-std-b67"),
+        inputs: [ladderNoise])
+}

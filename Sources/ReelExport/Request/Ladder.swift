@@ -1,4 +1,5 @@
 import Foundation
+internal import ReelMedia
 
 /// An adaptive-streaming ladder as asked for (`--type hls --ladder 1920x1080,1280x720
 /// --segment-duration 6`): the rung sizes and the segment length. Each rung is a box the picture is
@@ -138,9 +139,11 @@ public struct Ladder: Sendable, Equatable, Codable {
         return ladder
     }
 
-    /// The rungs for an upright source of `width`x`height`: each box fitted to the source's aspect
-    /// ratio (both sides even), largest first; a rung whose fitted size is larger than the source's
-    /// is dropped (`dropped`), as is one the same size as a larger rung's.
+    /// The rungs for an upright source of `width`x`height`: each box turned to the source's
+    /// orientation (`box(_:forSourceWidth:height:)`), the picture fitted into it (both sides even),
+    /// largest first; a rung whose fitted size is larger than the source's is dropped (`dropped`,
+    /// the boxes as given), as is one the same size as a larger rung's. A portrait 1080x1920 source
+    /// under 1920x1080,1280x720 makes 1080x1920 and 720x1280, not 608x1080 and 406x720.
     public func rungs(forSourceWidth width: Int, height: Int) -> (kept: [Size], dropped: [Size]) {
         let (kept, dropped) = fitted(forSourceWidth: width, height: height)
         return (kept.map(\.size), dropped)
@@ -150,14 +153,15 @@ public struct Ladder: Sendable, Equatable, Codable {
     func fitted(forSourceWidth width: Int, height: Int) -> (kept: [(box: Int, size: Size)], dropped: [Size]) {
         var kept: [(box: Int, size: Size)] = []
         var dropped: [Size] = []
-        for (index, box) in sizes.enumerated() {
+        for (index, given) in sizes.enumerated() {
+            let box = Ladder.box(given, forSourceWidth: width, height: height)
             let scale = min(Double(box.width) / Double(width), Double(box.height) / Double(height))
             let fitted = Size(
                 width: max(2, Int((Double(width) * scale / 2).rounded()) * 2),
                 height: max(2, Int((Double(height) * scale / 2).rounded()) * 2))
             // A box that fits the whole source at more than its size would be upscaling.
             if scale > 1.0001 || kept.contains(where: { $0.size == fitted }) {
-                dropped.append(box)
+                dropped.append(given)
             } else {
                 kept.append((index, fitted))
             }
@@ -165,8 +169,33 @@ public struct Ladder: Sendable, Equatable, Codable {
         return (kept, dropped)
     }
 
-    /// A rung's VBV cap in bits per second: about 3.5 bits a second per pixel (1920x1080 ≈ 7.3 Mbit/s,
-    /// 1280x720 ≈ 3.2, 960x540 ≈ 1.8, 640x360 ≈ 0.8: Apple's H.264 ladder's upper rates), so the
-    /// CRF encode cannot spike past what the rung's viewers can fetch.
-    static func maxBitrate(for size: Size) -> Int { max(100_000, Int(Double(size.width * size.height) * 3.5)) }
+    /// A rung's box in the upright source's orientation: its long side along the source's long side
+    /// (a square source counts as landscape), as `Preset.outputSize` turns a video preset's box and
+    /// AVFoundation's size presets fit a portrait video into 1080x1920 under
+    /// `AVAssetExportPreset1920x1080`. So `1920x1080` and `1080x1920` name the same rung.
+    static func box(_ box: Size, forSourceWidth width: Int, height: Int) -> Size {
+        let long = max(box.width, box.height)
+        let short = min(box.width, box.height)
+        return width >= height ? Size(width: long, height: short) : Size(width: short, height: long)
+    }
+
+    /// A rung's VBV cap in bits per second, so the CRF encode cannot spike past what the rung's
+    /// viewers can fetch.
+    ///
+    /// H.264: about 3.5 bits a second per pixel (1920x1080 ≈ 7.3 Mbit/s, 1280x720 ≈ 3.2, 960x540 ≈
+    /// 1.8, 640x360 ≈ 0.8: Apple's H.264 ladder's upper rates).
+    ///
+    /// HEVC: the same per pixel times the ratio of Apple's HEVC rates to its H.264 rates at the same
+    /// size and frame rate (HLS Authoring Specification, the video ladder table; STREAMING-NOTES §3).
+    /// SDR (HEVC Main, or Main 10 without an HDR transfer): 3/4, as the table's 1080p and 720p rows
+    /// give (4500/6000 and 5800/7800 ≈ 0.75, 2400/3000 and 3400/4500 ≈ 0.76-0.8): 1920x1080 ≈ 5.4
+    /// Mbit/s, 1280x720 ≈ 2.4, 960x540 ≈ 1.4, 640x360 ≈ 0.6. HDR kept (Main 10, HLG or PQ): 9/10, the
+    /// table's HEVC HDR column being 1.2 times its HEVC SDR column at every size (5400/4500,
+    /// 7000/5800, 4080/3400, 1930/1600): 1920x1080 ≈ 6.5 Mbit/s, 1280x720 ≈ 2.9. (The table's 360p
+    /// and 432p rows are lower still, 145/365 and 300/1100; the one ratio keeps the caps one rule.)
+    static func maxBitrate(for size: Size, codec: VideoEncoding.Codec = .h264, hdr: Bool = false) -> Int {
+        let h264 = Double(size.width * size.height) * 3.5
+        let share = codec == .h264 ? 1 : hdr ? 0.9 : 0.75
+        return max(100_000, Int(h264 * share))
+    }
 }

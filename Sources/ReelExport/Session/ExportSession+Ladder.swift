@@ -24,6 +24,10 @@ extension ExportSession {
             (ladderPlan.exportPlan, ladderPlan.transcode, ladderPlan.video, ladderPlan.audio)
         let (fitted, dropped) = (ladderPlan.fitted, ladderPlan.dropped)
         let sizes = fitted.map(\.size)
+        // HEVC rungs keeping an HDR source's HLG or PQ take the HDR caps.
+        let keepsHDR =
+            planned.encoding.codec == .hevc && planned.encoding.color == .keepSource
+            && exportPlan.video?.sourceDynamicRange?.isHDR == true
         let rungs = fitted.map { box, size -> VideoEncoding in
             var encoding = planned.encoding
             encoding.width = size.width
@@ -43,7 +47,7 @@ extension ExportSession {
             } else {
                 encoding.profile = encoding.profile ?? "high"
             }
-            let cap = Ladder.maxBitrate(for: size)
+            let cap = Ladder.maxBitrate(for: size, codec: encoding.codec, hdr: keepsHDR)
             encoding.maxBitrate = min(encoding.maxBitrate ?? cap, cap)
             encoding.bufferSize = 2 * encoding.maxBitrate!
             encoding.alignedKeyframes = true

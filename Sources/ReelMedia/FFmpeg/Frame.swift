@@ -29,6 +29,12 @@ final class Frame {
 
     func unref() { av_frame_unref(pointer) }
 
+    /// Makes this frame, which must hold nothing, another reference to `other`'s buffers, with its
+    /// properties (`av_frame_ref`): no pixels are copied.
+    func reference(_ other: Frame) throws(MediaError) {
+        try check(av_frame_ref(pointer, other.pointer), "av_frame_ref")
+    }
+
     /// The first byte of plane `index` (0...7) and its stride in bytes, or nil when the frame has
     /// no such plane. (`AVFrame.data` and `linesize` are C arrays, imported as tuples.)
     func plane(_ index: Int) -> (bytes: UnsafeMutablePointer<UInt8>, stride: Int)? {

@@ -7,9 +7,12 @@ import Foundation
 /// frame down with its own `Scaler`, and every rung has its own x264 encoder and CMAF track
 /// (`SegmentedTrack`); audio is decoded and encoded once (`AudioStage`).
 ///
-/// Parallelism comes from the codecs' own threads: the decoder's, and each rung's x264 frame threads
-/// (the core budget split between the rungs, at least two each so a rung's encode runs beside the
-/// others rather than in turn). The scaling of the lower rungs runs on the calling thread.
+/// Parallelism: H.264 rungs run on x264's own frame threads (the core budget split between the
+/// rungs, at least two each so a rung's encode runs beside the others rather than in turn). HEVC
+/// rungs get their share of the budget and never more (one core each is x265 with no pool, which
+/// encodes on the thread that calls it), so each has a thread of its own (`RungThreads`), fed through
+/// a bounded lane, with at most as many encoding at once as the budget has cores. The scaling of the
+/// lower rungs runs on the calling thread.
 ///
 /// Keyframes: the first frame at or after every multiple of the segment length is sent as an I
 /// frame to every rung (`alignedKeyframes`: an IDR, no scene cuts), and each track cuts a fragment
@@ -60,23 +63,39 @@ public enum LadderTranscoder {
 
 /// The state of one run of `LadderTranscoder`.
 final class LadderPipeline {
-    /// One rung: its scaler (none for the first), frame, encoder and track.
+    /// One rung as the fan-out sees it: its size, scaler (none for the first), and either its
+    /// encoder and track (`output`, encoded on the fan-out thread) or the lane to its own thread.
     final class Rung {
         let encoding: VideoEncoding
-        let track: SegmentedTrack
-        let encode: VideoEncodeStage
-        /// The lower rungs' own picture, scaled from the first rung's.
+        /// The track's folder (`v0`, `v1`, …).
+        let name: String
+        /// The encoder and track, while this thread holds them (not while the rung's own thread does).
+        var output: RungOutput?
+        /// Where the frames go when the rung has a thread of its own; `threadOutput` until it starts.
+        let lane: RungLane?
+        var threadOutput: Baton<RungOutput>?
+        /// A lower rung's own picture, scaled from the first rung's (encoded on this thread).
         let frame: Frame?
         var scaler: Scaler?
-        /// The next segment boundary, in seconds: a keyframe at or after it starts a segment.
-        var nextBoundary = 0.0
 
-        init(encoding: VideoEncoding, track: SegmentedTrack, encode: VideoEncodeStage, frame: Frame?) {
+        init(encoding: VideoEncoding, name: String, output: RungOutput, frame: Frame?) {
             self.encoding = encoding
-            self.track = track
-            self.encode = encode
+            self.name = name
+            self.output = output
             self.frame = frame
+            lane = nil
         }
+
+        init(encoding: VideoEncoding, name: String, lane: RungLane, output: Baton<RungOutput>) {
+            self.encoding = encoding
+            self.name = name
+            self.lane = lane
+            threadOutput = output
+            frame = nil
+        }
+
+        /// Seconds of media its track holds, for progress.
+        var writtenSeconds: Double { lane?.writtenSeconds ?? output?.track.writtenSeconds ?? 0 }
     }
 
     /// Fans each decoded frame out to the rungs. Shared by the decode stage's `emit` and the pipeline.
@@ -95,30 +114,50 @@ final class LadderPipeline {
                 picture.pointee.pict_type = AV_PICTURE_TYPE_I
                 nextForced = LadderPipeline.boundary(after: time, segment: segmentSeconds)
             }
-            for rung in rungs {
-                if let own = rung.frame {
-                    if rung.scaler == nil || !rung.scaler!.accepts(picture) {
-                        rung.scaler = try Scaler(
-                            from: picture, toWidth: Int32(rung.encoding.width), height: Int32(rung.encoding.height),
-                            format: AVPixelFormat(rawValue: picture.pointee.format), matrix: .source, threads: 1)
+            for (index, rung) in rungs.enumerated() {
+                if let lane = rung.lane {
+                    // A free frame of the rung's; waits while its encoder holds them all (back-pressure).
+                    guard let target = try lane.free.pop() else { throw MediaError.pipelineStopped() }
+                    if index == 0 {
+                        // The decoded picture itself, by reference: the decoder copies it before it
+                        // writes into it again while the encoder still holds it (`makeWritable`).
+                        try target.reference(frame)
+                    } else {
+                        try scale(picture, into: target, for: rung)
                     }
-                    try own.makeWritable()
-                    try rung.scaler!.scale(picture, into: own.pointer)
-                    own.pointer.pointee.pts = picture.pointee.pts
-                    own.pointer.pointee.pkt_duration = picture.pointee.pkt_duration
-                    own.pointer.pointee.pict_type = picture.pointee.pict_type
-                    own.pointer.pointee.sample_aspect_ratio = rung.encoding.avPixelAspect
-                    own.pointer.pointee.color_primaries = picture.pointee.color_primaries
-                    own.pointer.pointee.color_trc = picture.pointee.color_trc
-                    own.pointer.pointee.colorspace = picture.pointee.colorspace
-                    own.pointer.pointee.color_range = picture.pointee.color_range
-                    try rung.encode.encode(own, to: LadderPipeline.sink(for: rung, segment: segmentSeconds))
-                } else {
-                    try rung.encode.encode(frame, to: LadderPipeline.sink(for: rung, segment: segmentSeconds))
+                    try lane.work.push(target)
+                } else if let output = rung.output {
+                    if let own = rung.frame {
+                        try scale(picture, into: own, for: rung)
+                        try output.encode(own)
+                    } else {
+                        try output.encode(frame)
+                    }
                 }
             }
             frames += 1
             try pool?.push(frame)
+        }
+
+        /// Scales the first rung's picture into a lower rung's frame, with its timing and colours.
+        private func scale(
+            _ picture: UnsafeMutablePointer<AVFrame>, into own: Frame, for rung: Rung
+        ) throws(MediaError) {
+            if rung.scaler == nil || !rung.scaler!.accepts(picture) {
+                rung.scaler = try Scaler(
+                    from: picture, toWidth: Int32(rung.encoding.width), height: Int32(rung.encoding.height),
+                    format: AVPixelFormat(rawValue: picture.pointee.format), matrix: .source, threads: 1)
+            }
+            try own.makeWritable()
+            try rung.scaler!.scale(picture, into: own.pointer)
+            own.pointer.pointee.pts = picture.pointee.pts
+            own.pointer.pointee.pkt_duration = picture.pointee.pkt_duration
+            own.pointer.pointee.pict_type = picture.pointee.pict_type
+            own.pointer.pointee.sample_aspect_ratio = rung.encoding.avPixelAspect
+            own.pointer.pointee.color_primaries = picture.pointee.color_primaries
+            own.pointer.pointee.color_trc = picture.pointee.color_trc
+            own.pointer.pointee.colorspace = picture.pointee.colorspace
+            own.pointer.pointee.color_range = picture.pointee.color_range
         }
     }
 
@@ -133,6 +172,8 @@ final class LadderPipeline {
     private let cancel: CancellationFlag
     private let progress: (TranscodeProgress) -> Void
     private let frameRate: Double
+    /// How many rungs may encode at once when they have threads of their own (`RungThreads`).
+    private let gate: EncoderGate
 
     init(
         plan: LadderPlan, input: InputFile, cancel: CancellationFlag, heartbeat: Heartbeat,
@@ -157,6 +198,12 @@ final class LadderPipeline {
         // time slice (a 3 s 640x360 two-rung HEVC ladder with pools of 2 ran past 300 s while the
         // test suite loaded both cores; `StageThreads.x265Parameters`). One core each is no pool.
         let hevcThreads = max(1, budget / plan.rungs.count)
+        // So each HEVC rung's encoder has a thread of its own, at most `budget` of them encoding at
+        // once: with one core a rung (two rungs on two cores), x265 has no pool and encodes on the
+        // thread that calls it, and on the fan-out thread the rungs took turns (one core busy).
+        let encodersAtOnce = min(budget, plan.rungs.count)
+        gate = EncoderGate(permits: encodersAtOnce)
+        let ownThreads = plan.rungs[0].codec == .hevc && encodersAtOnce >= 2
         let decode = try VideoDecodeStage(
             input: input, streamIndex: plan.videoStream, encoding: plan.rungs[0], window: window, pool: pool,
             poolSize: 2, decoderThreads: plan.threads,
@@ -167,20 +214,34 @@ final class LadderPipeline {
         for (index, var encoding) in plan.rungs.enumerated() {
             // A keyframe at least every segment (x264's own keyint), the forced ones at the boundaries.
             encoding.keyframeInterval = max(1, Int((plan.segmentSeconds * frameRate).rounded(.up)))
-            // The edit list presents the first frame at 0, its decode time a reorder delay before it.
-            let track = try SegmentedTrack(root: plan.outputFolder, name: "v\(index)", withEditList: true)
-            track.output.heartbeat = heartbeat
-            let encode = try VideoEncodeStage(
-                encoding: encoding, source: source.parameters, language: source.language,
-                format: decode.outputFormat, timeBase: decode.timeBase, frameRate: decode.frameRate,
-                threads: encoding.codec == .hevc ? hevcThreads : rungThreads, output: track.output,
-                decodeTimes: .shown)
-            try track.writeHeader()
-            let own =
-                index == 0
-                ? nil
-                : try Frame(width: Int32(encoding.width), height: Int32(encoding.height), format: decode.outputFormat)
-            fanout.rungs.append(Rung(encoding: encoding, track: track, encode: encode, frame: own))
+            let name = "v\(index)"
+            let threads = encoding.codec == .hevc ? hevcThreads : rungThreads
+            func output() throws(MediaError) -> sending RungOutput {
+                try LadderPipeline.rungOutput(
+                    name, encoding: encoding, plan: plan, source: source, format: decode.outputFormat,
+                    timeBase: decode.timeBase, frameRate: decode.frameRate, threads: threads, heartbeat: heartbeat)
+            }
+            if ownThreads {
+                var frames: [Frame] = []
+                for _ in 0..<RungLane.depth {
+                    frames.append(
+                        index == 0
+                            ? try Frame()
+                            : try Frame(
+                                width: Int32(encoding.width), height: Int32(encoding.height),
+                                format: decode.outputFormat))
+                }
+                let lane = try RungLane(frames: frames, ownsPictures: index != 0)
+                // Made straight into its baton: nothing here keeps a reference to what moves.
+                fanout.rungs.append(Rung(encoding: encoding, name: name, lane: lane, output: Baton(try output())))
+            } else {
+                let own =
+                    index == 0
+                    ? nil
+                    : try Frame(
+                        width: Int32(encoding.width), height: Int32(encoding.height), format: decode.outputFormat)
+                fanout.rungs.append(Rung(encoding: encoding, name: name, output: try output(), frame: own))
+            }
         }
         self.fanout = fanout
         self.decode = decode
@@ -204,20 +265,26 @@ final class LadderPipeline {
         }
     }
 
+    /// A rung's track (folder `name`), its header written, and its encoder: made apart from the
+    /// pipeline's other state, so a rung encoded on its own thread can be moved there whole.
+    private static func rungOutput(
+        _ name: String, encoding: VideoEncoding, plan: LadderPlan,
+        source: (parameters: CodecParameters, language: String?), format: AVPixelFormat, timeBase: AVRational,
+        frameRate: AVRational, threads: Int, heartbeat: Heartbeat
+    ) throws(MediaError) -> sending RungOutput {
+        // The edit list presents the first frame at 0, its decode time a reorder delay before it.
+        let track = try SegmentedTrack(root: plan.outputFolder, name: name, withEditList: true)
+        track.output.heartbeat = heartbeat
+        let encode = try VideoEncodeStage(
+            encoding: encoding, source: source.parameters, language: source.language, format: format,
+            timeBase: timeBase, frameRate: frameRate, threads: threads, output: track.output, decodeTimes: .shown)
+        try track.writeHeader()
+        return RungOutput(encode: encode, track: track, segmentSeconds: plan.segmentSeconds)
+    }
+
     /// The first multiple of `segment` after `time` (a time at a multiple counts as reaching it).
     static func boundary(after time: Double, segment: Double) -> Double {
         ((time / segment + 1e-6).rounded(.down) + 1) * segment
-    }
-
-    /// Where a rung's packets go: a keyframe at or after the next boundary starts a segment.
-    static func sink(for rung: Rung, segment: Double) -> PacketSink {
-        { (packet: Packet) throws(MediaError) in
-            let raw = packet.pointer.pointee
-            let time = rung.track.seconds(ofPts: raw.pts)
-            let starts = raw.flags & AV_PKT_FLAG_KEY != 0 && time >= rung.nextBoundary - 1e-6
-            if starts { rung.nextBoundary = boundary(after: time, segment: segment) }
-            try rung.track.write(packet, startsSegment: starts)
-        }
     }
 
     /// Audio packets: a segment starts at the AAC frame nearest each boundary.
@@ -234,7 +301,39 @@ final class LadderPipeline {
         try track.write(packet, startsSegment: starts)
     }
 
+    /// Runs the ladder to its end. Call once.
     func run() throws(MediaError) -> LadderOutcome {
+        // The rungs with threads of their own start now; they end when their lanes are closed (all
+        // frames sent) or aborted (a failure on either side, a cancel).
+        var threaded: [(index: Int, lane: RungLane, output: Baton<RungOutput>)] = []
+        for (index, rung) in fanout.rungs.enumerated() {
+            if let lane = rung.lane, let output = rung.threadOutput {
+                threaded.append((index, lane, output))
+                rung.threadOutput = nil
+            }
+        }
+        let threads = RungThreads(threaded, gate: gate)
+        let failure: MediaError?
+        do throws(MediaError) {
+            try transcode()
+            for (_, lane, _) in threaded { lane.work.close() }
+            failure = nil
+        } catch {
+            for (_, lane, _) in threaded { lane.abort() }
+            failure = error
+        }
+        let (outputs, threadFailure) = threads.join()
+        for (index, output) in outputs { fanout.rungs[index].output = output }
+        // Whichever side failed first is the cause; the other side's `pipelineStopped` is only the
+        // consequence of the abort.
+        if let threadFailure, threadFailure.kind != .pipelineStopped || failure == nil { throw threadFailure }
+        if let failure { throw failure }
+        return try finish()
+    }
+
+    /// Reads, decodes and fans out every frame, encodes the audio, and flushes the encoders this
+    /// thread holds.
+    private func transcode() throws(MediaError) {
         let packet = try Packet()
         if window.hasRangeStart { try input.seek(toMicroseconds: window.originMicroseconds) }
         report(.transcoding, 0)
@@ -261,9 +360,11 @@ final class LadderPipeline {
         if cancel.isRaised { throw MediaError.cancelled() }
         try decode.flush()
         try audio?.flush(to: audioSink)
-        for rung in fanout.rungs {
-            try rung.encode.flush(to: LadderPipeline.sink(for: rung, segment: plan.segmentSeconds))
-        }
+        for rung in fanout.rungs { try rung.output?.flush() }
+    }
+
+    /// Checks what was encoded and splits every track into its segment files.
+    private func finish() throws(MediaError) -> LadderOutcome {
         if cancel.isRaised { throw MediaError.cancelled() }
         if fanout.frames == 0 {
             throw MediaError(
@@ -272,10 +373,11 @@ final class LadderPipeline {
         report(.finalizing, 1 - LadderTranscoder.finalizingShare)
         var video: [LadderTrack] = []
         for rung in fanout.rungs {
-            let stream = rung.track.output.context.pointee.streams[0]!
+            guard let track = rung.output?.track else { throw MediaError.pipelineStopped() }
+            let stream = track.output.context.pointee.streams[0]!
             video.append(
                 LadderTrack(
-                    folder: rung.track.name, files: try rung.track.finish(),
+                    folder: track.name, files: try track.finish(),
                     codecs: try CodecString.of(stream.pointee.codecpar), width: rung.encoding.width,
                     height: rung.encoding.height, frameRate: frameRate,
                     videoRange: LadderPipeline.videoRange(stream.pointee.codecpar.pointee.color_trc),
@@ -300,7 +402,8 @@ final class LadderPipeline {
                 channels: encoding.channels, sampleRate: encoding.sampleRate)
         }
         report(.finalizing, 1)
-        return LadderOutcome(video: video, audio: audioOutcome, frames: fanout.frames)
+        return LadderOutcome(
+            video: video, audio: audioOutcome, frames: fanout.frames, mostEncodingAtOnce: gate.mostAtOnce)
     }
 
     private var mediaSeconds: Double { max(decode.mediaSeconds, audio?.mediaSeconds ?? 0) }
@@ -309,14 +412,16 @@ final class LadderPipeline {
         // Each rendition by what its own encoder has written; all of them done once the tracks are split.
         let done = phase == .finalizing && fraction >= 1
         let share = 1 - LadderTranscoder.finalizingShare
-        func part(_ track: SegmentedTrack) -> Double {
-            done ? 1 : min(1, track.writtenSeconds / max(window.totalSeconds, 1e-3)) * share
+        func part(_ written: Double) -> Double {
+            done ? 1 : min(1, written / max(window.totalSeconds, 1e-3)) * share
         }
         var renditions = fanout.rungs.map {
             TranscodeProgress.Rendition(
-                name: $0.track.name, width: $0.encoding.width, height: $0.encoding.height, fraction: part($0.track))
+                name: $0.name, width: $0.encoding.width, height: $0.encoding.height, fraction: part($0.writtenSeconds))
         }
-        if let audioTrack { renditions.append(.init(name: audioTrack.name, fraction: part(audioTrack))) }
+        if let audioTrack {
+            renditions.append(.init(name: audioTrack.name, fraction: part(audioTrack.writtenSeconds)))
+        }
         progress(
             TranscodeProgress(
                 phase: phase, fraction: fraction, frames: fanout.frames, mediaSeconds: mediaSeconds,

@@ -107,4 +107,7 @@ public struct LadderOutcome: Sendable {
     public var audio: LadderTrack?
     /// Frames decoded and sent to the rungs.
     public var frames: Int
+    /// The most rungs whose encoders ran at once on threads of their own (`RungThreads`, HEVC with
+    /// two cores or more); 0 when every rung was encoded on the fan-out thread.
+    public var mostEncodingAtOnce = 0
 }

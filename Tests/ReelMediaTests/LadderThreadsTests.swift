@@ -1,0 +1,116 @@
+import Foundation
+import TestSupport
+import Testing
+
+@testable import ReelMedia
+
+/// HEVC rungs on threads of their own (`RungThreads`): with two cores for two rungs each x265
+/// encoder (one core, no pool) runs on its own thread, fed through a bounded lane, instead of the
+/// rungs taking turns on the fan-out thread. What each rung writes does not depend on it, a cancel
+/// stops them all, and every rung is whole as ffprobe reads it.
+@Suite("Ladder rung threads", .timeLimit(.minutes(10)))
+struct LadderThreadsTests {
+    /// 8-bit HEVC rungs (640x360 and 320x180 unless told, x265 `ultrafast`) of the first 3 s of
+    /// `ladderSource` in 1 s segments, no audio, into `folder`, under a core budget of `threads`.
+    static func plan(
+        _ source: URL, into folder: URL, threads: Int, seconds: Double? = 3,
+        sizes: [(Int, Int)] = [(640, 360), (320, 180)]
+    ) -> LadderPlan {
+        let rungs = sizes.map { width, height in
+            var encoding = VideoEncoding(
+                codec: .hevc, width: width, height: height, rotation: 0, tenBit: false, color: .bt709,
+                encoderPreset: "ultrafast", crf: 28, maxBitrate: nil, bufferSize: nil, maxFrameRate: nil,
+                profile: "main")
+            encoding.alignedKeyframes = true
+            return encoding
+        }
+        var plan = LadderPlan(
+            inputPath: source.path, outputFolder: folder.path, videoStream: 0, rungs: rungs, audio: nil,
+            segmentSeconds: 1, threads: threads)
+        plan.endSeconds = seconds
+        return plan
+    }
+
+    /// Runs `plan` on a thread of its own (it blocks), as `ExportSession` does.
+    static func run(_ plan: LadderPlan, cancel: CancellationFlag = CancellationFlag(), cancelAt: Double? = nil)
+        async throws -> LadderOutcome
+    {
+        try await onOwnThread(named: "ladder-test") { () throws(MediaError) -> LadderOutcome in
+            try LadderTranscoder.run(plan, cancel: cancel) { update in
+                if let cancelAt, update.fraction >= cancelAt { cancel.raise() }
+            }
+        }
+    }
+
+    /// Every file of a ladder's folder, by path relative to it.
+    static func files(_ folder: URL) throws -> [String: Data] {
+        var files: [String: Data] = [:]
+        for rung in try FileManager.default.contentsOfDirectory(atPath: folder.path) {
+            let sub = folder.appendingPathComponent(rung)
+            for name in try FileManager.default.contentsOfDirectory(atPath: sub.path) {
+                files["\(rung)/\(name)"] = try Data(contentsOf: sub.appendingPathComponent(name))
+            }
+        }
+        return files
+    }
+
+    /// On two cores the rungs encode on their own threads; on one, in turn on the fan-out thread,
+    /// with the same x265 settings (one core, no pool). Both write the same bytes, segment for
+    /// segment: the threads' timing decides nothing. ffprobe reads every frame of every rung.
+    @Test func threadedRungsWriteTheSameBytesAsRungsInTurn() async throws {
+        let source = try await Fixtures.url(Fixtures.ladderSource)
+        let parent = Fixtures.scratchFolder("ladder-threads")
+        var written: [[String: Data]] = []
+        for threads in [2, 1] {
+            let folder = parent.appendingPathComponent("budget-\(threads)")
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            let outcome = try await Self.run(Self.plan(source, into: folder, threads: threads))
+            #expect(outcome.video.count == 2 && outcome.frames == 90, "\(outcome.frames) frames")
+            // Two encoders at once at most; none on threads of their own with one core.
+            #expect(
+                threads == 2 ? (1...2).contains(outcome.mostEncodingAtOnce) : outcome.mostEncodingAtOnce == 0,
+                "\(threads) cores: \(outcome.mostEncodingAtOnce) at once")
+            for track in outcome.video {
+                #expect(track.files.segments.count == 3, "\(track.folder): \(track.files.segments.count) segments")
+                var whole = try Data(contentsOf: folder.appendingPathComponent("\(track.folder)/init.mp4"))
+                for segment in track.files.segments {
+                    whole += try Data(contentsOf: folder.appendingPathComponent("\(track.folder)/\(segment.file)"))
+                }
+                let probe = try await Tools.run(
+                    "ffprobe",
+                    [
+                        "-v", "error", "-count_frames", "-show_entries", "stream=codec_name,width,nb_read_frames",
+                        "-of", "csv=p=0", "-",
+                    ], input: whole)
+                #expect(probe.status == 0, "\(probe.stderr)")
+                #expect(
+                    probe.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "hevc,\(track.width ?? 0),90",
+                    "\(track.folder): \(probe.stdout)")
+            }
+            written.append(try Self.files(folder))
+        }
+        #expect(written[0].keys.sorted() == written[1].keys.sorted())
+        let differing = written[0].keys.sorted().filter { written[0][$0] != written[1][$0] }
+        #expect(!written[0].isEmpty && differing.isEmpty, "differ: \(differing)")
+    }
+
+    /// Three rungs on two cores: each has a thread of its own, and never more than two encode at once
+    /// (more runnable x265 encoders than cores make each wait for time slices).
+    @Test func moreRungsThanCoresNeverEncodeMoreAtOnceThanCores() async throws {
+        let source = try await Fixtures.url(Fixtures.ladderSource)
+        let folder = Fixtures.scratchFolder("ladder-threads-three")
+        let outcome = try await Self.run(
+            Self.plan(source, into: folder, threads: 2, sizes: [(640, 360), (480, 270), (320, 180)]))
+        #expect(outcome.video.count == 3 && outcome.frames == 90)
+        #expect((1...2).contains(outcome.mostEncodingAtOnce), "\(outcome.mostEncodingAtOnce) at once")
+    }
+
+    /// A cancel while the rungs' threads encode stops every one of them: the run throws `cancelled`
+    /// (within the suite's time limit, so no thread is left waiting on a lane).
+    @Test func aCancelStopsEveryRungsThread() async throws {
+        let source = try await Fixtures.url(Fixtures.ladderSource)
+        let folder = Fixtures.scratchFolder("ladder-threads-cancel")
+        let plan = Self.plan(source, into: folder, threads: 2, seconds: nil)
+        await #expect(throws: MediaError.cancelled()) { _ = try await Self.run(plan, cancelAt: 0.2) }
+    }
+}
