@@ -1,6 +1,7 @@
 import Foundation
 import QueueContract
 import ReelQueue
+import Synchronization
 import TestSupport
 import Testing
 
@@ -16,6 +17,8 @@ struct PostgresHarness: StoreHarness {
     var options = PostgresStore.Options(
         lease: .seconds(180), connections: 4, requestTimeout: .seconds(120),
         retryBackoff: JobStoreContract.retryBackoff, workerTimeout: .seconds(60))
+    /// The stores it opened, for `OpenedStores.closing`.
+    let opened = OpenedStores()
 
     func makeStore() async throws -> any JobStore {
         let server = try await PostgresServer.shared()
@@ -23,13 +26,14 @@ struct PostgresHarness: StoreHarness {
         var options = options
         options.statusFolder = Fixtures.scratchFolder("status").path
         let store = try PostgresStore(url: try DatabaseURL(url), options: options)
+        opened.add(store)
         #expect(try await store.migrate() == [1, 2])
         return store
     }
 
     func reopen(_ store: any JobStore) async throws -> any JobStore {
         let store = store as! PostgresStore
-        return try PostgresStore(url: store.url, options: store.options)
+        return opened.add(try PostgresStore(url: store.url, options: store.options))
     }
 
     func killWorker(holding lease: Lease, in store: any JobStore) async throws {
@@ -55,6 +59,36 @@ struct PostgresHarness: StoreHarness {
 struct PostgresContractTests {
     @Test(arguments: JobStoreContract.cases)
     func contract(_ rule: JobStoreContract.Case) async throws {
-        try await rule.run(PostgresHarness())
+        let harness = PostgresHarness()
+        try await harness.opened.closing { try await rule.run(harness) }
+    }
+}
+
+/// The stores a harness opened, closed once a test is done with them however it ended (a case that
+/// fails halfway would otherwise leave each store's pool and its server sessions open until the test
+/// process exits).
+final class OpenedStores: Sendable {
+    private let stores = Mutex<[PostgresStore]>([])
+
+    @discardableResult
+    func add(_ store: PostgresStore) -> PostgresStore {
+        stores.withLock { $0.append(store) }
+        return store
+    }
+
+    /// Runs `body`, then closes every store added meanwhile, whether `body` threw or not.
+    func closing<T>(_ body: () async throws -> T) async throws -> T {
+        let result: Result<T, any Error>
+        do {
+            result = .success(try await body())
+        } catch {
+            result = .failure(error)
+        }
+        let all = stores.withLock { stores in
+            defer { stores = [] }
+            return stores
+        }
+        for store in all { await store.close() }
+        return try result.get()
     }
 }

@@ -39,10 +39,24 @@ struct PostgresFailSafeTests {
             output: Fixtures.folder.appendingPathComponent("never-{id}.mp4").path)
     }
 
-    /// A connection of the test's own, with none of the store's time limits.
-    static func connection(to store: PostgresStore) async throws -> PostgresConnection {
+    /// Runs `body` on a connection of the test's own, with none of the store's time limits, and closes
+    /// it however `body` ends. A connection dropped open (a test that throws halfway, as a request
+    /// timing out on a loaded machine does) fails postgres-nio's assertion in `PostgresConnection.deinit`
+    /// and crashes the whole test process, every other suite's results with it.
+    @discardableResult
+    static func withConnection<T>(to store: PostgresStore, _ body: (PostgresConnection) async throws -> T)
+        async throws -> T
+    {
         let configuration = try store.url.connectionConfiguration(connectTimeout: .seconds(10), startupParameters: [])
-        return try await PostgresConnection.connect(configuration: configuration, id: 1, logger: log)
+        let connection = try await PostgresConnection.connect(configuration: configuration, id: 1, logger: log)
+        do {
+            let result = try await body(connection)
+            try? await connection.close()
+            return result
+        } catch {
+            try? await connection.close()
+            throw error
+        }
     }
 
     static let log = Logger(label: "test")
@@ -94,32 +108,33 @@ struct PostgresFailSafeTests {
     /// added after the close at once; a handler removed before is not called.
     @Test func aConnectionsCloseReachesEveryQueryWaitingOnIt() async throws {
         let store = try await Self.store()
-        let connection = try await Self.connection(to: store)
-        let called = Mutex<[String]>([])
-        let watch = ClosedConnectionWatch.shared
-        _ = watch.watch(connection) { called.withLock { $0.append("first") } }
-        _ = watch.watch(connection) { called.withLock { $0.append("second") } }
-        let removed = watch.watch(connection) { called.withLock { $0.append("removed") } }
-        watch.unwatch(connection, removed)
-        // The server ends the session (as idle_in_transaction_session_timeout or a restart would).
-        let pid = try await connection.checkedQuery("SELECT pg_backend_pid()", logger: Self.log).collect().first?
-            .decode(Int32.self)
-        let other = try await Self.connection(to: store)
-        try await other.checkedQuery("SELECT pg_terminate_backend(\(try #require(pid)))", logger: Self.log)
-        let closed = await eventually(within: .seconds(30), every: .milliseconds(50)) {
-            called.withLock { $0.count == 2 } ? true : nil
+        try await Self.withConnection(to: store) { connection in
+            let called = Mutex<[String]>([])
+            let watch = ClosedConnectionWatch.shared
+            _ = watch.watch(connection) { called.withLock { $0.append("first") } }
+            _ = watch.watch(connection) { called.withLock { $0.append("second") } }
+            let removed = watch.watch(connection) { called.withLock { $0.append("removed") } }
+            watch.unwatch(connection, removed)
+            // The server ends the session (as idle_in_transaction_session_timeout or a restart would).
+            let pid = try await connection.checkedQuery("SELECT pg_backend_pid()", logger: Self.log).collect().first?
+                .decode(Int32.self)
+            try await Self.withConnection(to: store) { other in
+                try await other.checkedQuery("SELECT pg_terminate_backend(\(try #require(pid)))", logger: Self.log)
+            }
+            let closed = await eventually(within: .seconds(30), every: .milliseconds(50)) {
+                called.withLock { $0.count == 2 } ? true : nil
+            }
+            #expect(closed == true)
+            #expect(called.withLock { $0.sorted() } == ["first", "second"])
+            _ = watch.watch(connection) { called.withLock { $0.append("late") } }
+            let late = await eventually(within: .seconds(10), every: .milliseconds(50)) {
+                called.withLock { $0.contains("late") } ? true : nil
+            }
+            #expect(late == true)
+            await #expect(throws: ConnectionClosed.self) {
+                try await connection.checkedQuery("SELECT 1", logger: Self.log)
+            }
         }
-        #expect(closed == true)
-        #expect(called.withLock { $0.sorted() } == ["first", "second"])
-        _ = watch.watch(connection) { called.withLock { $0.append("late") } }
-        let late = await eventually(within: .seconds(10), every: .milliseconds(50)) {
-            called.withLock { $0.contains("late") } ? true : nil
-        }
-        #expect(late == true)
-        await #expect(throws: ConnectionClosed.self) {
-            try await connection.checkedQuery("SELECT 1", logger: Self.log)
-        }
-        try await other.close()
         await store.close()
     }
 
@@ -217,29 +232,31 @@ struct PostgresFailSafeTests {
         // A renewal that stalls on the server once it has locked the row (a trigger sleeping a minute,
         // as a slow disk or a stuck extension would): the one that reports `finalizing` (the claim set
         // `transcoding`).
-        let test = try await Self.connection(to: store)
-        try await test.query(
-            """
-            CREATE FUNCTION stall() RETURNS trigger AS $$
-            BEGIN IF NEW.phase = 'finalizing' THEN PERFORM pg_sleep(60); END IF; RETURN NEW; END $$ LANGUAGE plpgsql
-            """, logger: Self.log)
-        try await test.query(
-            "CREATE TRIGGER stall BEFORE UPDATE ON reel_jobs FOR EACH ROW EXECUTE FUNCTION stall()", logger: Self.log)
-        let stall = JobProgress(fraction: 0.5, phase: .finalizing, framesPerSecond: nil, secondsRemaining: nil)
-        let began = ContinuousClock.now
-        await #expect(throws: QueueError.self) { try await store.renew(lease, progress: stall) }
-        #expect(ContinuousClock.now - began < .seconds(10), "the store did not give up at its time limit")
-        // The server ended it too: the row can be locked again at once, well before the minute is up.
-        let free = await eventually(within: .seconds(10), every: .milliseconds(100)) { () -> Bool? in
-            (try? await test.query("SELECT id FROM reel_jobs WHERE id = \(id) FOR UPDATE NOWAIT", logger: Self.log)
-                .collect()) != nil
-                ? true : nil
+        try await Self.withConnection(to: store) { test in
+            try await test.query(
+                """
+                CREATE FUNCTION stall() RETURNS trigger AS $$
+                BEGIN IF NEW.phase = 'finalizing' THEN PERFORM pg_sleep(60); END IF; RETURN NEW; END
+                $$ LANGUAGE plpgsql
+                """, logger: Self.log)
+            try await test.query(
+                "CREATE TRIGGER stall BEFORE UPDATE ON reel_jobs FOR EACH ROW EXECUTE FUNCTION stall()",
+                logger: Self.log)
+            let stall = JobProgress(fraction: 0.5, phase: .finalizing, framesPerSecond: nil, secondsRemaining: nil)
+            let began = ContinuousClock.now
+            await #expect(throws: QueueError.self) { try await store.renew(lease, progress: stall) }
+            #expect(ContinuousClock.now - began < .seconds(10), "the store did not give up at its time limit")
+            // The server ended it too: the row can be locked again at once, well before the minute is up.
+            let free = await eventually(within: .seconds(10), every: .milliseconds(100)) { () -> Bool? in
+                (try? await test.query("SELECT id FROM reel_jobs WHERE id = \(id) FOR UPDATE NOWAIT", logger: Self.log)
+                    .collect()) != nil
+                    ? true : nil
+            }
+            #expect(free == true, "the abandoned renewal still holds the row")
+            #expect(ContinuousClock.now - began < .seconds(30))
+            try await test.query("DROP TRIGGER stall ON reel_jobs", logger: Self.log)
         }
-        #expect(free == true, "the abandoned renewal still holds the row")
-        #expect(ContinuousClock.now - began < .seconds(30))
-        try await test.query("DROP TRIGGER stall ON reel_jobs", logger: Self.log)
         #expect(try await store.renew(lease, progress: nil) == .held)
-        try await test.close()
         await store.close()
     }
 
@@ -248,24 +265,24 @@ struct PostgresFailSafeTests {
         let id = try await store.submit(Self.spec()).status.id
         let lease = try #require(try await store.claim(worker: "w"))
         // Someone holds the job's row (a long transaction elsewhere) while the worker records its outcome.
-        let holder = try await Self.connection(to: store)
-        try await holder.query("BEGIN", logger: Self.log)
-        try await holder.query("SELECT id FROM reel_jobs WHERE id = \(id) FOR UPDATE", logger: Self.log)
-        do {
-            _ = try await store.finish(lease, .completed(JobStoreFixtures.result))
-            Issue.record("recorded an outcome through a row locked elsewhere")
-        } catch let error as QueueError {
-            #expect(error.kind == .unavailable, "\(error)")
+        try await Self.withConnection(to: store) { holder in
+            try await holder.query("BEGIN", logger: Self.log)
+            try await holder.query("SELECT id FROM reel_jobs WHERE id = \(id) FOR UPDATE", logger: Self.log)
+            do {
+                _ = try await store.finish(lease, .completed(JobStoreFixtures.result))
+                Issue.record("recorded an outcome through a row locked elsewhere")
+            } catch let error as QueueError {
+                #expect(error.kind == .unavailable, "\(error)")
+            }
+            // The server gave up waiting for the lock too, so when the row is free again the finish the
+            // worker was told had failed does not happen behind its back.
+            try await Task.sleep(for: .seconds(2))
+            try await holder.query("COMMIT", logger: Self.log)
         }
-        // The server gave up waiting for the lock too, so when the row is free again the finish the
-        // worker was told had failed does not happen behind its back.
-        try await Task.sleep(for: .seconds(2))
-        try await holder.query("COMMIT", logger: Self.log)
         try await Task.sleep(for: .milliseconds(500))
         #expect(try await store.status(id)?.state == .exporting)
         #expect(try await store.finish(lease, .completed(JobStoreFixtures.result)))
         #expect(try await store.status(id)?.state == .completed)
-        try await holder.close()
         await store.close()
     }
 

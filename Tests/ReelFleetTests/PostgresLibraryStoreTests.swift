@@ -10,15 +10,21 @@ import Testing
 /// PostgreSQL as a `LibraryStoreHarness`: a fresh database per store on the tests' private server,
 /// the queue's tables and the library's side by side, as `reel db migrate` leaves them.
 struct PostgresLibraryHarness: LibraryStoreHarness {
+    /// The queue stores under the library stores it made, for `OpenedStores.closing`.
+    let opened = OpenedStores()
+
     func makeStore() async throws -> any LibraryStore {
-        try await PostgresLibraryHarness.make().library
+        try await PostgresLibraryHarness.make(opened: opened).library
     }
 
-    static func make() async throws -> (database: PostgresStore, library: PostgresLibraryStore) {
+    static func make(opened: OpenedStores? = nil) async throws -> (
+        database: PostgresStore, library: PostgresLibraryStore
+    ) {
         let server = try await PostgresServer.shared()
         let url = try await server.makeDatabase()
         let database = try PostgresStore(
             url: try DatabaseURL(url), options: PostgresStore.Options(connections: 4, requestTimeout: .seconds(120)))
+        opened?.add(database)
         #expect(try await database.migrate() == [1, 2])
         let library = PostgresLibraryStore(database: database)
         #expect(try await library.migrate() == [1])
@@ -33,7 +39,8 @@ struct PostgresLibraryHarness: LibraryStoreHarness {
 struct PostgresLibraryStoreTests {
     @Test("the library store contract", arguments: LibraryStoreContract.cases)
     func contract(_ contractCase: LibraryStoreContract.Case) async throws {
-        try await contractCase.run(PostgresLibraryHarness())
+        let harness = PostgresLibraryHarness()
+        try await harness.opened.closing { try await contractCase.run(harness) }
     }
 
     @Test("the library's migrations sit beside the queue's, run once however many machines run them at once")
