@@ -35,11 +35,14 @@ extension Fixtures {
         ("blue", 960), ("black", 1120),
     ]
 
-    /// HEVC Main 10 encoding of a picture already in BT.2020 10-bit, with the transfer's tags.
+    /// HEVC Main 10 encoding of a picture already in BT.2020 10-bit, with the transfer's tags. On one
+    /// thread with no pool: x265's pool hand-offs wait for time slices on a machine the test run
+    /// loads far past its cores (a 320x180 8 s clip ran past 300 s there; see `StageThreads`).
     static func hdrHEVC(transfer: String, x265: String = "") -> [String] {
         [
             "-c:v", "libx265", "-preset", "ultrafast", "-crf", "8", "-x265-params",
-            "log-level=error:colorprim=bt2020:transfer=\(transfer):colormatrix=bt2020nc:range=limited" + x265,
+            "log-level=error:pools=none:frame-threads=1:colorprim=bt2020:transfer=\(transfer):colormatrix=bt2020nc:range=limited"
+                + x265,
             "-color_primaries", "bt2020", "-color_trc", transfer, "-colorspace", "bt2020nc", "-color_range", "tv",
             "-tag:v", "hvc1",
         ]

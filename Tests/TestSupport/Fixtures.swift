@@ -120,7 +120,8 @@ public enum Fixtures {
     public static let hevc10 = Recipe(
         "hevc10.mp4",
         video("640x360") + audio() + [
-            "-c:v", "libx265", "-preset", "ultrafast", "-pix_fmt", "yuv420p10le", "-x265-params", "log-level=error",
+            "-c:v", "libx265", "-preset", "ultrafast", "-pix_fmt", "yuv420p10le", "-x265-params",
+            "log-level=error:pools=none:frame-threads=1",
             "-tag:v", "hvc1",
         ] + aac)
 
