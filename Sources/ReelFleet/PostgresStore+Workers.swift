@@ -41,7 +41,7 @@ extension PostgresStore {
         guard let claimed, let token = claimed.leaseToken else { return nil }
         notifications.watch(claimed.status.id)
         publish(claimed.status)
-        statusSchedule.wrote(token)
+        statusSchedule.wrote(token, heartbeat: claimed.status.heartbeatAt)
         logger.debug(
             "claimed", metadata: ["job": "\(claimed.status.id)", "attempt": "\(claimed.status.attempts)"])
         return Lease(
@@ -84,7 +84,9 @@ extension PostgresStore {
             statusSchedule.forget(lease.token)
             return .lost
         }
-        if statusSchedule.isDue(lease.token, hasProgress: hasProgress) { publish(renewed.status, durable: false) }
+        if statusSchedule.isDue(lease.token, hasProgress: hasProgress, heartbeat: renewed.status.heartbeatAt) {
+            publish(renewed.status, durable: false)
+        }
         return renewed.cancelRequested ? .cancelRequested : .held
     }
 
