@@ -191,7 +191,7 @@ final class LadderPipeline {
         fanout.segmentSeconds = plan.segmentSeconds
         let pool = BoundedQueue<Frame>(capacity: 2)
         fanout.pool = pool
-        let budget = plan.threads == 0 ? ProcessInfo.processInfo.activeProcessorCount : plan.threads
+        let budget = plan.threads == 0 ? StageThreads.availableCores() : plan.threads
         let rungThreads = plan.threads == 1 ? 1 : max(2, (budget + plan.rungs.count - 1) / plan.rungs.count)
         // x265 rungs get their share of the cores and never more: x265 hands rows of CTUs between its
         // frame and pool threads, and with more runnable threads than cores each hand-off waits for a
