@@ -43,20 +43,12 @@ struct PostgresFailSafeTests {
     /// it however `body` ends. A connection dropped open (a test that throws halfway, as a request
     /// timing out on a loaded machine does) fails postgres-nio's assertion in `PostgresConnection.deinit`
     /// and crashes the whole test process, every other suite's results with it.
+    /// (The link's own connection, started with no settings in place of the store's.)
     @discardableResult
-    static func withConnection<T>(to store: PostgresStore, _ body: (PostgresConnection) async throws -> T)
-        async throws -> T
-    {
-        let configuration = try store.url.connectionConfiguration(connectTimeout: .seconds(10), startupParameters: [])
-        let connection = try await PostgresConnection.connect(configuration: configuration, id: 1, logger: log)
-        do {
-            let result = try await body(connection)
-            try? await connection.close()
-            return result
-        } catch {
-            try? await connection.close()
-            throw error
-        }
+    static func withConnection<T: Sendable>(
+        to store: PostgresStore, _ body: (PostgresConnection) async throws -> T
+    ) async throws -> T {
+        try await store.link.withOwnConnection(connectTimeout: .seconds(10), settings: [], body)
     }
 
     static let log = Logger(label: "test")
