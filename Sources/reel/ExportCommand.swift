@@ -70,6 +70,7 @@ struct ExportCommand: AsyncParsableCommand {
         // A library asset is the file (or a Motion Photo's byte range) the library says, checked to be
         // as it was indexed; its output is named after the resource.
         var source: LibrarySource?
+        if LibraryReference.identifier(in: asset) != nil || settings.saveToLibrary { try link.openNow() }
         if let identifier = LibraryReference.identifier(in: asset) {
             let resolved = try await link.resolve(identifier, resource: options.resource)
             try resolved.checkUnchanged()

@@ -104,8 +104,24 @@ final class LazyLibrary: AssetLibrary {
         self.sharing = sharing
     }
 
+    /// Opens the library now, for a command about to need it (a `library:` asset, `--save-to-library`):
+    /// a failure keeps its exit status, so a build that leaves the library out, or a library that
+    /// cannot be opened, ends the command with 69 before any work. `resolve` and `saveOutput` report
+    /// the same failure as an export's `internal` one (exit 1), after whatever work came before.
+    func openNow() throws(CLIFailure) {
+        _ = try openedOrFailure().get()
+    }
+
     private func library() throws(ExportError) -> PhotoLibrary {
-        let result: Result<PhotoLibrary, CLIFailure> = opened.withLock { opened in
+        do {
+            return try openedOrFailure().get()
+        } catch {
+            throw ExportError(.internal, "cannot open the library: \(error.message)")
+        }
+    }
+
+    private func openedOrFailure() -> Result<PhotoLibrary, CLIFailure> {
+        opened.withLock { opened in
             if let opened { return .success(opened) }
             do {
                 let library = try LibraryOptions.open(location, limits: limits, sharing: sharing)
@@ -116,11 +132,6 @@ final class LazyLibrary: AssetLibrary {
             } catch {
                 return .failure(CLIFailure(message: "\(error)"))
             }
-        }
-        do {
-            return try result.get()
-        } catch {
-            throw ExportError(.internal, "cannot open the library: \(error.message)")
         }
     }
 

@@ -73,6 +73,9 @@ struct SubmitCommand: AsyncParsableCommand {
         var refusals: [(asset: String?, line: Int?, error: ExportError)] = []
         var manifestProblems: [(line: Int, error: ExportError)] = []
         let link = library.link(limits: limits, queueDatabase: storeOptions.databaseURL)
+        // Library assets resolve below: a library this build leaves out, or that cannot be opened,
+        // ends the command with its own status (69) rather than as a refusal of each job.
+        if assets.contains(where: { LibraryReference.identifier(in: $0) != nil }) { try link.openNow() }
         if let manifest {
             let lines = await Manifest.resolveLines(
                 try read(manifest), presets: presets, limits: limits, workingDirectory: workingDirectory,

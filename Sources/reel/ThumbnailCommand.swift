@@ -160,6 +160,7 @@ struct ThumbnailCommand: AsyncParsableCommand {
         // as it was indexed; its pictures are named after the resource.
         var source: LibrarySource?
         if let identifier = LibraryReference.identifier(in: asset) {
+            try link.openNow()
             let resolved = try await link.resolve(identifier, resource: resource)
             try resolved.checkUnchanged()
             source = resolved
