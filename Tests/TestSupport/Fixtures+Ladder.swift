@@ -30,8 +30,8 @@ extension Fixtures {
 }
 
 extension Fixtures {
-    /// BT.709 tags: an untagged stream's matrix is guessed from its stored size (BT.601 for 640x360,
-    /// BT.709 for 360x640: `Scaler`), and a comparison with ffmpeg's frames should not hang on it.
+    /// BT.709 tags: an untagged stream's matrix is guessed from its size (BT.601 for 640x360 and
+    /// 360x640: `Scaler.untaggedMatrix`), and a comparison with ffmpeg's frames should not hang on it.
     static let bt709Tags = ["-colorspace", "bt709", "-color_primaries", "bt709", "-color_trc", "bt709"]
 
     /// 640x360 H.264 + stereo AAC, 3 s at 30 fps, tagged BT.709: the base of `ladderPortraitRotated`.
