@@ -9,42 +9,13 @@ import Testing
 /// a stall.
 ///
 /// A stall is made by stopping the export's pipeline threads (those named `reel-pipeline`, the name
-/// the pipeline's threads inherit) with ptrace, from a small Python helper, while the watching thread
+/// the pipeline's threads inherit) with ptrace (`ThreadFreezer`), while the watching thread
 /// runs on: the heartbeat then stands still, as it does when a codec or the disk hangs. The step
 /// comes while it stands still, so what the watchdog makes of it is not left to how the threads
 /// happen to be scheduled.
 @Suite("Wall-clock steps during an export", .serialized, .timeLimit(.minutes(5)))
 struct ClockStepTests {
     static let faketime = "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1"
-
-    /// Stops the threads of process `pid` named `name` (ptrace: seize, interrupt), writes `offset` into
-    /// the faketime file, then holds them `seconds` and exits, which lets them go on.
-    static let freezer = """
-        import ctypes, os, sys, time
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
-        libc.ptrace.restype = ctypes.c_long
-        pid, match, offset_file, offset, seconds = sys.argv[1:6]
-        frozen = 0
-        for tid in os.listdir(f"/proc/{pid}/task"):
-            try:
-                name = open(f"/proc/{pid}/task/{tid}/comm").read().strip()
-            except OSError:
-                continue
-            if name != match:
-                continue
-            if libc.ptrace(0x4206, int(tid), None, None) != 0:  # PTRACE_SEIZE
-                continue
-            libc.ptrace(0x4207, int(tid), None, None)  # PTRACE_INTERRUPT
-            os.waitpid(int(tid), 0x40000000)  # __WALL
-            frozen += 1
-        with open(offset_file, "w") as f:
-            f.write(offset + "\\n")
-        print(f"froze {frozen} threads", flush=True)
-        if frozen == 0:
-            sys.exit(1)
-        time.sleep(float(seconds))
-        """
 
     struct Run {
         var events: [ExportEvent]
@@ -78,8 +49,8 @@ struct ClockStepTests {
             } ? true : nil
         }
         try #require(moving == true, "the export never got going: \(export.output)")
-        let froze = try await Tools.run(
-            "python3", ["-c", freezer, "\(export.pid)", "reel-pipeline", clock.path, offset, "\(freeze)"],
+        let froze = try await ThreadFreezer.freeze(
+            threadsNamed: "reel-pipeline", in: export.pid, for: freeze, thenWrite: (offset, clock),
             timeLimit: .seconds(60))
         try #require(froze.status == 0 && froze.stdout.contains("froze"), "\(froze.stdout)\(froze.stderr)")
         _ = try await export.exit(within: .seconds(180))

@@ -10,17 +10,18 @@ import Testing
 /// stops them all, and every rung is whole as ffprobe reads it.
 @Suite("Ladder rung threads", .timeLimit(.minutes(10)))
 struct LadderThreadsTests {
-    /// 8-bit HEVC rungs (640x360 and 320x180 unless told, x265 `ultrafast`) of the first 3 s of
-    /// `ladderSource` in 1 s segments, no audio, into `folder`, under a core budget of `threads`.
+    /// 8-bit HEVC rungs (640x360 and 320x180 unless told, x265 `ultrafast`; or H.264, x264's) of the
+    /// first 3 s of `ladderSource` in 1 s segments, no audio, into `folder`, under a core budget of
+    /// `threads`.
     static func plan(
         _ source: URL, into folder: URL, threads: Int, seconds: Double? = 3,
-        sizes: [(Int, Int)] = [(640, 360), (320, 180)]
+        sizes: [(Int, Int)] = [(640, 360), (320, 180)], codec: VideoEncoding.Codec = .hevc
     ) -> LadderPlan {
         let rungs = sizes.map { width, height in
             var encoding = VideoEncoding(
-                codec: .hevc, width: width, height: height, rotation: 0, tenBit: false, color: .bt709,
+                codec: codec, width: width, height: height, rotation: 0, tenBit: false, color: .bt709,
                 encoderPreset: "ultrafast", crf: 28, maxBitrate: nil, bufferSize: nil, maxFrameRate: nil,
-                profile: "main")
+                profile: codec == .hevc ? "main" : "high")
             encoding.alignedKeyframes = true
             return encoding
         }
@@ -112,5 +113,24 @@ struct LadderThreadsTests {
         let folder = Fixtures.scratchFolder("ladder-threads-cancel")
         let plan = Self.plan(source, into: folder, threads: 2, seconds: nil)
         await #expect(throws: MediaError.cancelled()) { _ = try await Self.run(plan, cancelAt: 0.2) }
+    }
+
+    /// One rung's encoder failing mid-run (`LadderPlan.rungFault`, debug builds: the last rung's,
+    /// at its 30th frame of 60) is the one error the run throws, naming the rendition and the cause
+    /// (not the other side's `pipelineStopped`), and the run returns: every rung's thread has been
+    /// joined (HEVC: each rung on a thread of its own), or x264's rungs on the fan-out thread
+    /// stopped, within the suite's time limit.
+    @Test(arguments: [VideoEncoding.Codec.hevc, .h264])
+    func aRungThatFailsMidRunIsTheOneErrorAndStopsEveryRung(_ codec: VideoEncoding.Codec) async throws {
+        let source = try await Fixtures.url(Fixtures.ladderTiny)
+        let folder = Fixtures.scratchFolder("ladder-threads-fault")
+        var plan = Self.plan(
+            source, into: folder, threads: 2, seconds: nil, sizes: [(320, 180), (160, 90)], codec: codec)
+        plan.rungFault = 30
+        let error = await #expect(throws: MediaError.self) { _ = try await Self.run(plan) }
+        #expect(error?.kind == .internalFailure, "\(String(describing: error))")
+        #expect(
+            error?.message == "rendition v1 (160x90): the encoder refused frame 30: a fault injected by a test",
+            "\(String(describing: error))")
     }
 }

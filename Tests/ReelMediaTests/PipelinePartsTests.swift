@@ -152,6 +152,22 @@ struct PipelinePartsTests {
                 degrees: 180) == source)
     }
 
+    // MARK: - Untagged matrices
+
+    /// A stream with no matrix tag is BT.601 up to SD's sides (1024 long, 576 short) and BT.709
+    /// beyond, whichever way round its picture is stored: a quarter turn never changes the guess.
+    @Test(arguments: [
+        (640, 360, Scaler.UntaggedMatrix.bt601), (720, 480, .bt601), (720, 576, .bt601), (1024, 576, .bt601),
+        (480, 480, .bt601), (1025, 400, .bt709), (720, 577, .bt709), (1280, 720, .bt709), (1920, 1080, .bt709),
+        (3840, 2160, .bt709),
+    ])
+    func theUntaggedMatrixDependsOnTheSidesNotOnTheOrientation(
+        width: Int, height: Int, _ matrix: Scaler.UntaggedMatrix
+    ) {
+        #expect(Scaler.untaggedMatrix(width: width, height: height) == matrix, "\(width)x\(height)")
+        #expect(Scaler.untaggedMatrix(width: height, height: width) == matrix, "\(height)x\(width)")
+    }
+
     // MARK: - Time window and timestamps
 
     @Test func aWindowWithoutARangeCoversTheWholeSource() {

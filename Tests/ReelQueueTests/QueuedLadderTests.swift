@@ -231,4 +231,40 @@ struct QueuedLadderTests {
         #expect(try await spool.store.list(state: nil).isEmpty)
         #expect(spool.outputFiles() == ["exists"])
     }
+
+    /// A queued ladder whose rung's encoder fails mid-run (`REEL_TEST_OUTPUT_FAULT=rung-encoder`,
+    /// debug builds), H.264 and HEVC: the job fails, not completes, its error the one line naming the
+    /// rendition and the cause; nothing at its output and no hidden folder; the worker drains and
+    /// exits (no thread of the export left waiting).
+    @Test(arguments: ["--isolate", "--no-isolate"])
+    func aLadderWhoseRungFailsFailsItsJobAndLeavesNothing(_ mode: String) async throws {
+        let spool = Spool()
+        let source = try await Fixtures.url(Fixtures.ladderTiny).path
+        var ids: [String] = []
+        for preset in ["1280x720", "HEVC1920x1080"] {
+            let submitted = try await ReelBinary.run(
+                [
+                    "submit", source, "--preset", preset, "--type", "hls", "--ladder", "320x180,160x90",
+                    "--segment-duration", "1", "--max-attempts", "1", "-o",
+                    spool.outputs.appendingPathComponent(preset).path, "--json",
+                ], environment: spool.environment)
+            ids.append(
+                try #require(
+                    (try JSONSerialization.jsonObject(with: Data(submitted.stdout.utf8)) as? [String: Any])?["id"]
+                        as? String, "\(submitted.stderr)"))
+        }
+        let worker = try ReelBinary.start(
+            ["work", "--drain", "--jobs", "1", mode],
+            environment: spool.environment.merging(["REEL_TEST_OUTPUT_FAULT": "rung-encoder"]) { $1 })
+        #expect(try await worker.exit(within: .seconds(300)).status == 0, "\(worker.output.suffix(2000))")
+        for id in ids {
+            let status = try #require(spool.status(id))
+            #expect(status.state == .failed && status.attempts == 1, "\(status.state) after \(status.attempts)")
+            #expect(
+                status.error?.message
+                    == "rendition v1 (160x90): the encoder refused frame 30: a fault injected by a test",
+                "\(status.error?.message ?? "")")
+        }
+        #expect(spool.outputFiles().isEmpty, "left at the output: \(spool.outputFiles())")
+    }
 }

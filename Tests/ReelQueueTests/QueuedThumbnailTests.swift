@@ -151,57 +151,6 @@ extension QueuedThumbnailTests {
 }
 
 extension QueuedThumbnailTests {
-    /// Stops (ptrace: seize, interrupt) every thread named `name` in process `root` and its
-    /// descendants, as soon as one exists (polling /proc for up to 120 s), holds them `seconds`, then
-    /// exits, which lets them go on.
-    static let freezer = """
-        import ctypes, os, sys, time
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
-        libc.ptrace.restype = ctypes.c_long
-        root, name, seconds = int(sys.argv[1]), sys.argv[2], float(sys.argv[3])
-        def family():
-            parents = {}
-            for pid in os.listdir("/proc"):
-                if pid.isdigit():
-                    try:
-                        stat = open(f"/proc/{pid}/stat").read()
-                        parents[int(pid)] = int(stat[stat.rindex(")") + 2:].split()[1])
-                    except (OSError, ValueError):
-                        pass
-            pids, grown = {root}, True
-            while grown:
-                grown = False
-                for pid, parent in parents.items():
-                    if parent in pids and pid not in pids:
-                        pids.add(pid)
-                        grown = True
-            return pids
-        frozen, deadline = 0, time.time() + 120
-        while frozen == 0 and time.time() < deadline:
-            for pid in family():
-                try:
-                    tids = os.listdir(f"/proc/{pid}/task")
-                except OSError:
-                    continue
-                for tid in tids:
-                    try:
-                        comm = open(f"/proc/{pid}/task/{tid}/comm").read().strip()
-                    except OSError:
-                        continue
-                    if comm != name or libc.ptrace(0x4206, int(tid), None, None) != 0:  # PTRACE_SEIZE
-                        continue
-                    libc.ptrace(0x4207, int(tid), None, None)  # PTRACE_INTERRUPT
-                    os.waitpid(int(tid), 0x40000000)  # __WALL
-                    frozen += 1
-            if frozen == 0:
-                time.sleep(0.002)
-        print(f"froze {frozen} threads", flush=True)
-        if frozen == 0:
-            sys.exit(1)
-        time.sleep(seconds)
-        """
-
     /// A set whose reading stops (its threads held still, as a hung decoder or disk holds them) fails
     /// as `stalled` after the worker's stall timeout, in one line, with nothing at the output and no
     /// hidden folder left; in-process as in an export process. The threads are held well past the
@@ -219,8 +168,8 @@ extension QueuedThumbnailTests {
         let id = try Self.id(submitted)
         let worker = try ReelBinary.start(
             ["work", "--drain", "--jobs", "1", "--stall-timeout", "2", mode], environment: spool.environment)
-        let froze = try await Tools.run(
-            "python3", ["-c", Self.freezer, "\(worker.pid)", "reel-thumbnails", "8"], timeLimit: .seconds(180))
+        let froze = try await ThreadFreezer.freeze(
+            threadsNamed: "reel-thumbnails", in: worker.pid, for: 8, waiting: 120, timeLimit: .seconds(180))
         try #require(froze.status == 0 && froze.stdout.contains("froze"), "\(froze.stdout)\(froze.stderr)")
         #expect(try await worker.exit(within: .seconds(120)).status == 0, "\(worker.output.suffix(2000))")
         let status = try #require(spool.status(id))

@@ -273,3 +273,24 @@ extension Fixtures {
             })
     }
 }
+
+extension Fixtures {
+    /// Lossless 8-bit 4:2:0 H.264 (x264 at QP 0): a picture decoded from it is the one encoded, so
+    /// two fixtures made of the same pixels decode to the same pixels.
+    static let losslessH264 = ["-c:v", "libx264", "-preset", "ultrafast", "-qp", "0", "-pix_fmt", "yuv420p"]
+
+    /// 360x640 testsrc2 (portrait in its pixels), 1 s at 30 fps, lossless, with no colour tags at all:
+    /// a phone picture stored upright whose matrix Reel must guess.
+    public static let untaggedPortrait = Recipe("untagged-portrait.mp4", video("360x640") + losslessH264)
+
+    /// `untaggedPortrait`'s pixels turned a quarter clockwise (640x360), lossless, untagged.
+    static let untaggedSideways = Recipe(
+        "untagged-sideways.mp4", ["-i", "$0", "-vf", "transpose=clock"] + losslessH264, inputs: [untaggedPortrait])
+
+    /// The same picture as `untaggedPortrait`, stored sideways as phones store it: `untaggedSideways`
+    /// with a quarter-turn display matrix (remuxed, as `rotated` is; ffmpeg shows it turned back, and
+    /// its frames then equal `untaggedPortrait`'s exactly), shown as 360x640.
+    public static let untaggedPortraitRotated = Recipe(
+        "untagged-portrait-rotated.mp4", ["-i", "$0", "-c", "copy", "-metadata:s:v:0", "rotate=90"],
+        inputs: [untaggedSideways])
+}

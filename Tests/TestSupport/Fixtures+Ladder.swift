@@ -8,6 +8,11 @@ extension Fixtures {
         "ladder-source.mp4",
         ["-f", "lavfi", "-i", "testsrc2=size=640x360:rate=30000/1001:duration=7"] + audio(seconds: 7)
             + ["-c:v", "libx264", "-preset", "veryfast", "-pix_fmt", "yuv420p"] + aac)
+
+    /// 320x180 H.264 + stereo AAC, 2 s at 30 fps, tagged BT.709: a ladder source as small as they
+    /// come, for what a ladder does when something fails.
+    public static let ladderTiny = Recipe(
+        "ladder-tiny.mp4", video("320x180", seconds: 2) + audio(seconds: 2) + h264 + bt709Tags + aac)
 }
 
 extension Fixtures {
@@ -30,8 +35,8 @@ extension Fixtures {
 }
 
 extension Fixtures {
-    /// BT.709 tags: an untagged stream's matrix is guessed from its stored size (BT.601 for 640x360,
-    /// BT.709 for 360x640: `Scaler`), and a comparison with ffmpeg's frames should not hang on it.
+    /// BT.709 tags: an untagged stream's matrix is guessed from its size (BT.601 for 640x360 and
+    /// 360x640: `Scaler.untaggedMatrix`), and a comparison with ffmpeg's frames should not hang on it.
     static let bt709Tags = ["-colorspace", "bt709", "-color_primaries", "bt709", "-color_trc", "bt709"]
 
     /// 640x360 H.264 + stereo AAC, 3 s at 30 fps, tagged BT.709: the base of `ladderPortraitRotated`.

@@ -78,6 +78,9 @@ extension ExportSession {
         plan.inputByteRange = transcode.inputByteRange
         plan.startSeconds = transcode.startSeconds
         plan.endSeconds = transcode.endSeconds
+        #if DEBUG
+            if activeFault == .rungEncoder { plan.rungFault = 30 }
+        #endif
         let outcome = try runLadderPipeline(plan, started: started)
 
         let language = asset.audioTrack?.language
@@ -127,7 +130,7 @@ extension ExportSession {
                 try? handle.truncate(atOffset: UInt64(segment.bytes / 2))
             case .corrupt:
                 try? handle.write(contentsOf: Data(count: Int(segment.bytes / 4)))
-            case .overshoot, .sampleSizes, .chunkOffsets:
+            case .overshoot, .sampleSizes, .chunkOffsets, .rungEncoder:
                 break
             }
         #endif

@@ -231,6 +231,9 @@ public final class ExportSession: Sendable {
         /// Flip a bit of the second entry of the first chunk-offset table (`stco`): the index places
         /// a chunk 64 bytes away from where it was written.
         case chunkOffsets = "chunk-offsets"
+        /// Make a ladder's last video rung's encoder fail as it is given its 30th frame (1 s in at
+        /// 30 fps), as x264 or x265 failing mid-run would (`LadderPlan.rungFault`); nothing else.
+        case rungEncoder = "rung-encoder"
     }
 
     struct State {
@@ -767,7 +770,9 @@ public final class ExportSession: Sendable {
     /// Damages the finished file as `outputFault` (or `injectOutputFault(named:)`) says, in debug builds.
     private func injectFault(into url: URL) {
         #if DEBUG
-            guard let fault = activeFault, fault != .overshoot, let handle = try? FileHandle(forUpdating: url) else {
+            guard let fault = activeFault, fault != .overshoot, fault != .rungEncoder,
+                let handle = try? FileHandle(forUpdating: url)
+            else {
                 return
             }
             defer { try? handle.close() }
@@ -784,7 +789,7 @@ public final class ExportSession: Sendable {
             case .chunkOffsets:
                 // Header, version and flags, the count.
                 ExportSession.flipTableEntry("stco", skipping: 8, in: url, handle: handle)
-            case .overshoot:
+            case .overshoot, .rungEncoder:
                 break
             }
         #endif
@@ -815,7 +820,8 @@ public final class ExportSession: Sendable {
 
     /// Debug builds only (tests): damages the finished file of every session that sets no fault of its
     /// own, to prove that verification catches it: `truncate` (cut to half), `corrupt` (zeros in the
-    /// middle), `overshoot` (a first encode under a size limit four times over its rate); nil for none.
+    /// middle), `overshoot` (a first encode under a size limit four times over its rate), `rung-encoder`
+    /// (a ladder's last rung's encoder fails at its 30th frame); nil for none.
     /// The `reel` command sets it from `REEL_TEST_OUTPUT_FAULT`, so tests can damage what `reel export`
     /// or a worker writes. Returns false for a name it does not know. Release builds ignore it.
     @discardableResult

@@ -109,8 +109,29 @@ final class Scaler {
         case AVCOL_SPC_FCC: return SWS_CS_FCC
         case AVCOL_SPC_BT2020_NCL, AVCOL_SPC_BT2020_CL: return SWS_CS_BT2020
         default:
-            // Unspecified: the usual convention is BT.601 for SD and BT.709 for HD.
-            return frame.pointee.height > 576 || frame.pointee.width > 1024 ? SWS_CS_ITU709 : SWS_CS_ITU601
+            switch untaggedMatrix(width: Int(frame.pointee.width), height: Int(frame.pointee.height)) {
+            case .bt601: return SWS_CS_ITU601
+            case .bt709: return SWS_CS_ITU709
+            }
         }
+    }
+
+    /// The YCbCr matrix a stream that names none (or says "unspecified") is taken to have.
+    enum UntaggedMatrix: Equatable {
+        case bt601
+        case bt709
+    }
+
+    /// Reel's one guess for a stream whose matrix is untagged, made here for every picture Reel
+    /// converts (exports, every ladder rung, thumbnails, posters read from the source, the tone
+    /// mapper's input): BT.709 for HD pictures, BT.601 for SD ones, SD being at most 1024 pixels on
+    /// its long side and 576 on its short side (PAL's 576 lines, NTSC's 480; 1024x576 is PAL 16:9
+    /// in square pixels). Judged on the sides, not on width and height, so a phone's picture gets
+    /// the same colours whether it was stored upright (360x640) or sideways with a quarter-turn
+    /// display matrix (640x360). Landscape pictures get what they got before (width over 1024 or
+    /// height over 576); mpv and libplacebo draw the line at 1280 wide, on the stored size, and
+    /// FFmpeg's scale filter takes BT.601 at any size.
+    static func untaggedMatrix(width: Int, height: Int) -> UntaggedMatrix {
+        max(width, height) > 1024 || min(width, height) > 576 ? .bt709 : .bt601
     }
 }

@@ -219,7 +219,8 @@ final class LadderPipeline {
             func output() throws(MediaError) -> sending RungOutput {
                 try LadderPipeline.rungOutput(
                     name, encoding: encoding, plan: plan, source: source, format: decode.outputFormat,
-                    timeBase: decode.timeBase, frameRate: decode.frameRate, threads: threads, heartbeat: heartbeat)
+                    timeBase: decode.timeBase, frameRate: decode.frameRate, threads: threads, heartbeat: heartbeat,
+                    failAtFrame: index == plan.rungs.count - 1 ? plan.rungFault : nil)
             }
             if ownThreads {
                 var frames: [Frame] = []
@@ -270,7 +271,7 @@ final class LadderPipeline {
     private static func rungOutput(
         _ name: String, encoding: VideoEncoding, plan: LadderPlan,
         source: (parameters: CodecParameters, language: String?), format: AVPixelFormat, timeBase: AVRational,
-        frameRate: AVRational, threads: Int, heartbeat: Heartbeat
+        frameRate: AVRational, threads: Int, heartbeat: Heartbeat, failAtFrame: Int?
     ) throws(MediaError) -> sending RungOutput {
         // The edit list presents the first frame at 0, its decode time a reorder delay before it.
         let track = try SegmentedTrack(root: plan.outputFolder, name: name, withEditList: true)
@@ -279,7 +280,9 @@ final class LadderPipeline {
             encoding: encoding, source: source.parameters, language: source.language, format: format,
             timeBase: timeBase, frameRate: frameRate, threads: threads, output: track.output, decodeTimes: .shown)
         try track.writeHeader()
-        return RungOutput(encode: encode, track: track, segmentSeconds: plan.segmentSeconds)
+        return RungOutput(
+            encode: encode, track: track, size: (encoding.width, encoding.height), segmentSeconds: plan.segmentSeconds,
+            failAtFrame: failAtFrame)
     }
 
     /// The first multiple of `segment` after `time` (a time at a multiple counts as reaching it).

@@ -27,6 +27,10 @@ public struct LadderPlan: Sendable {
     public var policy: InputPolicy
     /// The core budget (`TranscodePlan.threads`): 0 for every core, 1 for one.
     public var threads: Int
+    /// Tests only, honoured in debug builds alone (release builds ignore it): the last rung's
+    /// encoder fails as it is given this frame (counted from 1), as x264 or x265 failing mid-run
+    /// would. Nil for none.
+    public var rungFault: Int? = nil
 
     public init(
         inputPath: String, outputFolder: String, videoStream: Int, rungs: [VideoEncoding],

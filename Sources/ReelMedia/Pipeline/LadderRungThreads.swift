@@ -9,21 +9,56 @@ import Synchronization
 final class RungOutput {
     let encode: VideoEncodeStage
     let track: SegmentedTrack
+    /// How errors name the rung: `rendition v1 (640x360)`.
+    private let label: String
     private let segmentSeconds: Double
     /// The next segment boundary, in seconds.
     private var nextBoundary = 0.0
+    /// Frames given to the encoder so far.
+    private var frames = 0
+    /// The frame (counted from 1) at which the encoder is made to fail (`LadderPlan.rungFault`).
+    private let failAtFrame: Int?
 
-    init(encode: VideoEncodeStage, track: SegmentedTrack, segmentSeconds: Double) {
+    init(
+        encode: VideoEncodeStage, track: SegmentedTrack, size: (width: Int, height: Int), segmentSeconds: Double,
+        failAtFrame: Int? = nil
+    ) {
         self.encode = encode
         self.track = track
+        label = "rendition \(track.name) (\(size.width)x\(size.height))"
         self.segmentSeconds = segmentSeconds
+        self.failAtFrame = failAtFrame
     }
 
-    /// Encodes one frame and writes what comes out.
-    func encode(_ frame: Frame) throws(MediaError) { try encode.encode(frame, to: sink) }
+    /// Encodes one frame and writes what comes out. Errors name the rendition.
+    func encode(_ frame: Frame) throws(MediaError) {
+        frames += 1
+        do throws(MediaError) {
+            #if DEBUG
+                if frames == failAtFrame {
+                    throw MediaError(
+                        kind: .internalFailure, call: "avcodec_send_frame",
+                        message: "the encoder refused frame \(frames): a fault injected by a test")
+                }
+            #endif
+            try encode.encode(frame, to: sink)
+        } catch {
+            throw named(error)
+        }
+    }
 
-    /// Flushes the encoder at the end of the input and writes what it held back.
-    func flush() throws(MediaError) { try encode.flush(to: sink) }
+    /// Flushes the encoder at the end of the input and writes what it held back. Errors name the
+    /// rendition.
+    func flush() throws(MediaError) {
+        do throws(MediaError) { try encode.flush(to: sink) } catch { throw named(error) }
+    }
+
+    /// `error` with the rendition named first (one line still): a ladder's encoders and tracks fail
+    /// alike, and the message says which. The pipeline's own signals are left as they are.
+    private func named(_ error: MediaError) -> MediaError {
+        if error.kind == .pipelineStopped || error.kind == .cancelled { return error }
+        return MediaError(kind: error.kind, call: error.call, code: error.code, message: "\(label): \(error.message)")
+    }
 
     /// Where the packets go: a keyframe at or after the next boundary starts a segment.
     private var sink: PacketSink {
