@@ -130,8 +130,11 @@ struct ExportCommand: AsyncParsableCommand {
         bar.finishLine()
         guard let result = session.result else { throw CLIFailure(message: "the export finished without a result") }
         if let ladder = session.ladderResult, !json {
+            // An HDR ladder's H.264 SDR rungs and HEVC HDR rungs share their sizes: the codec tells them apart.
+            let mixed = Set(ladder.video.map { $0.codecs.prefix(4) }).count > 1
             let rungs = ladder.video.map {
-                "\($0.width ?? 0)x\($0.height ?? 0) \(String(format: "%.2f", Double($0.peakBitrate) / 1e6)) Mbit/s peak"
+                (mixed ? ($0.codecs.hasPrefix("avc1") ? "H.264 SDR " : "HEVC ") : "")
+                    + "\($0.width ?? 0)x\($0.height ?? 0) \(String(format: "%.2f", Double($0.peakBitrate) / 1e6)) Mbit/s peak"
             }
             var facts = rungs + (ladder.audio.map { ["audio \($0.averageBitrate / 1000) kbit/s"] } ?? [])
             if !ladder.dropped.isEmpty {

@@ -102,7 +102,7 @@ struct ExportOptions: ParsableArguments {
     @Option(
         name: .long,
         help: ArgumentHelp(
-            "An hls ladder (implies --type hls): the rungs, largest first, e.g. 1920x1080,1280x720,960x540,640x360 (each fitted to the source's aspect; a rung above the source's size is dropped), or a ladder preset (HLSLadder1080, HLSLadderHDR1080; also as --preset). H.264 rungs are SDR; under an HEVC preset (HLSLadderHDR1080, --preset HEVC1920x1080) a 10-bit HLG or PQ source keeps its HDR. -o names the folder.",
+            "An hls ladder (implies --type hls): the rungs, largest first, e.g. 1920x1080,1280x720,960x540,640x360 (each fitted to the source's aspect; a rung above the source's size is dropped), or a ladder preset (HLSLadder1080, HLSLadderHDR1080; also as --preset). H.264 rungs are SDR; under an HEVC preset (HLSLadderHDR1080, --preset HEVC1920x1080) a 10-bit HLG or PQ source keeps its HDR, with tone-mapped H.264 SDR rungs in the same boxes beside the HDR ones. -o names the folder.",
             valueName: "WxH,…|preset"))
     var ladder: String?
 
@@ -118,6 +118,13 @@ struct ExportOptions: ParsableArguments {
             valueName: "formats"))
     var manifests: String?
 
+    @Flag(
+        name: .long,
+        help:
+            "With a ladder keeping HDR: write only the HDR rungs, without the tone-mapped H.264 SDR rungs beside them (Apple's HLS rules ask for both)."
+    )
+    var noSdrRungs = false
+
     /// The options as a request (a flag not given is nil, as a manifest line without the key).
     var request: ExportRequest {
         ExportRequest(
@@ -127,7 +134,7 @@ struct ExportOptions: ParsableArguments {
             maxSize: maxSize, background: background, overwrite: overwrite ? true : nil, resource: resource,
             saveToLibrary: saveToLibrary ? true : nil, keepContentIdentifier: keepContentIdentifier ? true : nil,
             poster: poster ? true : nil, ladder: ladder, segmentDuration: segmentDuration,
-            manifests: manifests)
+            manifests: manifests, noSdrRungs: noSdrRungs ? true : nil)
     }
 
     /// `ExportRequest.check()`: what can be checked before the presets are loaded, in its words.

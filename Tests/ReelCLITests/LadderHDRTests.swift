@@ -6,7 +6,8 @@ import Testing
 /// PQ sources make HEVC Main 10 rungs in their own transfer, with VIDEO-RANGE, CODECS from the
 /// `hvcC` box and the MPD's colour properties. Checked with ffprobe, ffmpeg's PSNR filter and
 /// Python's XML parser, never with Reel's own reader. Chromium has no HEVC decoder, so no browser
-/// plays these rungs (LadderPlaybackTests covers the H.264 ones).
+/// plays these rungs (LadderPlaybackTests covers the H.264 ones). The H.264 SDR rungs written beside
+/// them are LadderSDRRungsTests'.
 @Suite("HDR ladders", .timeLimit(.minutes(10)))
 struct LadderHDRTests {
     static let rungs = ["v0", "v1", "v2"]
@@ -124,8 +125,10 @@ struct LadderHDRTests {
         let source = try await Fixtures.url(transfer == "smpte2084" ? Fixtures.ladderPQ : Fixtures.ladderHLG)
         let out = try await Self.ladder(source, range)
         let master = try String(contentsOf: out.appendingPathComponent("master.m3u8"), encoding: .utf8)
-        let variants = master.split(separator: "\n").filter { $0.hasPrefix("#EXT-X-STREAM-INF:") }
-        #expect(variants.count == 3, "\(master)")
+        // The HDR variants; the SDR ones beside them are LadderSDRRungsTests'.
+        let all = master.split(separator: "\n").filter { $0.hasPrefix("#EXT-X-STREAM-INF:") }
+        let variants = all.filter { !$0.contains(",VIDEO-RANGE=SDR,") }
+        #expect(variants.count == 3 && all.count == 6, "\(master)")
         var keyframes: [[Double]] = []
         for (rung, variant) in zip(Self.rungs, variants) {
             let joined = try Self.joined(out, rung)
@@ -176,24 +179,35 @@ struct LadderHDRTests {
             #expect(streams.contains("hevc,Main 10,\(width),\(transfer)"), "\(streams)")
         }
 
-        // The MPD read by Python's XML parser: codecs as in HLS, the transfer essential, BT.2020.
-        let script = """
-            import sys, xml.etree.ElementTree as T
-            ns = {"d": "urn:mpeg:dash:schema:mpd:2011"}
-            for r in T.parse(sys.argv[1]).getroot().iterfind(".//d:AdaptationSet[@contentType='video']/d:Representation", ns):
-                p = {e.get("schemeIdUri").split(":")[-1] + ("!" if e.tag.endswith("EssentialProperty") else ""): e.get("value")
-                     for e in list(r) if e.tag.endswith("Property")}
-                print(r.get("codecs"), p.get("TransferCharacteristics!"), p.get("ColourPrimaries"), p.get("MatrixCoefficients"))
-            """
-        let mpd = try await Tools.run("python3", ["-c", script, out.appendingPathComponent("manifest.mpd").path])
+        // The MPD read by Python's XML parser: codecs as in HLS, the HDR set's transfer essential, BT.2020.
+        let mpd = try await Tools.run(
+            "python3", ["-c", Self.mpdSets, out.appendingPathComponent("manifest.mpd").path])
         #expect(mpd.status == 0, "\(mpd.stderr)")
-        let representations = mpd.stdout.split(separator: "\n").map(String.init)
+        let representations = mpd.stdout.split(separator: "\n").map(String.init).filter { $0.hasPrefix("hvc1.") }
         #expect(representations.count == 3, "\(mpd.stdout)")
         for (line, variant) in zip(representations, variants) {
             let codecs = line.split(separator: " ").first.map(String.init) ?? ""
-            #expect(variant.contains("CODECS=\"\(codecs),") && line.hasSuffix(" \(cicp) 9 9"), "\(line)")
+            let fields = line.split(separator: " ").map(String.init)
+            #expect(
+                variant.contains("CODECS=\"\(codecs),") && fields.count == 6
+                    && Array(fields.dropFirst().prefix(4)) == ["\(cicp)", "None", "9", "9"], "\(line)")
         }
     }
+
+    /// Python printing each video Representation of the MPD at argv[1], one line each: its codecs, then
+    /// its AdaptationSet's colour properties (`urn:mpeg:mpegB:cicp:` schemes; an EssentialProperty's
+    /// name ends in `!`) as the transfer (essential, then supplemental), primaries and matrix, `None`
+    /// where the set has none, then the set's id.
+    static let mpdSets = """
+        import sys, xml.etree.ElementTree as T
+        ns = {"d": "urn:mpeg:dash:schema:mpd:2011"}
+        for s in T.parse(sys.argv[1]).getroot().iterfind(".//d:AdaptationSet[@contentType='video']", ns):
+            p = {e.get("schemeIdUri").split(":")[-1] + ("!" if e.tag.endswith("EssentialProperty") else ""): e.get("value")
+                 for e in list(s) if e.tag.endswith("Property")}
+            for r in s.iterfind("d:Representation", ns):
+                print(r.get("codecs"), p.get("TransferCharacteristics!"), p.get("TransferCharacteristics"),
+                      p.get("ColourPrimaries"), p.get("MatrixCoefficients"), s.get("id"))
+        """
 
     /// The top rung (the source's size) keeps the source's picture: PSNR against the source's frames
     /// in 10-bit (45 dB measured at x265 CRF 24; a tone-mapped or 8-bit round-tripped rung compared
@@ -226,6 +240,8 @@ struct LadderHDRTests {
         let master = try String(contentsOf: out.appendingPathComponent("master.m3u8"), encoding: .utf8)
         let variants = master.split(separator: "\n").filter { $0.hasPrefix("#EXT-X-STREAM-INF:") }
         #expect(variants.count == 2 && variants.allSatisfy { $0.contains(",VIDEO-RANGE=SDR,") }, "\(master)")
+        // Already SDR: no H.264 SDR rungs beside these.
+        #expect(!FileManager.default.fileExists(atPath: out.appendingPathComponent("s0").path))
         for (rung, variant) in zip(["v0", "v1"], variants) {
             let fields = try await Self.stream(
                 try Self.joined(out, rung), "stream=codec_name,profile,pix_fmt,color_transfer")
@@ -247,8 +263,12 @@ struct LadderHDRTests {
         ])
         #expect(result.status == 0, "\(result.stderr)")
         let master = try String(contentsOf: kept.appendingPathComponent("master.m3u8"), encoding: .utf8)
+        // The HEVC rungs keep the HLG base layer; the H.264 SDR rungs beside them are tone-mapped from it.
         let variants = master.split(separator: "\n").filter { $0.hasPrefix("#EXT-X-STREAM-INF:") }
-        #expect(variants.count == 2 && variants.allSatisfy { $0.contains(",VIDEO-RANGE=HLG,") }, "\(master)")
+        let hdr = variants.filter { $0.contains("CODECS=\"hvc1.") }
+        #expect(hdr.count == 2 && hdr.allSatisfy { $0.contains(",VIDEO-RANGE=HLG,") }, "\(master)")
+        #expect(
+            variants.count == 4 && variants.filter { $0.contains(",VIDEO-RANGE=SDR,") }.count == 2, "\(master)")
         #expect(!master.contains("SUPPLEMENTAL-CODECS") && !master.contains("dvh1"), "\(master)")
         let initSegment = try Data(contentsOf: kept.appendingPathComponent("v0/init.mp4"))
         #expect(initSegment.range(of: Data("dvvC".utf8)) == nil && initSegment.range(of: Data("dvcC".utf8)) == nil)

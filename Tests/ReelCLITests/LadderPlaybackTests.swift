@@ -36,6 +36,8 @@ struct LadderPlaybackTests {
         var quality: Quality?
         var videoWidth: Int
         var videoHeight: Int
+        /// Every variant of the master, as `VIDEO-RANGE CODECS` (`SDR avc1.64001e,mp4a.40.2`).
+        var listed: [String]?
     }
 
     /// `Fixtures.ladderSource`: 640x360 H.264 + stereo AAC, 7 s at 29.97 fps (a 2 s segment boundary
@@ -254,7 +256,8 @@ struct LadderPlaybackTests {
 
     /// The player: plays `out/master.m3u8` with MSE alone, starting on the lowest-bandwidth variant
     /// and switching to the highest at the middle segment, each lane appending at most 2.5 s ahead
-    /// of the playhead, as players do, so the switch happens while the first rung is on screen.
+    /// of the playhead, as players do, so the switch happens while the first rung is on screen. With
+    /// `?range=SDR` (or another VIDEO-RANGE) it plays only the variants of that range.
     static let page = #"""
         <!doctype html>
         <html><head><meta charset="utf-8"><title>ladder playback</title></head>
@@ -267,7 +270,8 @@ struct LadderPlaybackTests {
         video.muted = true;
         const out = {
           ended: false, currentTime: null, duration: null, errors: [], appended: [], supported: {}, resizes: [],
-          switchedAtPlayhead: null, videoBuffered: [], audioBuffered: [], quality: null, videoWidth: 0, videoHeight: 0
+          switchedAtPlayhead: null, videoBuffered: [], audioBuffered: [], quality: null, videoWidth: 0, videoHeight: 0,
+          listed: []
         };
         const fail = (what) => out.errors.push(String(what && what.message ? what.message : what));
         const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -314,13 +318,16 @@ struct LadderPlaybackTests {
         async function run() {
           const master = new URL("out/master.m3u8", location.href).href;
           const lines = (await fetched(master, true)).split("\n").map((line) => line.trim());
-          const variants = [];
+          const listed = [];
           let audioURI = null;
           lines.forEach((line, i) => {
-            if (line.startsWith("#EXT-X-STREAM-INF:")) variants.push({ ...attributes(line.slice(18)), uri: lines[i + 1] });
+            if (line.startsWith("#EXT-X-STREAM-INF:")) listed.push({ ...attributes(line.slice(18)), uri: lines[i + 1] });
             if (line.startsWith("#EXT-X-MEDIA:") && attributes(line.slice(13)).TYPE === "AUDIO") audioURI = attributes(line.slice(13)).URI;
           });
-          if (variants.length < 2) throw new Error("the master playlist has " + variants.length + " variant(s)");
+          out.listed = listed.map((v) => (v["VIDEO-RANGE"] || "SDR") + " " + v.CODECS);
+          const range = new URLSearchParams(location.search).get("range");
+          const variants = range ? listed.filter((v) => (v["VIDEO-RANGE"] || "SDR") === range) : listed;
+          if (variants.length < 2) throw new Error("the master playlist has " + variants.length + " variant(s) to play");
           if (!audioURI) throw new Error("the master playlist has no audio rendition");
           variants.sort((a, b) => Number(a.BANDWIDTH) - Number(b.BANDWIDTH));
           const low = variants[0], high = variants[variants.length - 1];

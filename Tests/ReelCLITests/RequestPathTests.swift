@@ -60,11 +60,16 @@ struct RequestPathTests {
         "save-to-library": (nil, nil),
         "keep-content-identifier": (nil, nil),
         "poster": (nil, nil),
-        // The queue takes no ladders yet (issue 22 item 4): only their refusal is the same everywhere.
+        // Only these ladder options' refusal is checked here (QueuedLadderTests queues ladders).
         "ladder": (nil, "1280x"),
         "segment-duration": (nil, "0"),
         "manifests": (nil, "dash"),
+        // A ladder's flag: checked on a ladder (`ladderFlags`).
+        "no-sdr-rungs": (nil, nil),
     ]
+
+    /// What a flag that goes with a ladder is given with, as flags and as keys.
+    static let ladderFlags = (["--type", "hls", "--ladder", "320x180"], ["type": "hls", "ladder": "320x180"])
 
     @Test func exportAndSubmitShareTheExportOptions() async throws {
         let export = try await Self.exportOptions(of: "export")
@@ -138,6 +143,11 @@ struct RequestPathTests {
                     flags.append("--save-to-library")
                     keys["saveToLibrary"] = true
                 }
+                if option.name == "no-sdr-rungs" {
+                    // Refused without a ladder.
+                    flags += Self.ladderFlags.0
+                    for (name, value) in Self.ladderFlags.1 { keys[name] = value }
+                }
                 if option.name == "force-extension" {
                     // The type is mov, the name keeps .mp4: refused without the flag.
                     named("forced.mp4")
@@ -172,6 +182,9 @@ struct RequestPathTests {
                 } else if option.name == "keep-content-identifier" {
                     let saving = base.0 + ["--save-to-library", "--overwrite"]
                     changed = !equal(a, try spec(of: try await submitFlags(saving).stdout))
+                } else if option.name == "no-sdr-rungs" {
+                    let ladder = base.0 + Self.ladderFlags.0 + ["--overwrite"]
+                    changed = !equal(a, try spec(of: try await submitFlags(ladder).stdout))
                 }
                 #expect(changed, "\(option) changed nothing in the job: \(a)")
             }

@@ -162,6 +162,39 @@ struct PresetTests {
         #expect(size.width == expectedWidth && size.height == expectedHeight, "\(preset) \(width)x\(height) → \(size)")
     }
 
+    /// An HDR ladder's SDR rungs take the settings of the H.264 preset with the same box as each HEVC
+    /// rung (`HLSLadderHDR1080`: the `HLSLadder1080` rungs' presets), or the default preset's for rungs
+    /// given as sizes under an HEVC preset; a ladder preset's `"sdrRungs": false` and `noSdrRungs`
+    /// (`--no-sdr-rungs`) leave them out, and without a ladder that option is refused.
+    @Test func anHDRLaddersSDRRungsTakeTheH264PresetsOfTheirBoxes() throws {
+        let shipped = PresetLibrary.shipped
+        let hdr = try #require(try ExportRequest(preset: "HLSLadderHDR1080").resolve(presets: shipped).ladder)
+        #expect(hdr.writesSDRRungs && hdr.sdrRungs == true)
+        #expect(hdr.sdrRungPresets?.map(\.name) == ["1920x1080", "1280x720", "960x540", "640x480"])
+        #expect(hdr.sdrRungPresets?.map { $0.video?.crf } == [21, 21, 22, 22])
+        let sized = try #require(
+            try ExportRequest(preset: "HEVC1920x1080", ladder: "1280x720,640x360").resolve(presets: shipped).ladder)
+        #expect(sized.writesSDRRungs && sized.sdrRungPresets?.map(\.name) == ["1920x1080", "1920x1080"])
+        let h264 = try #require(try ExportRequest(preset: "HLSLadder1080").resolve(presets: shipped).ladder)
+        #expect(h264.sdrRungPresets == nil)
+        let optedOut = try #require(
+            try ExportRequest(preset: "HLSLadderHDR1080", noSdrRungs: true).resolve(presets: shipped).ladder)
+        #expect(!optedOut.writesSDRRungs)
+        #expect {
+            _ = try ExportRequest(preset: "HEVC1920x1080", noSdrRungs: true).resolve(presets: shipped)
+        } throws: { error in
+            (error as! ExportError).message.contains("--no-sdr-rungs go with --type hls")
+        }
+
+        let folder = Fixtures.scratchFolder("hdr-ladder-preset")
+        let json =
+            #"{"name": "HDROnly", "summary": "x", "kind": "ladder", "ladder": {"rungs": ["HEVC1280x720", "HEVC640x480"], "sdrRungs": false}}"#
+        try json.write(to: folder.appendingPathComponent("HDROnly.json"), atomically: true, encoding: .utf8)
+        let library = try PresetLibrary(userFolder: folder)
+        let own = try #require(try ExportRequest(preset: "HDROnly").resolve(presets: library).ladder)
+        #expect(!own.writesSDRRungs && own.sdrRungPresets?.map(\.name) == ["1280x720", "640x480"])
+    }
+
     @Test func outputTypesAcceptApplesIdentifiers() {
         #expect(OutputType(name: "public.mpeg-4") == .mp4)
         #expect(OutputType(name: "com.apple.quicktime-movie") == .mov)

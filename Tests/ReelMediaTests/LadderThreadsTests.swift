@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import TestSupport
 import Testing
 
@@ -107,11 +108,15 @@ struct LadderThreadsTests {
     }
 
     /// A cancel while the rungs' threads encode stops every one of them: the run throws `cancelled`
-    /// (within the suite's time limit, so no thread is left waiting on a lane).
-    @Test func aCancelStopsEveryRungsThread() async throws {
-        let source = try await Fixtures.url(Fixtures.ladderSource)
+    /// (within the suite's time limit, so no thread is left waiting on a lane), HDR ladders with SDR
+    /// rungs beside them too.
+    @Test(arguments: [false, true])
+    func aCancelStopsEveryRungsThread(_ withSDRRungs: Bool) async throws {
         let folder = Fixtures.scratchFolder("ladder-threads-cancel")
-        let plan = Self.plan(source, into: folder, threads: 2, seconds: nil)
+        let plan =
+            withSDRRungs
+            ? Self.hdrPlan(try await Fixtures.url(Fixtures.ladderHLG), into: folder, threads: 2, seconds: nil)
+            : Self.plan(try await Fixtures.url(Fixtures.ladderSource), into: folder, threads: 2, seconds: nil)
         await #expect(throws: MediaError.cancelled()) { _ = try await Self.run(plan, cancelAt: 0.2) }
     }
 
@@ -133,4 +138,87 @@ struct LadderThreadsTests {
             error?.message == "rendition v1 (160x90): the encoder refused frame 30: a fault injected by a test",
             "\(String(describing: error))")
     }
+
+    /// `Fixtures.ladderHLG`'s first 2 s as 10-bit HEVC rungs keeping HLG (640x360 and 320x180, x265
+    /// `ultrafast`) with H.264 SDR rungs of the same sizes beside them, tone-mapped (x264 `ultrafast`),
+    /// in 1 s segments, no audio, under a core budget of `threads`.
+    static func hdrPlan(_ source: URL, into folder: URL, threads: Int, seconds: Double? = 2) -> LadderPlan {
+        let sizes = [(640, 360), (320, 180)]
+        func rung(_ size: (Int, Int), sdr: Bool) -> VideoEncoding {
+            var encoding = VideoEncoding(
+                codec: sdr ? .h264 : .hevc, width: size.0, height: size.1, rotation: 0, tenBit: !sdr,
+                color: sdr ? .toneMapped(ToneMapping(transfer: .hlg, peakLuminance: 1000)) : .keepSource,
+                encoderPreset: "ultrafast", crf: 28, maxBitrate: nil, bufferSize: nil, maxFrameRate: nil,
+                profile: sdr ? "high" : "main10")
+            encoding.alignedKeyframes = true
+            return encoding
+        }
+        var plan = LadderPlan(
+            inputPath: source.path, outputFolder: folder.path, videoStream: 0,
+            rungs: sizes.map { rung($0, sdr: false) }, audio: nil, segmentSeconds: 1, threads: threads)
+        plan.sdrRungs = sizes.map { rung($0, sdr: true) }
+        plan.endSeconds = seconds
+        return plan
+    }
+
+    /// HDR rungs with SDR rungs beside them, four encoders on two cores: every rung, the H.264 ones
+    /// too, on a thread of its own with one core's share (x264 with one thread), never more than two
+    /// encoding at once; on one core, in turn on the fan-out thread with the same settings. Both
+    /// write the same bytes (the tone mapping and scaling on the fan-out thread are in frame order
+    /// whatever the threads do). ffprobe reads every frame of every rung: HEVC Main 10 in HLG, H.264
+    /// in BT.709. Each rendition's progress, the SDR ones' too, reaches 1.
+    @Test func sdrRungsBesideHDROnesShareTheCores() async throws {
+        let source = try await Fixtures.url(Fixtures.ladderHLG)
+        let parent = Fixtures.scratchFolder("ladder-threads-sdr")
+        var written: [[String: Data]] = []
+        for threads in [2, 1] {
+            let folder = parent.appendingPathComponent("budget-\(threads)")
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            let last = LastReport()
+            let plan = Self.hdrPlan(source, into: folder, threads: threads)
+            let outcome = try await onOwnThread(named: "ladder-test") { () throws(MediaError) -> LadderOutcome in
+                try LadderTranscoder.run(plan, cancel: CancellationFlag()) { last.set($0) }
+            }
+            #expect(outcome.video.map(\.folder) == ["v0", "v1", "s0", "s1"] && outcome.frames == 60)
+            #expect(
+                threads == 2 ? (1...2).contains(outcome.mostEncodingAtOnce) : outcome.mostEncodingAtOnce == 0,
+                "\(threads) cores: \(outcome.mostEncodingAtOnce) at once")
+            let renditions = last.report?.renditions ?? []
+            #expect(
+                renditions.map(\.name) == ["v0", "v1", "s0", "s1"] && renditions.allSatisfy { $0.fraction == 1 },
+                "\(renditions)")
+            for track in outcome.video {
+                var whole = try Data(contentsOf: folder.appendingPathComponent("\(track.folder)/init.mp4"))
+                for segment in track.files.segments {
+                    whole += try Data(contentsOf: folder.appendingPathComponent("\(track.folder)/\(segment.file)"))
+                }
+                let probe = try await Tools.run(
+                    "ffprobe",
+                    [
+                        "-v", "error", "-count_frames", "-show_entries",
+                        "stream=codec_name,width,pix_fmt,color_transfer,nb_read_frames", "-of", "csv=p=0", "-",
+                    ], input: whole)
+                #expect(probe.status == 0, "\(probe.stderr)")
+                let expected =
+                    track.folder.hasPrefix("s")
+                    ? "h264,\(track.width ?? 0),yuv420p,bt709,60"
+                    : "hevc,\(track.width ?? 0),yuv420p10le,arib-std-b67,60"
+                #expect(
+                    probe.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == expected,
+                    "\(track.folder): \(probe.stdout)")
+                #expect(track.videoRange == (track.folder.hasPrefix("s") ? "SDR" : "HLG"))
+            }
+            written.append(try Self.files(folder))
+        }
+        #expect(written[0].keys.sorted() == written[1].keys.sorted())
+        let differing = written[0].keys.sorted().filter { written[0][$0] != written[1][$0] }
+        #expect(!written[0].isEmpty && differing.isEmpty, "differ: \(differing)")
+    }
+}
+
+/// The last progress report of a run.
+final class LastReport: Sendable {
+    private let value = Mutex<TranscodeProgress?>(nil)
+    func set(_ report: TranscodeProgress) { value.withLock { $0 = report } }
+    var report: TranscodeProgress? { value.withLock { $0 } }
 }

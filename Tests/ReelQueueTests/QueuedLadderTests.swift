@@ -38,8 +38,9 @@ struct QueuedLadderTests {
 
     /// A completed ladder job: its folder holds exactly the files its result lists, ffprobe opens
     /// the master playlist and every variant (and the MPD when asked), and every rendition's progress
-    /// ended at 1.
-    static func checkPublished(_ status: JobStatus, widths: [Int], dash: Bool) async throws {
+    /// ended at 1. With `sdr`, an HDR ladder's SDR rungs (`s0`, …) are there beside its HDR ones, in
+    /// the same widths, in the files, the variants and the renditions' progress alike.
+    static func checkPublished(_ status: JobStatus, widths: [Int], dash: Bool, sdr: Bool = false) async throws {
         #expect(status.state == .completed, "\(status.error?.message ?? "")")
         #expect(status.outputType == "hls")
         let folder = URL(fileURLWithPath: status.output)
@@ -50,19 +51,25 @@ struct QueuedLadderTests {
         #expect(ladder.files.contains("manifest.mpd") == dash)
         let master = try await probe(folder.appendingPathComponent("master.m3u8"))
         #expect(Set(master.compactMap(\.width)) == Set(widths), "\(master)")
-        for (index, width) in widths.sorted(by: >).enumerated() {
-            let variant = try await probe(folder.appendingPathComponent("v\(index)/index.m3u8"))
-            #expect(variant.map(\.type) == ["video"] && variant.first?.width == width, "v\(index): \(variant)")
+        let sets = sdr ? ["v", "s"] : ["v"]
+        for set in sets {
+            for (index, width) in widths.sorted(by: >).enumerated() {
+                let variant = try await probe(folder.appendingPathComponent("\(set)\(index)/index.m3u8"))
+                #expect(
+                    variant.map(\.type) == ["video"] && variant.first?.width == width, "\(set)\(index): \(variant)")
+            }
         }
+        #expect(
+            ladder.files.filter { $0.hasSuffix("/init.mp4") }.count == sets.count * widths.count + 1, "\(ladder.files)")
         #expect(try await probe(folder.appendingPathComponent("a/index.m3u8")).map(\.type) == ["audio"])
         if dash {
             let streams = try await probe(folder.appendingPathComponent("manifest.mpd"))
             #expect(Set(streams.compactMap(\.width)) == Set(widths) && streams.contains { $0.type == "audio" })
         }
         let renditions = try #require(status.renditions, "no renditions in the status")
-        #expect(renditions.map(\.name) == widths.indices.map { "v\($0)" } + ["a"])
+        #expect(renditions.map(\.name) == sets.flatMap { set in widths.indices.map { "\(set)\($0)" } } + ["a"])
         #expect(renditions.allSatisfy { $0.fraction == 1 }, "\(renditions)")
-        #expect(renditions.compactMap(\.width) == widths.sorted(by: >))
+        #expect(renditions.compactMap(\.width) == sets.flatMap { _ in widths.sorted(by: >) })
     }
 
     @Test(arguments: ["--isolate", "--no-isolate"])
@@ -128,8 +135,9 @@ struct QueuedLadderTests {
     }
 
     /// HDR kept in the queue: `reel submit --preset HLSLadderHDR1080` and a manifest line naming an
-    /// HEVC preset and rungs make HEVC Main 10 rungs said to be HLG, as `reel export` does; a Dolby
-    /// Vision profile 5 source is refused at submit in one line, nothing queued.
+    /// HEVC preset and rungs make HEVC Main 10 rungs said to be HLG, with H.264 SDR rungs beside them
+    /// (in the result's files and the status's renditions too), as `reel export` does; a Dolby Vision
+    /// profile 5 source is refused at submit in one line, nothing queued.
     @Test func hdrLaddersAreQueuedLikeOthers() async throws {
         let spool = Spool()
         let source = try await Fixtures.url(Fixtures.ladderHLG).path
@@ -162,13 +170,14 @@ struct QueuedLadderTests {
         // HLSLadderHDR1080's boxes on the 640x360 source: only HEVC640x480's 640x360 is not above it.
         for (id, widths) in [(preset, [640]), (manifest, [640, 320])] {
             let status = try #require(spool.status(id))
-            try await Self.checkPublished(status, widths: widths, dash: false)
+            try await Self.checkPublished(status, widths: widths, dash: false, sdr: true)
             let folder = URL(fileURLWithPath: status.output)
             let master = try String(contentsOf: folder.appendingPathComponent("master.m3u8"), encoding: .utf8)
             let variants = master.split(separator: "\n").filter { $0.hasPrefix("#EXT-X-STREAM-INF:") }
+            let hdr = variants.filter { $0.contains("CODECS=\"hvc1.2.4.") && $0.contains(",VIDEO-RANGE=HLG,") }
+            let sdr = variants.filter { $0.contains("CODECS=\"avc1.64") && $0.contains(",VIDEO-RANGE=SDR,") }
             #expect(
-                variants.count == widths.count
-                    && variants.allSatisfy { $0.contains("CODECS=\"hvc1.2.4.") && $0.contains(",VIDEO-RANGE=HLG,") },
+                hdr.count == widths.count && sdr.count == widths.count && variants.count == 2 * widths.count,
                 "\(master)")
         }
         #expect(spool.outputFiles() == ["line", "preset"])

@@ -34,11 +34,27 @@ public struct LadderResult: Sendable, Codable, Equatable {
 /// AVERAGE-BANDWIDTH the same with the means (RFC 8216 §4.3.4.2), from the bytes and durations of
 /// the segments on disk; CODECS from the streams' own parameter sets; one EXT-X-TARGETDURATION for
 /// every playlist (the largest EXTINF rounded half up, RFC 8216bis); audio as one EXT-X-MEDIA group
-/// every variant shares.
+/// every variant shares. Variants in the order of the outcome's tracks: `listingOrder` puts SDR ones
+/// before HDR ones.
 enum LadderPlaylists {
     static let master = "master.m3u8"
     static let media = "index.m3u8"
     static let audioGroup = "aac"
+
+    /// `outcome` with its video tracks in the order the manifests list them: the SDR rungs first, then
+    /// the HDR ones, each set largest first as written (the audio as it is). A player starts with the
+    /// first variant it can play (the first listed is the start variant: Apple's authoring spec,
+    /// STREAMING-NOTES §1), and one that decodes HEVC Main 10 without looking at VIDEO-RANGE or at its display (a
+    /// browser on an SDR screen) would otherwise start on HLG or PQ pictures it cannot show; a player
+    /// that does look (AVPlayer with an HDR display) picks the HDR variants wherever they are listed.
+    /// Apple's HEVC and H.264 example stream (`bipbop_adv_example_hevc`) also lists an H.264 variant
+    /// first. The MPD's AdaptationSets follow the same order.
+    static func listingOrder(_ outcome: LadderOutcome) -> LadderOutcome {
+        var ordered = outcome
+        let sdr = outcome.video.filter { ($0.videoRange ?? "SDR") == "SDR" }
+        ordered.video = sdr + outcome.video.filter { ($0.videoRange ?? "SDR") != "SDR" }
+        return ordered
+    }
 
     /// Peak and average bit rates of a track, bits per second (rounded up).
     static func bitrates(_ track: LadderTrack) -> (peak: Int, average: Int) {
@@ -133,10 +149,12 @@ enum LadderPlaylists {
         return "\(Int((rate * 1000).rounded()))/1000"
     }
 
-    /// A static DASH manifest over the same init and media segments: one AdaptationSet for the video
-    /// rungs and one for the audio, each Representation a `SegmentTemplate` (`$Number%05d$`, from 0)
-    /// with a `SegmentTimeline` of the segments' real starts and durations (timescale 90 kHz), and
-    /// `bandwidth` the same measured peak as HLS's BANDWIDTH.
+    /// A static DASH manifest over the same init and media segments: one AdaptationSet per set of
+    /// video rungs (one codec and one dynamic range: the H.264 SDR rungs beside HEVC HDR ones are a
+    /// set of their own, as DASH switches only within a set) with its colour properties
+    /// (`colourProperties`), and one for the audio; each Representation a `SegmentTemplate`
+    /// (`$Number%05d$`, from 0) with a `SegmentTimeline` of the segments' real starts and durations
+    /// (timescale 90 kHz), and `bandwidth` the same measured peak as HLS's BANDWIDTH.
     static func mpd(
         _ outcome: LadderOutcome, renditions: [LadderResult.Rendition], audio: LadderResult.Rendition?,
         language: String?
@@ -163,26 +181,42 @@ enum LadderPlaylists {
             "<MPD xmlns=\"urn:mpeg:dash:schema:mpd:2011\" type=\"static\" profiles=\"urn:mpeg:dash:profile:isoff-live:2011,urn:mpeg:dash:profile:cmaf:2019\" mediaPresentationDuration=\"\(isoDuration(total))\" minBufferTime=\"PT2S\" maxSegmentDuration=\"\(isoDuration(longest))\">",
             " <Period id=\"0\" start=\"PT0S\">",
         ]
-        let widest = outcome.video.compactMap(\.width).max() ?? 0
-        let tallest = outcome.video.compactMap(\.height).max() ?? 0
-        lines.append(
-            "  <AdaptationSet id=\"0\" contentType=\"video\" mimeType=\"video/mp4\" segmentAlignment=\"true\" startWithSAP=\"1\" maxWidth=\"\(widest)\" maxHeight=\"\(tallest)\">"
-        )
-        for (track, rendition) in zip(outcome.video, renditions) {
-            var attributes = "id=\"\(track.folder)\" codecs=\"\(track.codecs)\" bandwidth=\"\(rendition.peakBitrate)\""
-            if let width = track.width, let height = track.height {
-                attributes += " width=\"\(width)\" height=\"\(height)\" sar=\"1:1\""
-            }
-            if let rate = track.frameRate { attributes += " frameRate=\"\(dashFrameRate(rate))\"" }
-            lines.append("   <Representation \(attributes)>")
-            lines += colourProperties(track)
-            lines += template(track)
-            lines.append("   </Representation>")
+        // Consecutive rungs of one codec and range make a set (the tracks come set by set:
+        // `listingOrder`), so the Representations stay in the tracks' order.
+        var sets: [[(track: LadderTrack, rendition: LadderResult.Rendition)]] = []
+        func setKey(_ track: LadderTrack) -> String {
+            String(track.codecs.prefix { $0 != "." }) + " " + (track.videoRange ?? "SDR")
         }
-        lines.append("  </AdaptationSet>")
+        for (track, rendition) in zip(outcome.video, renditions) {
+            if let last = sets.last?.last, setKey(last.track) == setKey(track) {
+                sets[sets.count - 1].append((track, rendition))
+            } else {
+                sets.append([(track, rendition)])
+            }
+        }
+        for (id, set) in sets.enumerated() {
+            let widest = set.compactMap { $0.track.width }.max() ?? 0
+            let tallest = set.compactMap { $0.track.height }.max() ?? 0
+            lines.append(
+                "  <AdaptationSet id=\"\(id)\" contentType=\"video\" mimeType=\"video/mp4\" segmentAlignment=\"true\" startWithSAP=\"1\" maxWidth=\"\(widest)\" maxHeight=\"\(tallest)\">"
+            )
+            if let first = set.first { lines += colourProperties(first.track) }
+            for (track, rendition) in set {
+                var attributes =
+                    "id=\"\(track.folder)\" codecs=\"\(track.codecs)\" bandwidth=\"\(rendition.peakBitrate)\""
+                if let width = track.width, let height = track.height {
+                    attributes += " width=\"\(width)\" height=\"\(height)\" sar=\"1:1\""
+                }
+                if let rate = track.frameRate { attributes += " frameRate=\"\(dashFrameRate(rate))\"" }
+                lines.append("   <Representation \(attributes)>")
+                lines += template(track)
+                lines.append("   </Representation>")
+            }
+            lines.append("  </AdaptationSet>")
+        }
         if let track = outcome.audio, let audio {
             lines.append(
-                "  <AdaptationSet id=\"1\" contentType=\"audio\" mimeType=\"audio/mp4\" lang=\"\(language ?? "und")\" segmentAlignment=\"true\" startWithSAP=\"1\">"
+                "  <AdaptationSet id=\"\(sets.count)\" contentType=\"audio\" mimeType=\"audio/mp4\" lang=\"\(language ?? "und")\" segmentAlignment=\"true\" startWithSAP=\"1\">"
             )
             lines.append(
                 "   <Representation id=\"\(track.folder)\" codecs=\"\(track.codecs)\" bandwidth=\"\(audio.peakBitrate)\" audioSamplingRate=\"\(track.sampleRate ?? 48000)\">"
@@ -197,16 +231,23 @@ enum LadderPlaylists {
         return lines.joined(separator: "\n") + "\n"
     }
 
-    /// An HDR rung's colours as DASH-IF IOP signals them (ISO/IEC 23091-2 code points): the transfer
-    /// (16 PQ, 18 HLG) as an EssentialProperty, so a player that cannot show it skips the rung, and
-    /// the primaries and matrix (9: BT.2020) as SupplementalProperty. SDR rungs carry none.
+    /// A set of rungs' colours (each rung of a set has the same) as DASH-IF IOP signals them on the
+    /// AdaptationSet, in ISO/IEC 23091-2 code points. HDR: the transfer (16 PQ, 18 HLG) as an
+    /// EssentialProperty, so a player that cannot show it skips the set, and the primaries and matrix
+    /// (9: BT.2020) as SupplementalProperty. SDR: all three as SupplementalProperty (1: BT.709), which
+    /// a player may ignore, so the set every device plays is never skipped for them; none when one of
+    /// them is unspecified (an untagged source's colours, kept by HEVC rungs).
     static func colourProperties(_ track: LadderTrack) -> [String] {
-        guard let colour = track.colour, let range = track.videoRange, range != "SDR" else { return [] }
+        guard let colour = track.colour else { return [] }
         let scheme = "urn:mpeg:mpegB:cicp:"
+        let hdr = (track.videoRange ?? "SDR") != "SDR"
+        if !hdr && [colour.primaries, colour.transfer, colour.matrix].contains(where: { $0 == 2 || $0 <= 0 }) {
+            return []
+        }
         return [
-            "    <EssentialProperty schemeIdUri=\"\(scheme)TransferCharacteristics\" value=\"\(colour.transfer)\"/>",
-            "    <SupplementalProperty schemeIdUri=\"\(scheme)ColourPrimaries\" value=\"\(colour.primaries)\"/>",
-            "    <SupplementalProperty schemeIdUri=\"\(scheme)MatrixCoefficients\" value=\"\(colour.matrix)\"/>",
+            "   <\(hdr ? "Essential" : "Supplemental")Property schemeIdUri=\"\(scheme)TransferCharacteristics\" value=\"\(colour.transfer)\"/>",
+            "   <SupplementalProperty schemeIdUri=\"\(scheme)ColourPrimaries\" value=\"\(colour.primaries)\"/>",
+            "   <SupplementalProperty schemeIdUri=\"\(scheme)MatrixCoefficients\" value=\"\(colour.matrix)\"/>",
         ]
     }
 

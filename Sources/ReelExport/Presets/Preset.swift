@@ -25,6 +25,9 @@ public struct Preset: Sendable, Codable, Equatable {
         public var segmentDuration: Double?
         /// `hls`, `dash` (default `["hls"]`).
         public var manifests: [String]?
+        /// HEVC rungs keeping an HLG or PQ source's HDR: also write tone-mapped H.264 SDR rungs in the
+        /// same boxes (`ReelExport.Ladder.sdrRungs`). Default true.
+        public var sdrRungs: Bool?
     }
 
     /// Video settings.

@@ -53,6 +53,9 @@ public struct ExportRequest: Sendable, Codable, Equatable {
     public var segmentDuration: String?
     /// With a ladder: the manifests over its segments, `hls` (default), `dash` or `hls,dash`.
     public var manifests: String?
+    /// With a ladder keeping HDR: write only its HDR rungs, no SDR rungs beside them
+    /// (`Ladder.sdrRungs`).
+    public var noSdrRungs: Bool?
 
     public init(
         preset: String? = nil, type: String? = nil, output: String? = nil, forceExtension: Bool? = nil,
@@ -60,9 +63,10 @@ public struct ExportRequest: Sendable, Codable, Equatable {
         forceTranscode: Bool? = nil, allowAudioOnly: Bool? = nil, maxSize: String? = nil, background: String? = nil,
         overwrite: Bool? = nil, resource: String? = nil, saveToLibrary: Bool? = nil,
         keepContentIdentifier: Bool? = nil, poster: Bool? = nil, ladder: String? = nil,
-        segmentDuration: String? = nil, manifests: String? = nil
+        segmentDuration: String? = nil, manifests: String? = nil, noSdrRungs: Bool? = nil
     ) {
         self.manifests = manifests
+        self.noSdrRungs = noSdrRungs
         self.ladder = ladder
         self.segmentDuration = segmentDuration
         self.resource = resource
@@ -139,12 +143,19 @@ public struct ExportRequest: Sendable, Codable, Equatable {
             values.ladder = made
             // The largest rung's preset plans the decode, colour and audio.
             chosen = made.rungPresets?.first ?? chosen
-        } else if values.ladder == nil && (segmentDuration != nil || manifests != nil) {
+        } else if values.ladder == nil && (segmentDuration != nil || manifests != nil || noSdrRungs == true) {
             throw ExportError(.invalidArgument, ExportRequest.ladderOptionsAlone)
+        } else if var ladder = values.ladder, chosen.video?.codec == .hevc {
+            // Rungs given as sizes under an HEVC preset: SDR rungs beside HDR ones take the settings an
+            // H.264 ladder of those sizes would (the default preset's).
+            let fallback = try Ladder.sdrFallback(try? presets.preset(named: Ladder.defaultPreset))
+            ladder.sdrRungPresets = Array(repeating: fallback, count: ladder.sizes.count)
+            values.ladder = ladder
         } else if values.ladder == nil && isLadderType {
             throw ExportError(
                 .invalidArgument, "an hls export needs its rungs: --ladder 1920x1080,1280x720 (or \"ladder\")")
         }
+        if noSdrRungs == true { values.ladder?.sdrRungs = false }
         // A ladder writes a folder: its rungs are fragmented MP4, and the output names no file type.
         let outputType =
             values.ladder != nil
@@ -175,7 +186,7 @@ public struct ExportRequest: Sendable, Codable, Equatable {
     }
 
     static let ladderOptionsAlone =
-        "a ladder, its segment duration and manifests go with --type hls (or \"type\": \"hls\") or a ladder preset"
+        "a ladder, its segment duration, manifests and --no-sdr-rungs go with --type hls (or \"type\": \"hls\") or a ladder preset"
 
     /// What a ladder does not take yet.
     private func refuseLadderOptions() throws(ExportError) {
@@ -206,7 +217,9 @@ public struct ExportRequest: Sendable, Codable, Equatable {
                     .invalidArgument, "an hls export needs its rungs: --ladder 1920x1080,1280x720 (or \"ladder\")")
             }
             try refuseLadderOptions()
-        } else if type != nil && (self.ladder != nil || segmentDuration != nil || manifests != nil) {
+        } else if type != nil
+            && (self.ladder != nil || segmentDuration != nil || manifests != nil || noSdrRungs == true)
+        {
             throw ExportError(.invalidArgument, ExportRequest.ladderOptionsAlone)
         }
         if keepContentIdentifier == true && saveToLibrary != true {

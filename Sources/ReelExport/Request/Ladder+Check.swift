@@ -16,9 +16,11 @@ extension Ladder {
     }
 
     /// What an hls ladder export plans before any work: the export's plan, its transcode, the encoding
-    /// the rungs start from, the audio, and the rungs kept and dropped for the source's size. `check`
-    /// and `ExportSession.runLadder` both stand on it, so a queued ladder is refused in the words the
-    /// export would use.
+    /// the rungs start from, the audio, the rungs kept and dropped for the source's size, and when the
+    /// rungs keep HDR (and `writesSDRRungs`), the encoding the SDR rungs beside them start from: what
+    /// the largest kept box's H.264 preset (`sdrRungPresets`) plans for the same asset, tone-mapped as
+    /// an export under it is. `check` and `ExportSession.runLadder` both stand on it, so a queued
+    /// ladder is refused in the words the export would use.
     func planned(
         asset: Asset, preset: Preset, timeRange: TimeRange?, metadata: MetadataPolicy, background: RGBColor,
         limits: InputLimits
@@ -47,8 +49,29 @@ extension Ladder {
                 "every rung of the ladder (\(sizes.map(\.description).joined(separator: ", "))) is larger than the source (\(source.width)x\(source.height)); name one at most its size"
             )
         }
+        // HEVC rungs keeping an HDR source's HLG or PQ (or a Dolby Vision base layer).
+        let keepsHDR =
+            planned.encoding.codec == .hevc && planned.encoding.color == .keepSource
+            && plan.video?.sourceDynamicRange?.isHDR == true
+        var sdr: StreamEncoding<VideoEncoding>?
+        if keepsHDR && writesSDRRungs {
+            let sdrPreset = try sdrRungPreset(box: fitted[0].box)
+            let sdrPlan = try ExportPlanner.decide(
+                asset: asset, preset: sdrPreset, type: .mp4, timeRange: timeRange, metadata: metadata,
+                optimizeForNetwork: true, forceTranscode: true, background: background)
+            guard case .transcode(let video?, _) = sdrPlan.transcodePlan(limits: limits).mode,
+                video.encoding.codec == .h264, !video.encoding.tenBit, case .toneMapped = video.encoding.color
+            else {
+                throw ExportError(
+                    .incompatiblePreset,
+                    "the SDR rungs beside the HDR ones cannot be planned: \(sdrPreset.name) does not tone-map this source to 8-bit H.264 (--no-sdr-rungs leaves them out)"
+                )
+            }
+            sdr = video
+        }
         return PlannedLadder(
-            exportPlan: plan, transcode: transcode, video: planned, audio: audio, fitted: fitted, dropped: dropped)
+            exportPlan: plan, transcode: transcode, video: planned, audio: audio, fitted: fitted, dropped: dropped,
+            keepsHDR: keepsHDR, sdr: sdr)
     }
 }
 
@@ -60,4 +83,8 @@ struct PlannedLadder {
     var audio: StreamEncoding<AudioEncoding>?
     var fitted: [(box: Int, size: Ladder.Size)]
     var dropped: [Ladder.Size]
+    /// Whether the rungs keep an HDR source's HDR (HEVC Main 10, HLG or PQ).
+    var keepsHDR: Bool
+    /// Where the SDR rungs beside HDR ones start from (8-bit H.264, tone-mapped); nil: none.
+    var sdr: StreamEncoding<VideoEncoding>?
 }

@@ -28,6 +28,21 @@ public struct Ladder: Sendable, Equatable, Codable {
     /// Per box (same order as `sizes`): the video preset whose encoder settings that rung uses (CRF,
     /// x264 preset, profile, bit-rate cap), when a ladder preset named one; nil: the session's preset.
     public var rungPresets: [Preset]? = nil
+    /// Whether a ladder that keeps HDR (HEVC rungs of a 10-bit HLG or PQ source) also writes SDR rungs
+    /// beside its HDR ones, as Apple's HLS authoring rules ask ("for backward compatibility SDR
+    /// streams MUST be provided"): H.264 in the same boxes, tone-mapped as the H.264 presets are, from
+    /// the same decode, in folders `s0`, `s1`, …. Nil or true: yes (`--no-sdr-rungs`, or a ladder
+    /// preset's `"sdrRungs": false`, says no). Other ladders (H.264, or an SDR source) are SDR already
+    /// and write none.
+    public var sdrRungs: Bool? = nil
+    /// Per box (same order as `sizes`): the H.264 video preset whose encoder settings that box's SDR
+    /// rung uses, as the H.264 ladder of the same boxes would (a ladder preset's rung `HEVC1280x720`:
+    /// `1280x720`, the H.264 preset with its box; rungs given as sizes: `defaultPreset`). Nil: the
+    /// shipped `defaultPreset`'s settings for every box.
+    public var sdrRungPresets: [Preset]? = nil
+
+    /// Whether SDR rungs go beside HDR ones (`sdrRungs`; nil is yes).
+    public var writesSDRRungs: Bool { sdrRungs ?? true }
 
     /// A manifest format.
     public enum Manifest: String, Sendable, Equatable, Codable, CaseIterable {
@@ -75,7 +90,39 @@ public struct Ladder: Sendable, Equatable, Codable {
         ladder.sizes = rungs.map(\.0)
         ladder.rungPresets = rungs.map(\.1)
         ladder.presetName = preset.name
+        ladder.sdrRungs = spec.sdrRungs
+        if rungs.contains(where: { $0.1.video?.codec == .hevc }) {
+            let fallback = try? library.preset(named: defaultPreset)
+            ladder.sdrRungPresets = try rungs.map { rung throws(ExportError) -> Preset in
+                if let twin = sdrPreset(for: rung.0, in: library) { return twin }
+                return try sdrFallback(fallback)
+            }
+        }
         return ladder
+    }
+
+    /// The H.264 video preset of `library` whose box is `box` (either way round), if any: what an SDR
+    /// rung in that box takes its encoder settings from.
+    static func sdrPreset(for box: Size, in library: PresetLibrary) -> Preset? {
+        library.presets.first { preset in
+            guard preset.kind == .video, let video = preset.video, video.codec == .h264, let given = video.box else {
+                return false
+            }
+            return given.sorted() == [box.width, box.height].sorted()
+        }
+    }
+
+    /// The preset box `box`'s SDR rung takes its settings from (`sdrRungPresets`).
+    func sdrRungPreset(box: Int) throws(ExportError) -> Preset {
+        if let presets = sdrRungPresets, presets.indices.contains(box) { return presets[box] }
+        return try Ladder.sdrFallback(nil)
+    }
+
+    /// `defaultPreset` as `library` has it, when it is an H.264 video preset (a preset folder may
+    /// replace it); else the shipped one.
+    static func sdrFallback(_ preset: Preset?) throws(ExportError) -> Preset {
+        if let preset, preset.kind == .video, preset.video?.codec == .h264 { return preset }
+        return try PresetLibrary.shipped.preset(named: defaultPreset)
     }
 
     /// Whether `text` (a `--ladder` value) names a ladder preset rather than listing sizes: it is one

@@ -4,7 +4,8 @@ import Synchronization
 
 extension ExportSession {
     /// Exports `ladder` into the folder `destination`: planned from the session's preset (codec
-    /// settings, colour, rotation, audio), run by `LadderTranscoder` into a hidden folder beside the
+    /// settings, colour, rotation, audio), with H.264 SDR rungs in the same boxes beside HEVC ones
+    /// that keep HDR (`Ladder.sdrRungs`), run by `LadderTranscoder` into a hidden folder beside the
     /// destination (`TemporaryOutput`'s name), playlists written from what was measured
     /// (`LadderPlaylists`), every file checked against what was recorded, then renamed into place:
     /// the folder appears complete or not at all, and any failure or cancel removes it.
@@ -25,16 +26,14 @@ extension ExportSession {
         let (fitted, dropped) = (ladderPlan.fitted, ladderPlan.dropped)
         let sizes = fitted.map(\.size)
         // HEVC rungs keeping an HDR source's HLG or PQ take the HDR caps.
-        let keepsHDR =
-            planned.encoding.codec == .hevc && planned.encoding.color == .keepSource
-            && exportPlan.video?.sourceDynamicRange?.isHDR == true
-        let rungs = fitted.map { box, size -> VideoEncoding in
-            var encoding = planned.encoding
+        let keepsHDR = ladderPlan.keepsHDR
+        func rung(_ base: VideoEncoding, size: Ladder.Size, preset: Preset?) -> VideoEncoding {
+            var encoding = base
             encoding.width = size.width
             encoding.height = size.height
             encoding.pixelAspect = Rational(1, 1)
             // A ladder preset's rung takes its own preset's encoder settings.
-            if let video = ladder.rungPresets?[box].video {
+            if let video = preset?.video {
                 encoding.crf = video.crf
                 encoding.encoderPreset = video.encoderPreset
                 encoding.profile = video.profile ?? encoding.profile
@@ -52,6 +51,17 @@ extension ExportSession {
             encoding.bufferSize = 2 * encoding.maxBitrate!
             encoding.alignedKeyframes = true
             return encoding
+        }
+        let rungs = fitted.map { box, size in
+            rung(planned.encoding, size: size, preset: ladder.rungPresets?[box])
+        }
+        // SDR rungs beside the HDR ones: the same boxes, each with the settings and cap of the H.264
+        // ladder's rung in that box (`Ladder.sdrRungPresets`).
+        var sdrRungs: [VideoEncoding] = []
+        if let sdr = ladderPlan.sdr {
+            for (box, size) in fitted {
+                sdrRungs.append(rung(sdr.encoding, size: size, preset: try ladder.sdrRungPreset(box: box)))
+            }
         }
 
         // What a killed ladder export of this destination left (a folder nobody holds locked) goes first;
@@ -75,13 +85,15 @@ extension ExportSession {
         var plan = LadderPlan(
             inputPath: transcode.inputPath, outputFolder: folder.path, videoStream: planned.stream, rungs: rungs,
             audio: audio, segmentSeconds: ladder.segmentSeconds, policy: limits, threads: threads)
+        plan.sdrRungs = sdrRungs
         plan.inputByteRange = transcode.inputByteRange
         plan.startSeconds = transcode.startSeconds
         plan.endSeconds = transcode.endSeconds
         #if DEBUG
             if activeFault == .rungEncoder { plan.rungFault = 30 }
         #endif
-        let outcome = try runLadderPipeline(plan, started: started)
+        let written = try runLadderPipeline(plan, started: started)
+        let outcome = LadderPlaylists.listingOrder(written)
 
         let language = asset.audioTrack?.language
         let (files, result) = LadderPlaylists.make(
@@ -89,7 +101,7 @@ extension ExportSession {
         for (path, text) in files {
             try AtomicFile.write(Data(text.utf8), to: folder.appendingPathComponent(path), overwrite: false)
         }
-        injectLadderFault(into: folder, outcome: outcome)
+        injectLadderFault(into: folder, outcome: written)
         let verifying = ContinuousClock.now
         let bytes = try LadderVerification.verify(folder: folder, outcome: outcome, result: result)
         let verificationSeconds = (ContinuousClock.now - verifying) / .seconds(1)
@@ -100,12 +112,14 @@ extension ExportSession {
         ladderResult = result
         let top = outcome.video[0]
         let kind = planned.encoding.codec == .hevc ? "HEVC " : ""
+        let listed = sizes.map(\.description).joined(separator: ", ")
         var summary = Result(
             bytes: bytes, durationSeconds: result.video[0].durationSeconds, width: top.width, height: top.height,
             videoCodec: planned.encoding.codec.rawValue, audioCodec: outcome.audio != nil ? "aac" : nil,
             networkOptimized: true,
             elapsedSeconds: (ContinuousClock.now - started) / .seconds(1), method: .transcode,
-            decision: "an hls ladder of \(kind)\(sizes.map(\.description).joined(separator: ", "))"
+            decision: "an hls ladder of \(kind)\(listed)"
+                + (sdrRungs.isEmpty ? "" : " with H.264 SDR rungs of the same sizes, tone-mapped")
                 + (dropped.isEmpty
                     ? "" : " (above the source, dropped: \(dropped.map(\.description).joined(separator: ", ")))"))
         summary.verificationSeconds = verificationSeconds
@@ -115,7 +129,8 @@ extension ExportSession {
     }
 
     /// Damages a written ladder as `outputFault` says, in debug builds (tests), between the write and
-    /// the read-back: the second segment (or the only one) of the last video rung is cut to half
+    /// the read-back: the second segment (or the only one) of the last video rung written (the last
+    /// SDR rung when there are some) is cut to half
     /// (`truncate`) or has its first quarter, its `moof` and the start of its `mdat`, zeroed (`corrupt`).
     private func injectLadderFault(into folder: URL, outcome: LadderOutcome) {
         #if DEBUG

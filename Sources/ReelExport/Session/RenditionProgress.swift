@@ -3,12 +3,13 @@ internal import ReelMedia
 
 extension ExportSession {
     /// How far one rendition of a ladder export is (`Progress.renditions`): the rungs in the ladder's
-    /// order (largest first), then the audio. Its fraction follows what that rendition's own encoder
+    /// order (largest first; an HDR ladder's HDR rungs, then its SDR rungs), then the audio. Its fraction follows what that rendition's own encoder
     /// has written, so a rung whose encoder lags behind the shared decode shows it; every one reaches
     /// 1 when the export completes. As JSON (status files, `--json` progress lines):
     /// `{"name": "v0", "width": 1280, "height": 720, "fraction": 0.42}`; the audio has no size.
     public struct RenditionProgress: Sendable, Equatable, Codable {
-        /// The rendition's folder inside the ladder's (`v0`, `v1`, …; `a` for the audio).
+        /// The rendition's folder inside the ladder's (`v0`, `v1`, …; an HDR ladder's SDR rungs `s0`,
+        /// `s1`, …; `a` for the audio).
         public var name: String
         /// The rung's picture size (nil for the audio).
         public var width: Int?

@@ -5,14 +5,17 @@ import Foundation
 /// Runs one `LadderPlan` on the calling thread: the source is read and decoded once (scaled,
 /// rotated and tone-mapped to the first rung by `VideoDecodeStage`), every other rung scales that
 /// frame down with its own `Scaler`, and every rung has its own x264 encoder and CMAF track
-/// (`SegmentedTrack`); audio is decoded and encoded once (`AudioStage`).
+/// (`SegmentedTrack`); audio is decoded and encoded once (`AudioStage`). SDR rungs beside HDR ones
+/// (`LadderPlan.sdrRungs`) take the first rung's frame tone-mapped once (`ToneMapper`, at the first
+/// SDR rung's size), the lower ones scaled from that.
 ///
 /// Parallelism: H.264 rungs run on x264's own frame threads (the core budget split between the
 /// rungs, at least two each so a rung's encode runs beside the others rather than in turn). HEVC
-/// rungs get their share of the budget and never more (one core each is x265 with no pool, which
-/// encodes on the thread that calls it), so each has a thread of its own (`RungThreads`), fed through
-/// a bounded lane, with at most as many encoding at once as the budget has cores. The scaling of the
-/// lower rungs runs on the calling thread.
+/// rungs, and the H.264 SDR rungs beside them, get their share of the budget and never more (one
+/// core each is x265 with no pool, or x264 with one thread, which encode on the thread that calls
+/// them), so each has a thread of its own (`RungThreads`), fed through a bounded lane, with at most
+/// as many encoding at once as the budget has cores. The scaling of the lower rungs and the tone
+/// mapping run on the calling thread.
 ///
 /// Keyframes: the first frame at or after every multiple of the segment length is sent as an I
 /// frame to every rung (`alignedKeyframes`: an IDR, no scene cuts), and each track cuts a fragment
@@ -43,6 +46,20 @@ public enum LadderTranscoder {
                 message:
                     "ladder rungs are 8-bit H.264 or HEVC, alike in codec, depth and colour, with aligned keyframes")
         }
+        if let first = plan.sdrRungs.first {
+            guard plan.rungs[0].codec == .hevc, plan.rungs[0].color == .keepSource,
+                case .toneMapped = first.color,
+                plan.sdrRungs.allSatisfy({
+                    $0.codec == .h264 && !$0.tenBit && $0.alignedKeyframes && $0.color == first.color
+                })
+            else {
+                throw MediaError(
+                    kind: .invalidArgument, call: "plan",
+                    message:
+                        "SDR rungs are 8-bit H.264 tone-mapped alike, with aligned keyframes, beside HEVC rungs keeping HDR"
+                )
+            }
+        }
         let input = try InputFile(
             path: plan.inputPath, policy: plan.policy, interrupt: cancel, analysis: .full,
             byteRange: plan.inputByteRange)
@@ -63,12 +80,28 @@ public enum LadderTranscoder {
 
 /// The state of one run of `LadderTranscoder`.
 final class LadderPipeline {
-    /// One rung as the fan-out sees it: its size, scaler (none for the first), and either its
-    /// encoder and track (`output`, encoded on the fan-out thread) or the lane to its own thread.
+    /// One rung as the fan-out sees it: its size, where its pictures come from, its scaler (none for
+    /// the first), and either its encoder and track (`output`, encoded on the fan-out thread) or the
+    /// lane to its own thread.
     final class Rung {
+        /// Where a rung's pictures come from (rungs by index in the fan-out's order).
+        enum Feed {
+            /// The decoded pictures themselves: the first rung.
+            case decoded
+            /// Scaled from that rung's picture: a lower rung from the first, a lower SDR rung from
+            /// the first SDR rung.
+            case scaled(from: Int)
+            /// Tone-mapped to SDR from that rung's picture: the first SDR rung, from the first rung.
+            case toneMapped(from: Int)
+        }
+
         let encoding: VideoEncoding
-        /// The track's folder (`v0`, `v1`, …).
+        /// The track's folder (`v0`, `v1`, …; `s0`, `s1`, … for SDR rungs beside HDR ones).
         let name: String
+        let feed: Feed
+        /// Whether later rungs are made from this rung's picture: its lane's frame is handed over
+        /// only once they are.
+        let readByOthers: Bool
         /// The encoder and track, while this thread holds them (not while the rung's own thread does).
         var output: RungOutput?
         /// Where the frames go when the rung has a thread of its own; `threadOutput` until it starts.
@@ -78,17 +111,26 @@ final class LadderPipeline {
         let frame: Frame?
         var scaler: Scaler?
 
-        init(encoding: VideoEncoding, name: String, output: RungOutput, frame: Frame?) {
+        init(
+            encoding: VideoEncoding, name: String, feed: Feed, readByOthers: Bool, output: RungOutput, frame: Frame?
+        ) {
             self.encoding = encoding
             self.name = name
+            self.feed = feed
+            self.readByOthers = readByOthers
             self.output = output
             self.frame = frame
             lane = nil
         }
 
-        init(encoding: VideoEncoding, name: String, lane: RungLane, output: Baton<RungOutput>) {
+        init(
+            encoding: VideoEncoding, name: String, feed: Feed, readByOthers: Bool, lane: RungLane,
+            output: Baton<RungOutput>
+        ) {
             self.encoding = encoding
             self.name = name
+            self.feed = feed
+            self.readByOthers = readByOthers
             self.lane = lane
             threadOutput = output
             frame = nil
@@ -106,6 +148,15 @@ final class LadderPipeline {
         var nextForced = 0.0
         var frames = 0
         var pool: BoundedQueue<Frame>?
+        /// Maps the first rung's pictures to SDR for the first SDR rung (nil: no SDR rungs).
+        var toneMapper: ToneMapper?
+        /// The matrix the first rung's pictures are in (the source's), written on them so a scaler
+        /// reading them converts from the right one.
+        var hdrMatrix = AVCOL_SPC_BT2020_NCL
+        /// The first rung's picture as the tone mapper reads it (10-bit BT.2020 at the first SDR
+        /// rung's size), when it is not that already; and the scaler that makes it.
+        var toneMapInput: Frame?
+        private var toneMapScaler: Scaler?
 
         func take(_ frame: Frame) throws(MediaError) {
             let picture = frame.pointer
@@ -114,29 +165,76 @@ final class LadderPipeline {
                 picture.pointee.pict_type = AV_PICTURE_TYPE_I
                 nextForced = LadderPipeline.boundary(after: time, segment: segmentSeconds)
             }
-            for (index, rung) in rungs.enumerated() {
+            if toneMapper != nil {
+                picture.pointee.colorspace = hdrMatrix
+                picture.pointee.color_range = AVCOL_RANGE_MPEG
+            }
+            // Each rung's picture so far, by index, for the rungs made from it; and the lanes' frames
+            // held back until those are made.
+            var pictures: [UnsafeMutablePointer<AVFrame>] = []
+            var held: [(lane: RungLane, frame: Frame)] = []
+            for rung in rungs {
+                let target: Frame
                 if let lane = rung.lane {
                     // A free frame of the rung's; waits while its encoder holds them all (back-pressure).
-                    guard let target = try lane.free.pop() else { throw MediaError.pipelineStopped() }
-                    if index == 0 {
-                        // The decoded picture itself, by reference: the decoder copies it before it
-                        // writes into it again while the encoder still holds it (`makeWritable`).
-                        try target.reference(frame)
-                    } else {
-                        try scale(picture, into: target, for: rung)
-                    }
-                    try lane.work.push(target)
+                    guard let spare = try lane.free.pop() else { throw MediaError.pipelineStopped() }
+                    target = spare
+                } else {
+                    target = rung.frame ?? frame
+                }
+                switch rung.feed {
+                case .decoded:
+                    // The decoded picture itself, by reference: the decoder copies it before it writes
+                    // into it again while the encoder still holds it (`makeWritable`). Other rungs read
+                    // `picture`, which stays this thread's until the frame goes back to the pool.
+                    if rung.lane != nil { try target.reference(frame) }
+                    pictures.append(picture)
+                case .scaled(let from):
+                    try scale(pictures[from], into: target, for: rung)
+                    pictures.append(target.pointer)
+                case .toneMapped(let from):
+                    try toneMap(pictures[from], into: target, for: rung)
+                    pictures.append(target.pointer)
+                }
+                if let lane = rung.lane {
+                    if rung.readByOthers { held.append((lane, target)) } else { try lane.work.push(target) }
                 } else if let output = rung.output {
-                    if let own = rung.frame {
-                        try scale(picture, into: own, for: rung)
-                        try output.encode(own)
-                    } else {
-                        try output.encode(frame)
-                    }
+                    try output.encode(target)
                 }
             }
+            for (lane, target) in held { try lane.work.push(target) }
             frames += 1
             try pool?.push(frame)
+        }
+
+        /// Tone-maps the first rung's picture (10-bit, the source's colours) into the first SDR rung's
+        /// frame, 8-bit BT.709, by the exports' own tone mapper; converted first to what the tone
+        /// mapper reads when it is not that already (`toneMapInput`).
+        private func toneMap(
+            _ picture: UnsafeMutablePointer<AVFrame>, into own: Frame, for rung: Rung
+        ) throws(MediaError) {
+            guard let toneMapper else { throw MediaError.pipelineStopped() }
+            var input = picture
+            if let toneMapInput {
+                if toneMapScaler == nil || !toneMapScaler!.accepts(picture) {
+                    toneMapScaler = try Scaler(
+                        from: picture, toWidth: Int32(rung.encoding.width), height: Int32(rung.encoding.height),
+                        format: ToneMapper.inputFormat, matrix: .bt2020, threads: 1)
+                }
+                try toneMapInput.makeWritable()
+                try toneMapScaler!.scale(picture, into: toneMapInput.pointer)
+                input = toneMapInput.pointer
+            }
+            try own.makeWritable()
+            try toneMapper.map(input, into: own.pointer)
+            own.pointer.pointee.pts = picture.pointee.pts
+            own.pointer.pointee.pkt_duration = picture.pointee.pkt_duration
+            own.pointer.pointee.pict_type = picture.pointee.pict_type
+            own.pointer.pointee.sample_aspect_ratio = rung.encoding.avPixelAspect
+            own.pointer.pointee.color_primaries = AVCOL_PRI_BT709
+            own.pointer.pointee.color_trc = AVCOL_TRC_BT709
+            own.pointer.pointee.colorspace = AVCOL_SPC_BT709
+            own.pointer.pointee.color_range = AVCOL_RANGE_MPEG
         }
 
         /// Scales the first rung's picture into a lower rung's frame, with its timing and colours.
@@ -192,18 +290,24 @@ final class LadderPipeline {
         let pool = BoundedQueue<Frame>(capacity: 2)
         fanout.pool = pool
         let budget = plan.threads == 0 ? StageThreads.availableCores() : plan.threads
-        let rungThreads = plan.threads == 1 ? 1 : max(2, (budget + plan.rungs.count - 1) / plan.rungs.count)
+        // The HDR rungs, then the SDR rungs beside them.
+        let encodings = plan.rungs + plan.sdrRungs
+        let rungThreads = plan.threads == 1 ? 1 : max(2, (budget + encodings.count - 1) / encodings.count)
         // x265 rungs get their share of the cores and never more: x265 hands rows of CTUs between its
         // frame and pool threads, and with more runnable threads than cores each hand-off waits for a
         // time slice (a 3 s 640x360 two-rung HEVC ladder with pools of 2 ran past 300 s while the
-        // test suite loaded both cores; `StageThreads.x265Parameters`). One core each is no pool.
-        let hevcThreads = max(1, budget / plan.rungs.count)
+        // test suite loaded both cores; `StageThreads.x265Parameters`). One core each is no pool. The
+        // H.264 SDR rungs beside them take the same share (x264 with one thread has no frame or
+        // lookahead threads and encodes on the thread that calls it), so every encoder's threads are
+        // within the gate's count.
+        let share = max(1, budget / encodings.count)
         // So each HEVC rung's encoder has a thread of its own, at most `budget` of them encoding at
         // once: with one core a rung (two rungs on two cores), x265 has no pool and encodes on the
         // thread that calls it, and on the fan-out thread the rungs took turns (one core busy).
-        let encodersAtOnce = min(budget, plan.rungs.count)
+        let encodersAtOnce = min(budget, encodings.count)
         gate = EncoderGate(permits: encodersAtOnce)
-        let ownThreads = plan.rungs[0].codec == .hevc && encodersAtOnce >= 2
+        let hevcLadder = plan.rungs[0].codec == .hevc
+        let ownThreads = hevcLadder && encodersAtOnce >= 2
         let decode = try VideoDecodeStage(
             input: input, streamIndex: plan.videoStream, encoding: plan.rungs[0], window: window, pool: pool,
             poolSize: 2, decoderThreads: plan.threads,
@@ -211,16 +315,36 @@ final class LadderPipeline {
         fanout.timeBase = decode.timeBase
         frameRate = av_q2d(decode.frameRate)
         let source = try decode.describeSource()
-        for (index, var encoding) in plan.rungs.enumerated() {
+        let hdrCount = plan.rungs.count
+        if let sdrTop = plan.sdrRungs.first, case .toneMapped(let mapping) = sdrTop.color {
+            fanout.toneMapper = try ToneMapper(mapping)
+            fanout.hdrMatrix = LadderPipeline.matrix(of: source.parameters.pointer)
+            let top = plan.rungs[0]
+            // The first rung's pictures are what the tone mapper reads when they are 10-bit BT.2020 at
+            // the first SDR rung's size (a ladder's two sets share their boxes): else converted first.
+            if sdrTop.width != top.width || sdrTop.height != top.height
+                || decode.outputFormat != ToneMapper.inputFormat || fanout.hdrMatrix != AVCOL_SPC_BT2020_NCL
+            {
+                fanout.toneMapInput = try Frame(
+                    width: Int32(sdrTop.width), height: Int32(sdrTop.height), format: ToneMapper.inputFormat)
+            }
+        }
+        for (index, var encoding) in encodings.enumerated() {
             // A keyframe at least every segment (x264's own keyint), the forced ones at the boundaries.
             encoding.keyframeInterval = max(1, Int((plan.segmentSeconds * frameRate).rounded(.up)))
-            let name = "v\(index)"
-            let threads = encoding.codec == .hevc ? hevcThreads : rungThreads
+            let sdr = index >= hdrCount
+            let name = sdr ? "s\(index - hdrCount)" : "v\(index)"
+            let feed: Rung.Feed =
+                index == 0 ? .decoded : index == hdrCount ? .toneMapped(from: 0) : .scaled(from: sdr ? hdrCount : 0)
+            // The first SDR rung's picture is what the lower SDR rungs are scaled from.
+            let readByOthers = sdr && index == hdrCount && encodings.count > hdrCount + 1
+            let format = sdr ? ToneMapper.outputFormat : decode.outputFormat
+            let threads = hevcLadder ? share : rungThreads
             func output() throws(MediaError) -> sending RungOutput {
                 try LadderPipeline.rungOutput(
-                    name, encoding: encoding, plan: plan, source: source, format: decode.outputFormat,
+                    name, encoding: encoding, plan: plan, source: source, format: format,
                     timeBase: decode.timeBase, frameRate: decode.frameRate, threads: threads, heartbeat: heartbeat,
-                    failAtFrame: index == plan.rungs.count - 1 ? plan.rungFault : nil)
+                    failAtFrame: index == encodings.count - 1 ? plan.rungFault : nil)
             }
             if ownThreads {
                 var frames: [Frame] = []
@@ -228,20 +352,22 @@ final class LadderPipeline {
                     frames.append(
                         index == 0
                             ? try Frame()
-                            : try Frame(
-                                width: Int32(encoding.width), height: Int32(encoding.height),
-                                format: decode.outputFormat))
+                            : try Frame(width: Int32(encoding.width), height: Int32(encoding.height), format: format))
                 }
                 let lane = try RungLane(frames: frames, ownsPictures: index != 0)
                 // Made straight into its baton: nothing here keeps a reference to what moves.
-                fanout.rungs.append(Rung(encoding: encoding, name: name, lane: lane, output: Baton(try output())))
+                fanout.rungs.append(
+                    Rung(
+                        encoding: encoding, name: name, feed: feed, readByOthers: readByOthers, lane: lane,
+                        output: Baton(try output())))
             } else {
                 let own =
                     index == 0
-                    ? nil
-                    : try Frame(
-                        width: Int32(encoding.width), height: Int32(encoding.height), format: decode.outputFormat)
-                fanout.rungs.append(Rung(encoding: encoding, name: name, output: try output(), frame: own))
+                    ? nil : try Frame(width: Int32(encoding.width), height: Int32(encoding.height), format: format)
+                fanout.rungs.append(
+                    Rung(
+                        encoding: encoding, name: name, feed: feed, readByOthers: readByOthers, output: try output(),
+                        frame: own))
             }
         }
         self.fanout = fanout
@@ -429,6 +555,19 @@ final class LadderPipeline {
             TranscodeProgress(
                 phase: phase, fraction: fraction, frames: fanout.frames, mediaSeconds: mediaSeconds,
                 renditions: renditions))
+    }
+
+    /// The YCbCr matrix a source's decoded pictures are in, as the decode's scaler keeps it for HDR
+    /// rungs (`Scaler.Matrix.source`): its tagged one, else what `Scaler` takes an untagged one to be
+    /// (BT.709 above 1024x576, BT.601 below) as `Scaler` reads any other.
+    static func matrix(of parameters: UnsafePointer<AVCodecParameters>) -> AVColorSpace {
+        let tagged = parameters.pointee.color_space
+        let known = [
+            AVCOL_SPC_BT709, AVCOL_SPC_BT470BG, AVCOL_SPC_SMPTE170M, AVCOL_SPC_SMPTE240M, AVCOL_SPC_FCC,
+            AVCOL_SPC_BT2020_NCL, AVCOL_SPC_BT2020_CL,
+        ]
+        if known.contains(tagged) { return tagged }
+        return parameters.pointee.height > 576 || parameters.pointee.width > 1024 ? AVCOL_SPC_BT709 : AVCOL_SPC_BT470BG
     }
 
     /// HLS's VIDEO-RANGE for a stream tagged with `transfer`.

@@ -17,6 +17,14 @@ public struct LadderPlan: Sendable {
     /// them. Each must have `alignedKeyframes`, and all the same codec (8-bit H.264, or HEVC), depth
     /// and colour: HEVC rungs keeping the source's colours are 10-bit HDR (Main 10, `hvc1`).
     public var rungs: [VideoEncoding]
+    /// SDR rungs beside HDR ones (Apple's HLS authoring rules ask for both), largest first: 8-bit
+    /// H.264 with aligned keyframes, all `.toneMapped` by one mapping, in a ladder whose `rungs` are
+    /// HEVC keeping an HLG or PQ source's colours. From the same decode: the first rung's pictures
+    /// (upright, at its size) are tone-mapped once, by the `ToneMapper` the H.264 exports use, at the
+    /// first SDR rung's size (converted to 10-bit BT.2020 at that size first when they are not
+    /// already), and every other SDR rung is scaled from that SDR picture. Their tracks follow the
+    /// HDR rungs' in the outcome, in folders `s0`, `s1`, …. Empty: none.
+    public var sdrRungs: [VideoEncoding] = []
     /// The audio rendition (nil for none).
     public var audio: StreamEncoding<AudioEncoding>?
     /// Segment length: an IDR is forced on the first frame at or after every multiple of it, in
@@ -106,12 +114,13 @@ extension LadderTrack.Colour {
 
 /// What a ladder produced.
 public struct LadderOutcome: Sendable {
-    /// One track per rung, in the plan's order.
+    /// One track per rung, in the plan's order: `rungs`, then `sdrRungs`.
     public var video: [LadderTrack]
     public var audio: LadderTrack?
     /// Frames decoded and sent to the rungs.
     public var frames: Int
-    /// The most rungs whose encoders ran at once on threads of their own (`RungThreads`, HEVC with
-    /// two cores or more); 0 when every rung was encoded on the fan-out thread.
+    /// The most rungs whose encoders ran at once on threads of their own (`RungThreads`, a ladder of
+    /// HEVC rungs, with its SDR rungs if any, on two cores or more); 0 when every rung was encoded on
+    /// the fan-out thread.
     public var mostEncodingAtOnce = 0
 }

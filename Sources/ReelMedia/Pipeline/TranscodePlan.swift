@@ -182,12 +182,12 @@ public struct TranscodeProgress: Sendable, Equatable {
     /// Seconds of media processed so far.
     public var mediaSeconds: Double
     /// A ladder's renditions, each on its own (empty for other exports): the rungs in the plan's
-    /// order, then the audio.
+    /// order (`rungs`, then `sdrRungs`), then the audio.
     public var renditions: [Rendition] = []
 
     /// How far one rendition of a ladder is: its encoder's output, not the decode feeding it.
     public struct Rendition: Sendable, Equatable {
-        /// Its folder inside the ladder's (`v0`, `v1`, …, `a`).
+        /// Its folder inside the ladder's (`v0`, `v1`, …, SDR rungs beside HDR ones `s0`, …, `a`).
         public var name: String
         public var width: Int?
         public var height: Int?

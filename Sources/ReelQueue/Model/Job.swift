@@ -202,6 +202,7 @@ extension JobSpec {
                 ladder.map {
                     $0.sizes.map(\.description).joined(separator: ",") + " every \($0.segmentSeconds) s, "
                         + $0.manifests.map(\.rawValue).joined(separator: ",")
+                        + ($0.writesSDRRungs ? "" : ", no SDR rungs")
                 } ?? "none"
             }
             fields.append("ladder (\(describe(other.ladder)), not \(describe(ladder)))")
