@@ -559,7 +559,7 @@ final class LadderPipeline {
 
     /// The YCbCr matrix a source's decoded pictures are in, as the decode's scaler keeps it for HDR
     /// rungs (`Scaler.Matrix.source`): its tagged one, else what `Scaler` takes an untagged one to be
-    /// (BT.709 above 1024x576, BT.601 below) as `Scaler` reads any other.
+    /// (`Scaler.untaggedMatrix`, the one guess), as `Scaler` reads any other.
     static func matrix(of parameters: UnsafePointer<AVCodecParameters>) -> AVColorSpace {
         let tagged = parameters.pointee.color_space
         let known = [
@@ -567,7 +567,10 @@ final class LadderPipeline {
             AVCOL_SPC_BT2020_NCL, AVCOL_SPC_BT2020_CL,
         ]
         if known.contains(tagged) { return tagged }
-        return parameters.pointee.height > 576 || parameters.pointee.width > 1024 ? AVCOL_SPC_BT709 : AVCOL_SPC_BT470BG
+        switch Scaler.untaggedMatrix(width: Int(parameters.pointee.width), height: Int(parameters.pointee.height)) {
+        case .bt709: return AVCOL_SPC_BT709
+        case .bt601: return AVCOL_SPC_BT470BG
+        }
     }
 
     /// HLS's VIDEO-RANGE for a stream tagged with `transfer`.
