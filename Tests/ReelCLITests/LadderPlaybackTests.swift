@@ -79,16 +79,7 @@ struct LadderPlaybackTests {
             ["320x180 init"] + segments[..<switchSegment].map { "320x180 \($0)" } + ["640x360 init"]
             + segments[switchSegment...].map { "640x360 \($0)" }
 
-        try Self.page.write(to: root.appendingPathComponent("player.html"), atomically: true, encoding: .utf8)
-        let server = try await PageServer.start(serving: root)
-        let dom: String
-        do {
-            dom = try await Self.dom(chromium, url: "http://127.0.0.1:\(server.port)/player.html")
-        } catch {
-            await server.process.stop()
-            throw error
-        }
-        await server.process.stop()
+        let dom = try await Self.play(root, chromium)
         let outcome = try Self.outcome(in: dom)
         let summary = "Chromium reported: \(try Self.outcomeText(in: dom))"
 
@@ -161,6 +152,24 @@ struct LadderPlaybackTests {
             })
         else { throw ToolFailure(message: "no Chromium; Scripts/setup installs Debian's chromium package") }
         return path
+    }
+
+    /// The player page's DOM once it has played the ladder in `root` (`query`, e.g. `range=SDR`, picks
+    /// the variants): the page is written into `root`, which a local server serves while Chromium loads
+    /// it, stopped however that ends.
+    static func play(_ root: URL, _ chromium: String, query: String? = nil) async throws -> String {
+        try Self.page.write(to: root.appendingPathComponent("player.html"), atomically: true, encoding: .utf8)
+        let server = try await PageServer.start(serving: root)
+        let dom: String
+        do {
+            dom = try await Self.dom(
+                chromium, url: "http://127.0.0.1:\(server.port)/player.html" + (query.map { "?" + $0 } ?? ""))
+        } catch {
+            await server.process.stop()
+            throw error
+        }
+        await server.process.stop()
+        return dom
     }
 
     /// The DOM of `url` once the page has finished: `--dump-dom` returns at the load event, which the

@@ -266,16 +266,7 @@ extension LadderPlaybackTests {
             ["320x180 init"] + segments[..<1].map { "320x180 \($0)" } + ["640x360 init"]
             + segments[1...].map { "640x360 \($0)" }
 
-        try Self.page.write(to: root.appendingPathComponent("player.html"), atomically: true, encoding: .utf8)
-        let server = try await PageServer.start(serving: root)
-        let dom: String
-        do {
-            dom = try await Self.dom(chromium, url: "http://127.0.0.1:\(server.port)/player.html?range=SDR")
-        } catch {
-            await server.process.stop()
-            throw error
-        }
-        await server.process.stop()
+        let dom = try await Self.play(root, chromium, query: "range=SDR")
         let outcome = try Self.outcome(in: dom)
         let summary = "Chromium reported: \(try Self.outcomeText(in: dom))"
 
