@@ -71,9 +71,7 @@ struct BoxReaderTests {
 
     @Test("the writer's boxes read back, and a real movie's tree matches ffprobe's reading of it")
     func realMovie() throws {
-        let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-            .appendingPathComponent("../../../shared/media/with-gps.mov").standardizedFileURL.path
-        try #require(FileManager.default.fileExists(atPath: path), "the shared sample \(path) is missing")
+        let path = try PhoneFiles.movie
         let reader = BoxReader(try FileSource(path: path))
         let top = try reader.topLevel()
         #expect(top.map(\.type.description).contains("moov"))

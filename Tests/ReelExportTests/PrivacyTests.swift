@@ -6,12 +6,11 @@ import Testing
 /// Where and with what a video was filmed leaves with it only by choice: `keep` (AVFoundation's default)
 /// writes the phone's GPS position and model, `sharing` writes neither; the plan says beforehand, and
 /// the result afterwards, which location and device keys are written. Checked with exiftool and
-/// ffprobe on a real iPhone video, read in place from `../shared/media`.
+/// ffprobe on a real iPhone video, committed under `Tests/Fixtures`.
 @Suite("Privacy by choice", .timeLimit(.minutes(5)))
 struct PrivacyTests {
     /// An iPhone 6 video with its GPS position, make, model and software in QuickTime keys.
-    static let phoneVideo = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-        .appendingPathComponent("../../../shared/media/with-gps.mov").standardizedFileURL
+    static let phoneVideo = PhoneFiles.folder.appendingPathComponent("with-gps.mov")
 
     /// The tags exiftool finds, named `Group:Tag`, whose name says location or device.
     static func privateTags(_ url: URL) async throws -> [String] {
@@ -27,7 +26,7 @@ struct PrivacyTests {
 
     @Test(arguments: ["MediumQuality", "Passthrough"], [MetadataPolicy.keep, .forSharing])
     func thePhonesPositionAndModelLeaveOnlyWhenKept(_ preset: String, _ policy: MetadataPolicy) async throws {
-        try #require(FileManager.default.fileExists(atPath: Self.phoneVideo.path), "\(Self.phoneVideo.path)")
+        _ = try PhoneFiles.movie
         #expect(try await Self.privateTags(Self.phoneVideo).contains("Keys:GPSCoordinates"))
         let asset = try await Asset.load(Self.phoneVideo)
         let session = try ExportSession(asset: asset, presetName: preset)

@@ -5,19 +5,13 @@ import Testing
 
 @testable import ReelLibrary
 
-/// The real phone files in `../shared/media/` beside the repository, read in place.
+/// The real phone files committed under `Tests/Fixtures/` (TestSupport's `PhoneFiles`).
 enum Media {
-    static let folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-        .appendingPathComponent("../../../shared/media").standardizedFileURL
-    static func path(_ name: String) throws -> String {
-        let path = folder.appendingPathComponent(name).path
-        try #require(FileManager.default.fileExists(atPath: path), "the shared sample \(path) is missing")
-        return path
-    }
-    static var heic: String { get throws { try path("IMG_2927.HEIC") } }
-    static var movie: String { get throws { try path("with-gps.mov") } }
-    static var motionPhoto: String { get throws { try path("mphoto_motion_photo.jpeg") } }
-    static var lyingMotionPhoto: String { get throws { try path("mphoto_still_lying.jpeg") } }
+    static func path(_ name: String) throws -> String { try PhoneFiles.path(name) }
+    static var heic: String { get throws { try PhoneFiles.heic } }
+    static var movie: String { get throws { try PhoneFiles.movie } }
+    static var motionPhoto: String { get throws { try PhoneFiles.motionPhoto } }
+    static var lyingMotionPhoto: String { get throws { try PhoneFiles.lyingMotionPhoto } }
     /// The content identifier in IMG_2927.HEIC's MakerNote (its README).
     static let heicIdentifier = "1745E022-9712-43C7-B024-F308EC6413CB"
 }
