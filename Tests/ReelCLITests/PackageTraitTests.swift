@@ -84,17 +84,7 @@ struct PackageTraitTests {
         let build = try #require(demo.split(separator: "\n").first { $0.contains("swift build --product reel") })
         #expect(build.contains("--disable-default-traits"), "\(build)")
 
-        // A copy of the manifest and its pins beside links to the sources: SwiftPM rewrites the pins of
-        // a package it resolves with fewer traits, and this checkout's must stay as they are.
-        let copy = Fixtures.scratchFolder("demo-build")
-        for name in ["Package.swift", "Package.resolved"] {
-            try FileManager.default.copyItem(
-                at: Self.root.appendingPathComponent(name), to: copy.appendingPathComponent(name))
-        }
-        for name in ["Sources", "Tests", "Plugins", "Presets"] {
-            try FileManager.default.createSymbolicLink(
-                at: copy.appendingPathComponent(name), withDestinationURL: Self.root.appendingPathComponent(name))
-        }
+        let copy = try Self.manifestCopy("demo-build")
         let identities = try await Self.dependencies(of: copy, options: ["--disable-default-traits"])
         #expect(identities.contains("swift-argument-parser"), "\(identities.sorted())")
         #expect(
@@ -102,5 +92,54 @@ struct PackageTraitTests {
             "fetched for the demo's build: \(identities.intersection(Self.serviceOnly).sorted())")
         let all = try await Self.dependencies(of: copy)
         #expect(all.isSuperset(of: ["postgres-nio", "swift-nio-ssl", "hummingbird", "grdb.swift"]), "\(all.sorted())")
+    }
+
+    /// A copy of the manifest, without pins, beside links to the sources: what a fresh clone resolves
+    /// (Package.resolved is not committed), and SwiftPM may write pins there without touching this
+    /// checkout's.
+    static func manifestCopy(_ label: String) throws -> URL {
+        let copy = Fixtures.scratchFolder(label)
+        try FileManager.default.copyItem(
+            at: root.appendingPathComponent("Package.swift"), to: copy.appendingPathComponent("Package.swift"))
+        for name in ["Sources", "Tests", "Plugins", "Presets"] {
+            try FileManager.default.createSymbolicLink(
+                at: copy.appendingPathComponent(name), withDestinationURL: root.appendingPathComponent(name))
+        }
+        return copy
+    }
+
+    /// Pins that travel: no Package.resolved in git (this machine's package mirror has commit ids of its
+    /// own), every dependency named with `exact:`, and a fresh resolve of the manifest alone lands on
+    /// exactly those versions.
+    @Test func everyDependencyIsPinnedExactlyAndResolvesToItsPin() async throws {
+        let manifest = try String(contentsOf: Self.root.appendingPathComponent("Package.swift"), encoding: .utf8)
+        let lines = manifest.split(separator: "\n").filter { $0.contains(".package(") }
+        #expect(lines.count >= 10, "\(lines)")
+        var pins: [String: String] = [:]
+        for line in lines {
+            guard let match = line.firstMatch(of: #/\.package\(url: "[^"]*/([^/"]+)", exact: "([0-9.]+)"\)/#) else {
+                Issue.record("not pinned with exact: \(line)")
+                continue
+            }
+            pins[String(match.1).lowercased()] = String(match.2)
+        }
+        let ignored = try await Tools.run("git", ["-C", Self.root.path, "check-ignore", "-q", "Package.resolved"])
+        #expect(ignored.status == 0, "Package.resolved is not ignored")
+        let tracked = try await Tools.run("git", ["-C", Self.root.path, "ls-files", "Package.resolved"])
+        #expect(tracked.stdout.isEmpty, "Package.resolved is tracked")
+
+        let copy = try Self.manifestCopy("pins")
+        let shown = try await Tools.run(
+            "swift", ["package", "--package-path", copy.path, "show-dependencies", "--format", "json"])
+        try #require(shown.status == 0, "the manifest does not resolve alone: \(shown.stderr)")
+        let tree = try #require(try JSONSerialization.jsonObject(with: Data(shown.stdout.utf8)) as? [String: Any])
+        var resolved: [String: String] = [:]
+        for child in tree["dependencies"] as? [[String: Any]] ?? [] {
+            if let identity = child["identity"] as? String, let version = child["version"] as? String {
+                resolved[identity] = version
+            }
+        }
+        let resolvedList = resolved.sorted { $0.key < $1.key }
+        #expect(resolved == pins, "resolved \(resolvedList) against pinned \(pins.sorted { $0.key < $1.key })")
     }
 }
