@@ -4,19 +4,32 @@ import Testing
 
 @Suite("reel command line", .timeLimit(.minutes(6)))
 struct CLITests {
-    @Test func presetsListsEighteenWithSummaries() async throws {
+    /// One line (and one JSON object) per preset file in `Presets/`.
+    @Test func presetsListsEveryShippedPresetWithItsSummary() async throws {
+        let shipped = try FileManager.default.contentsOfDirectory(
+            atPath: URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+                .appendingPathComponent("../../Presets").standardizedFileURL.path
+        ).filter { $0.hasSuffix(".json") }.count
+        #expect(shipped >= 18)
         let result = try await ReelBinary.run(["presets"])
         #expect(result.status == 0)
         let lines = result.stdout.split(separator: "\n")
-        #expect(lines.count == 18)
+        #expect(lines.count == shipped)
         #expect(lines.contains { $0.hasPrefix("MediumQuality") && $0.contains("568x320") })
         let json = try await ReelBinary.run(["presets", "--json"])
         let decoded = try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [[String: Any]]
-        #expect(decoded?.count == 18)
+        #expect(decoded?.count == shipped)
         #expect(
             decoded?.first { $0["name"] as? String == "1280x720" }.flatMap {
                 ($0["video"] as? [String: Any])?["crf"] as? Double
             } == 21)
+    }
+
+    /// The version moves with CHANGELOG.md (its first numbered heading), with the commit beside it.
+    @Test func theVersionIsTheChangelogs() async throws {
+        let result = try await ReelBinary.run(["--version"])
+        #expect(result.status == 0)
+        #expect(result.stdout.hasPrefix(try Changelog.version()), "\(result.stdout)")
     }
 
     @Test func presetsDirectoryComesFromTheEnvironment() async throws {

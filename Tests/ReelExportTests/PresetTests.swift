@@ -5,26 +5,53 @@ import Testing
 
 @Suite("Presets", .timeLimit(.minutes(10)))
 struct PresetTests {
-    static let names = [
-        "LowQuality", "MediumQuality", "HighestQuality", "640x480", "960x540", "1280x720", "1920x1080",
-        "3840x2160", "HEVC640x480", "HEVC960x540", "HEVC1280x720", "HEVC1920x1080", "HEVC3840x2160",
-        "HEVCHighestQuality", "AppleM4A", "Passthrough", "HLSLadder1080", "HLSLadderHDR1080",
-    ]
+    /// `Presets/` in this checkout: the single source of truth for the shipped presets.
+    static let folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .appendingPathComponent("../../Presets").standardizedFileURL
 
-    @Test func allEighteenShippedPresetsLoad() {
-        #expect(PresetLibrary.shipped.presets.map(\.name) == PresetTests.names)
+    /// Every preset file, decoded.
+    static func files() throws -> [String: Preset] {
+        let names = try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasSuffix(".json") }
+        var presets: [String: Preset] = [:]
+        for name in names {
+            presets[name] = try JSONDecoder().decode(
+                Preset.self, from: Data(contentsOf: folder.appendingPathComponent(name)))
+        }
+        return presets
+    }
+
+    /// Every shipped preset is listed in the order its file gives (each file has its own `order`), and a
+    /// user folder's preset without one comes after them, while an override keeps its place.
+    @Test func theShippedPresetsLoadInTheirFilesOrder() throws {
+        let files = try Self.files()
+        #expect(files.count >= 18)
+        let orders = files.values.map(\.order)
+        #expect(!orders.contains(nil), "every shipped preset file names its order")
+        #expect(Set(orders).count == orders.count, "two shipped presets share an order")
+        let expected = files.values.sorted { ($0.order ?? 0) < ($1.order ?? 0) }.map(\.name)
+        #expect(PresetLibrary.shipped.presets.map(\.name) == expected)
+        #expect(expected.first == "LowQuality" && expected.contains("Passthrough"))
+
+        let user = Fixtures.scratchFolder("preset-order")
+        var added = try #require(files["1280x720.json"])
+        added.name = "AAAFirstByName"
+        added.aliases = nil
+        added.order = nil
+        try JSONEncoder().encode(added).write(to: user.appendingPathComponent("added.json"))
+        var override = try #require(files["LowQuality.json"])
+        override.order = nil
+        override.summary = "overridden"
+        try JSONEncoder().encode(override).write(to: user.appendingPathComponent("low.json"))
+        let library = try PresetLibrary(userFolder: user)
+        #expect(library.presets.map(\.name) == expected + ["AAAFirstByName"])
+        #expect(library.presets.first?.summary == "overridden")
     }
 
     @Test func shippedPresetsMatchTheJSONFilesInTheSourceTree() async throws {
-        let folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-            .appendingPathComponent("../../Presets").standardizedFileURL
-        let files = try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasSuffix(".json") }
-        #expect(files.count == 18)
-        for file in files {
-            let data = try Data(contentsOf: folder.appendingPathComponent(file))
-            let decoded = try JSONDecoder().decode(Preset.self, from: data)
+        for (file, decoded) in try Self.files() {
             #expect(PresetLibrary.shipped.presets.contains(decoded), "\(file) differs from the embedded copy")
         }
+        #expect(PresetLibrary.shipped.presets.count == (try Self.files().count))
     }
 
     @Test(arguments: [

@@ -69,6 +69,9 @@ public struct Preset: Sendable, Codable, Equatable {
     public var name: String
     /// One line saying what the preset produces.
     public var summary: String
+    /// Where it stands in lists (`reel presets`, the documentation's tables): lower first; presets
+    /// without one come after, by name. An override of a shipped preset keeps the shipped one's place.
+    public var order: Int?
     /// Other names it answers to (case-insensitive), besides `AVAssetExportPreset<name>`.
     public var aliases: [String]?
     public var kind: Kind

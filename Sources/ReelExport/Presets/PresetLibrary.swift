@@ -48,6 +48,7 @@ public struct PresetLibrary: Sendable {
                 if let shipped = byName[key] {
                     // An override keeps answering to the shipped preset's short names.
                     if preset.aliases == nil { preset.aliases = shipped.aliases }
+                    if preset.order == nil { preset.order = shipped.order }
                 } else {
                     order.append(key)
                 }
@@ -79,17 +80,12 @@ public struct PresetLibrary: Sendable {
         }
     }
 
-    /// Shipped first in a sensible order (quality presets, sizes, HEVC, audio, passthrough).
+    /// By each preset's `order` (the shipped files number theirs: quality presets, sizes, HEVC, audio,
+    /// passthrough, ladders), then by name.
     private static func sorted(_ presets: [Preset]) -> [Preset] {
-        let canonical = [
-            "LowQuality", "MediumQuality", "HighestQuality", "640x480", "960x540", "1280x720", "1920x1080",
-            "3840x2160", "HEVC640x480", "HEVC960x540", "HEVC1280x720", "HEVC1920x1080", "HEVC3840x2160",
-            "HEVCHighestQuality", "AppleM4A", "Passthrough", "HLSLadder1080", "HLSLadderHDR1080",
-        ].map { $0.lowercased() }
-        return presets.sorted { a, b in
-            let ia = canonical.firstIndex(of: a.name.lowercased()) ?? Int.max
-            let ib = canonical.firstIndex(of: b.name.lowercased()) ?? Int.max
-            return ia != ib ? ia < ib : a.name.lowercased() < b.name.lowercased()
+        presets.sorted { a, b in
+            let (oa, ob) = (a.order ?? Int.max, b.order ?? Int.max)
+            return oa != ob ? oa < ob : a.name.lowercased() < b.name.lowercased()
         }
     }
 
