@@ -10,9 +10,10 @@ import Synchronization
     import ReelServer
 #endif
 
-/// The version `reel --version` prints and the build-info metric carries.
+/// The version `reel --version` prints and the build-info metric carries: CHANGELOG.md's first
+/// numbered heading, read at build time.
 enum ReelVersion {
-    static let version = "0.2.1"
+    static let version = BuildCommit.version
     /// The git commit the binary was built from (`unknown` outside a checkout).
     static let commit = BuildCommit.id
 }

@@ -85,7 +85,8 @@ struct MetricsTests {
         #expect(samples.value("reel_worker_slots") == 1)
         #expect(samples.value("reel_worker_slots_busy") == 0)
         let build = samples.family("reel_build_info")
-        #expect(build.count == 1 && build.first?.labels["version"] == "0.2.1" && build.first?.value == 1)
+        let version = try Changelog.version()
+        #expect(build.count == 1 && build.first?.labels["version"] == version && build.first?.value == 1)
         let commit = build.first?.labels["commit"] ?? ""
         #expect(commit.count >= 7, "commit label: \(commit)")
 
