@@ -32,7 +32,8 @@ struct ArticleTests {
         "--workers": "reel-bench-claims", "--seconds": "reel-bench-claims", "--strict": "swift format lint",
         "--explicit-target-dependency-import-check": "swift build", "--now": "systemctl enable",
         "--hdr": "Scripts/deltae.py", "--seed": "Scripts/fuzz and Scripts/chaos",
-        "--product": "swift build", "--disable-default-traits": "swift build", "--traits": "swift build",
+        "--product": "swift build", "--oneline": "git log", "--disable-default-traits": "swift build",
+        "--traits": "swift build",
     ]
 
     /// Backticked words that look like codes (`a-b`) but are not Reel's: packages, tools, thread names.
@@ -85,7 +86,9 @@ struct ArticleTests {
         let readme = try Repository.text("README.md")
         let articles = Repository.files(under: "Sources", endingIn: ".md").filter { $0.contains(".docc/") }
         let articleNames = Set(articles.map { ($0 as NSString).lastPathComponent })
-        let named = Set(readme.matches(of: #/`([A-Za-z]+\.md)`/#).map { String($0.1) })
+        let rootDocuments: Set<String> = ["CONTRIBUTING.md", "CHANGELOG.md"]
+        let named = Set(readme.matches(of: #/`([A-Za-z]+\.md)`/#).map { String($0.1) }).subtracting(rootDocuments)
+        #expect(rootDocuments.allSatisfy { readme.contains("`\($0)`") }, "README points to the guide and the changelog")
         #expect(
             named.subtracting(articleNames).isEmpty,
             "README names articles that are not there: \(named.subtracting(articleNames).sorted())")

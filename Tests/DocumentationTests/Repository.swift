@@ -31,8 +31,10 @@ enum Repository {
         try String(contentsOf: root.appendingPathComponent(path), encoding: .utf8)
     }
 
-    /// README and every DocC article: the documents people read.
-    static var documents: [String] { ["README.md"] + files(under: "Sources", endingIn: ".md") }
+    /// README, the contributors' guide, the changelog and every DocC article: the documents people read.
+    static var documents: [String] {
+        ["README.md", "CONTRIBUTING.md", "CHANGELOG.md"] + files(under: "Sources", endingIn: ".md")
+    }
 }
 
 /// A block of a document that a test writes: between `<!-- generated: NAME … -->` and
