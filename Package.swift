@@ -1,4 +1,4 @@
-// swift-tools-version:6.1
+// swift-tools-version:6.2
 import PackageDescription
 
 let package = Package(
@@ -216,3 +216,10 @@ let package = Package(
     ],
     swiftLanguageModes: [.v6]
 )
+
+// No warnings: every target of Reel's own compiles with warnings as errors (SwiftPM leaves the setting
+// out when Reel is a dependency fetched by URL, so it binds this repository's builds, not an app's).
+for target in package.targets where target.type != .system && target.type != .plugin {
+    target.swiftSettings = (target.swiftSettings ?? []) + [.treatAllWarnings(as: .error)]
+    target.cSettings = (target.cSettings ?? []) + [.treatAllWarnings(as: .error)]
+}
