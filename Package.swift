@@ -63,19 +63,21 @@ let package = Package(
         // transcode and remux pipelines.
         .target(
             name: "ReelMedia",
-            dependencies: ["CFFmpeg", "CFFmpegShim", "ReelBoxes", .product(name: "Logging", package: "swift-log")]
+            dependencies: [
+                "CFFmpeg", "CFFmpegShim", "ReelBoxes", "ReelSystem", .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         // Asset, Preset, OutputType and ExportSession: what an app developer sees.
         .target(
             name: "ReelExport",
-            dependencies: ["ReelMedia", "ReelBoxes", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["ReelMedia", "ReelBoxes", "ReelSystem", .product(name: "Logging", package: "swift-log")],
             plugins: ["PresetEmbedder"]
         ),
         // Jobs, the spool-directory store, status files and the worker pool.
         .target(
             name: "ReelQueue",
             dependencies: [
-                "ReelMedia", "ReelExport", "ReelSpawn", "CSpawn", .product(name: "Logging", package: "swift-log"),
+                "ReelMedia", "ReelExport", "ReelSystem", "CReelSystem", .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
@@ -113,7 +115,7 @@ let package = Package(
         .target(
             name: "ReelLibrary",
             dependencies: [
-                "ReelBoxes", "ReelExport", "ReelMedia",
+                "ReelBoxes", "ReelExport", "ReelMedia", "ReelSystem",
                 .product(name: "GRDB", package: "GRDB.swift", condition: .when(traits: ["PhotoLibrary"])),
             ]
         ),
@@ -134,6 +136,7 @@ let package = Package(
                 "ReelExport",
                 "ReelLibrary",
                 "ReelQueue",
+                "ReelSystem",
                 // Left out of a build without the trait (Scripts/demo's): the commands that need them
                 // then fail in one line naming the flag that brings them back.
                 .target(name: "ReelLibraryFleet", condition: .when(traits: ["Fleet"])),
@@ -152,14 +155,17 @@ let package = Package(
         // Build-time: the git commit the binary was built from (reel --version, the build-info metric).
         .plugin(name: "BuildInfo", capability: .buildTool()),
 
-        // Child processes started with posix_spawn (Foundation's Process.run() can crash its caller on
-        // Linux in Swift 6.3): the worker's isolated exports and the tests' tools. CSpawn also bridges
-        // the pidfd calls and extended attributes (the queue's publish receipts) that Glibc leaves out.
-        .target(name: "CSpawn"),
-        .target(name: "ReelSpawn", dependencies: ["CSpawn"]),
+        // What every module stands on, with no media in it: the one thread helper (`startThread`,
+        // `onOwnThread`), blocking I/O off Swift's pool (`BlockingIO`), the log handler, child processes
+        // started with posix_spawn (Foundation's Process.run() can crash its caller on Linux in Swift
+        // 6.3), and the one atomic writer every output, status file, resource, poster and thumbnail goes
+        // through. CReelSystem bridges what Glibc leaves out: pidfd calls, extended attributes (the queue's
+        // publish receipts) and renameat2(RENAME_NOREPLACE).
+        .target(name: "CReelSystem"),
+        .target(name: "ReelSystem", dependencies: ["CReelSystem", .product(name: "Logging", package: "swift-log")]),
         .target(
             name: "TestSupport",
-            dependencies: ["ReelMedia", "ReelBoxes", "ReelSpawn", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["ReelMedia", "ReelBoxes", "ReelSystem", .product(name: "Logging", package: "swift-log")],
             path: "Tests/TestSupport"),
         // The queue's contract as test cases any store runs (the spool here, PostgreSQL in the fleet).
         .target(
@@ -167,12 +173,14 @@ let package = Package(
         ),
         .testTarget(
             name: "ReelMediaTests",
-            dependencies: ["ReelMedia", "TestSupport", .product(name: "Logging", package: "swift-log")]),
-        .testTarget(name: "ReelExportTests", dependencies: ["ReelExport", "ReelMedia", "TestSupport"]),
+            dependencies: [
+                "ReelMedia", "ReelSystem", "TestSupport", .product(name: "Logging", package: "swift-log"),
+            ]),
+        .testTarget(name: "ReelExportTests", dependencies: ["ReelExport", "ReelMedia", "ReelSystem", "TestSupport"]),
         .testTarget(
             name: "ReelQueueTests",
             dependencies: [
-                "ReelQueue", "ReelExport", "ReelMedia", "ReelSpawn", "CSpawn", "TestSupport", "QueueContract",
+                "ReelQueue", "ReelExport", "ReelMedia", "ReelSystem", "CReelSystem", "TestSupport", "QueueContract",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -180,10 +188,13 @@ let package = Package(
         .testTarget(name: "ReelCLITests", dependencies: ["TestSupport"]),
         // The photo library's store contract as test cases any LibraryStore runs (SQLite in ReelLibraryTests).
         .target(name: "LibraryContract", dependencies: ["ReelLibrary", "TestSupport"], path: "Tests/LibraryContract"),
-        .testTarget(name: "ReelBoxesTests", dependencies: ["ReelBoxes", "TestSupport"]),
+        .testTarget(name: "ReelBoxesTests", dependencies: ["ReelBoxes", "ReelSystem", "TestSupport"]),
+        // The base: the atomic writer's rules, on file systems with and without RENAME_NOREPLACE and links.
+        .testTarget(name: "ReelSystemTests", dependencies: ["ReelSystem", "TestSupport"]),
         // Fields against exiftool and ffprobe, pairing, scans, resources, hostile files, `reel library`.
         .testTarget(
-            name: "ReelLibraryTests", dependencies: ["ReelLibrary", "ReelBoxes", "LibraryContract", "TestSupport"]),
+            name: "ReelLibraryTests",
+            dependencies: ["ReelLibrary", "ReelBoxes", "ReelSystem", "LibraryContract", "TestSupport"]),
         // The contract and the fleet's failure cases against a private PostgreSQL server the tests start;
         // the photo library's store contract there too (PostgresLibraryStore).
         .testTarget(

@@ -1,6 +1,7 @@
 import Foundation
 import ReelExport
 import ReelMedia
+import ReelSystem
 
 /// The library as exports see it (`AssetLibrary`): `library:<id>` inputs resolved to the file, or
 /// the byte range, holding the resource, and finished outputs saved back as new assets.

@@ -1,6 +1,7 @@
 import Foundation
 import ReelExport
 import ReelMedia
+import ReelSystem
 
 /// PhotoKit's names over the library's calls, so code written against PhotoKit reads the same:
 /// `PHAsset` is `PhotoLibrary.Asset`, `PHImageManager.requestExportSession(forVideo:options:exportPreset:)`

@@ -1,6 +1,7 @@
 import Foundation
 import ReelExport
 import ReelMedia
+import ReelSystem
 
 /// A photo library over folders of phone media, shaped like PhotoKit's `PHPhotoLibrary` and
 /// `PHAsset` class methods: scan folders in, fetch assets with `FetchOptions`, list an asset's
@@ -251,7 +252,9 @@ enum Importer {
             target = folder + "/" + stem + " (\(number))" + (ext.isEmpty ? "" : "." + ext)
             number += 1
         }
-        if move, rename(path, target) == 0 { return target }
+        // A move on one file system is one step that never takes a name that appeared meanwhile
+        // (`AtomicFile`); across file systems (or on any failure) the file is copied instead.
+        if move, (try? AtomicFile.moveIntoPlace(path, to: target, replacing: false)) != nil { return target }
         let resource = AssetResource(
             type: .photo, assetLocalIdentifier: "", uniformTypeIdentifier: "", originalFilename: name, path: path,
             offset: 0,

@@ -4,6 +4,7 @@ import Logging
 import ReelExport
 import ReelMedia
 import ReelQueue
+import ReelSystem
 import Synchronization
 
 /// Presentation helpers shared by the commands.

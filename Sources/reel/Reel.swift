@@ -4,6 +4,8 @@ import Logging
 import ReelExport
 import ReelMedia
 import ReelQueue
+import ReelSystem
+
 #if Fleet
     import ReelFleet
 #endif

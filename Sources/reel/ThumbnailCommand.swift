@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import ReelExport
 import ReelQueue
+import ReelSystem
 
 /// `reel thumbnail`: still images from a video, like `AVAssetImageGenerator`, and sprite sheets
 /// with a WebVTT track for scrubbing previews.

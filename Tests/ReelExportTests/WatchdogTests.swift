@@ -1,4 +1,5 @@
 import Dispatch
+import ReelSystem
 import TestSupport
 import Testing
 

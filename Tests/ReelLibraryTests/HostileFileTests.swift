@@ -1,5 +1,6 @@
 import Foundation
 import ReelBoxes
+import ReelSystem
 import TestSupport
 import Testing
 

@@ -1,4 +1,5 @@
 import Foundation
+import ReelSystem
 import Synchronization
 import TestSupport
 import Testing

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import ReelSystem
 import Synchronization
 import Testing
 

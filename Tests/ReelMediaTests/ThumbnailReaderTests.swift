@@ -1,5 +1,6 @@
 import Foundation
 import ReelMedia
+import ReelSystem
 import TestSupport
 import Testing
 

@@ -1,6 +1,6 @@
 import Foundation
 import ReelMedia
-import ReelSpawn
+import ReelSystem
 import Synchronization
 import TestSupport
 import Testing
@@ -13,16 +13,16 @@ import Testing
 struct SpawnedProcessTests {
     @Test func aSignalAfterTheChildEndedReachesNobody() async throws {
         let quick = try SpawnedProcess.start("/bin/true", arguments: [], environment: [:], withInput: false)
-        #expect(await onOwnThread { quick.waitForExit() } == .exited(0))
+        #expect(try await onOwnThread { quick.waitForExit() } == .exited(0))
         // Its number may belong to another process by now: nothing is sent.
         #expect(quick.signal(SIGKILL) == false)
         #expect(quick.signalGroup(SIGKILL) == false)
 
         let sleeper = try SpawnedProcess.start("/bin/sleep", arguments: ["30"], environment: [:], withInput: false)
         #expect(sleeper.signal(SIGTERM))
-        #expect(await onOwnThread { sleeper.waitForExit() } == .signalled(SIGTERM))
+        #expect(try await onOwnThread { sleeper.waitForExit() } == .signalled(SIGTERM))
         // Reaped once; asked again, the same answer.
-        #expect(await onOwnThread { sleeper.waitForExit() } == .signalled(SIGTERM))
+        #expect(try await onOwnThread { sleeper.waitForExit() } == .signalled(SIGTERM))
         #expect(sleeper.signal(SIGTERM) == false)
     }
 
@@ -34,9 +34,9 @@ struct SpawnedProcessTests {
         #expect(getpgid(shared.pid) == getpgrp())
         // A signal to the group reaches the leader.
         #expect(own.signalGroup(SIGTERM))
-        #expect(await onOwnThread { own.waitForExit() } == .signalled(SIGTERM))
+        #expect(try await onOwnThread { own.waitForExit() } == .signalled(SIGTERM))
         shared.signal(SIGKILL)
-        _ = await onOwnThread { shared.waitForExit() }
+        _ = try await onOwnThread { shared.waitForExit() }
     }
 
     /// With SIGPIPE at its default (a host that never set it: the process would die), writing to a
@@ -53,7 +53,7 @@ struct SpawnedProcessTests {
         #expect(closed != nil)
         #expect(child.input?.write(Data(count: 1 << 20)) == false)
         child.signal(SIGKILL)
-        _ = await onOwnThread { child.waitForExit() }
+        _ = try await onOwnThread { child.waitForExit() }
 
         let spool = try SpoolStore(root: Fixtures.scratchFolder("spool"))
         let outputs = Fixtures.scratchFolder("outputs")
@@ -70,9 +70,5 @@ struct SpawnedProcessTests {
         await pool.run()
         let status = try #require(try spool.status(id: id))
         #expect(status.state == .failed && status.error?.code == .internal, "\(status)")
-    }
-
-    private func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
-        await ReelMedia.onOwnThread(named: "test-wait", body)
     }
 }

@@ -1,4 +1,4 @@
-import CSpawn
+import CReelSystem
 import Foundation
 import ReelExport
 import Synchronization

@@ -1,5 +1,6 @@
 import Foundation
 import ReelMedia
+import ReelSystem
 import Synchronization
 
 /// Runs blocking work (a pipeline, a watchdog, a queue's waiting side) on a thread of its own and

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import ReelMedia
+import ReelSystem
 import Synchronization
 
 /// Where the log lines of the queue, the stores and the workers a test runs in its own process go:

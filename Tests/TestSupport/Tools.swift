@@ -1,6 +1,6 @@
 import Foundation
 import ReelMedia
-import ReelSpawn
+import ReelSystem
 import Synchronization
 
 /// Runs an external program (ffmpeg, ffprobe, mediainfo, reel) and captures its output.

@@ -1,5 +1,6 @@
 import Foundation
 public import ReelMedia
+import ReelSystem
 
 /// A still-image file format: JPEG, PNG or WebP (where this FFmpeg has libwebp).
 public typealias ImageFormat = ReelMedia.ImageFormat

@@ -1,5 +1,6 @@
 import Foundation
 public import ReelMedia
+import ReelSystem
 import Synchronization
 
 /// Writes a set of thumbnails (`ThumbnailSetRequest`) into a folder that appears complete or not at
@@ -145,6 +146,14 @@ public final class ThumbnailSetExport: Sendable {
         }
     }
 
+    /// Writes one file of the set into its hidden folder, whole (`AtomicFile`); the folder's names are
+    /// synced once, when it is published.
+    private static func write(_ data: Data, to url: URL) throws(ExportError) {
+        try ExportError.writing { () throws(AtomicFile.Failure) in
+            try AtomicFile.write(data, to: url.path, replacing: false, syncFolder: false)
+        }
+    }
+
     /// Makes the pictures and publishes the folder. Throws what `ThumbnailSetRequest.check()` and
     /// `AssetImageGenerator` throw (a time outside the asset: `invalid-argument`), `no-video`,
     /// `output-exists`, `cancelled`, or the publish gate's error.
@@ -277,7 +286,7 @@ public final class ThumbnailSetExport: Sendable {
                     guard number < names.count else { break }
                     let name = names[number]
                     number += 1
-                    try AtomicFile.write(Data(sheet.data), to: folder.appendingPathComponent(name), overwrite: false)
+                    try Self.write(Data(sheet.data), to: folder.appendingPathComponent(name))
                     for pick in sheet.picks {
                         cues.append(
                             ThumbnailTrack.Cue(
@@ -297,15 +306,15 @@ public final class ThumbnailSetExport: Sendable {
                 throw ExportError(.internal, "cannot make the sprite sheets: \(error)")
             }
             if Task.isCancelled { throw ExportError(.cancelled, "the thumbnail set was cancelled") }
-            try AtomicFile.write(
+            try Self.write(
                 Data(ThumbnailTrack.webVTT(cues: cues, duration: duration).utf8),
-                to: folder.appendingPathComponent(stem + "-thumbnails.vtt"), overwrite: false)
+                to: folder.appendingPathComponent(stem + "-thumbnails.vtt"))
         } else {
             let names = names(stem: stem, count: times.count, sheets: false, format: format)
             for await result in generator.images(for: times) {
                 let image = try result.image
                 let name = names[pictures.count]
-                try AtomicFile.write(image.data, to: folder.appendingPathComponent(name), overwrite: false)
+                try Self.write(image.data, to: folder.appendingPathComponent(name))
                 pictures.append(
                     Result.Picture(
                         file: name, requestedTime: image.requestedTime, actualTime: image.actualTime,

@@ -1,8 +1,9 @@
 import Foundation
+import ReelSystem
 
 /// How an export's file appears at its destination only when complete: checks before the work,
-/// a temporary name beside the destination (`TemporaryOutput`) to write to, then a link (or rename)
-/// into place and a sync of the folder, so the name survives a crash once it is there.
+/// a temporary name beside the destination (`TemporaryOutput`) to write to, then the atomic writer's
+/// move into place and a sync of the folder (`AtomicFile`), so the name survives a crash once it is there.
 package struct OutputPublisher {
     let destination: URL
     /// Where the export writes.
@@ -47,53 +48,15 @@ package struct OutputPublisher {
         return message == error.message ? error : ExportError(error.code, message, retryable: error.isRetryable)
     }
 
-    /// Moves the finished (fsynced) temporary file into place and syncs the folder. Without
-    /// overwrite, never replaces a file that appeared meanwhile (a hard link fails if the name
-    /// exists). On a failure after the move, the destination is removed again.
+    /// Moves the finished (fsynced) temporary file into place and syncs the folder (`AtomicFile`).
+    /// Without overwrite, never replaces a file that appeared meanwhile. On a failure after the
+    /// move, the destination is removed again.
     func publish() throws(ExportError) {
-        if overwrite {
-            if rename(temporary.path, destination.path) != 0 {
-                throw OutputPublisher.failure("cannot move the output into place at \(destination.path)")
-            }
-        } else if link(temporary.path, destination.path) != 0 {
-            let code = errno
-            if code == EEXIST { throw ExportError(.outputExists, "\(destination.path) already exists") }
-            // File systems without hard links: fall back to a plain rename after a last check.
-            if FileManager.default.fileExists(atPath: destination.path) {
-                throw ExportError(.outputExists, "\(destination.path) already exists")
-            }
-            if rename(temporary.path, destination.path) != 0 {
-                throw OutputPublisher.failure("cannot move the output into place at \(destination.path)")
-            }
-        }
-        do throws(ExportError) {
-            try syncFolder()
-        } catch {
-            unlink(destination.path)
-            throw error
+        try ExportError.writing { () throws(AtomicFile.Failure) in
+            try AtomicFile.moveIntoPlace(temporary.path, to: destination.path, replacing: overwrite)
         }
     }
 
     /// Removes the temporary name (after a failure, or the extra name a link left).
     func discard() { unlink(temporary.path) }
-
-    /// fsync on the folder makes the new name durable; a file system that cannot sync a folder
-    /// (EINVAL) has nothing to make durable that way.
-    private func syncFolder() throws(ExportError) {
-        let folder = destination.deletingLastPathComponent().path
-        let fd = open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard fd >= 0 else {
-            throw OutputPublisher.failure("cannot open the output folder \(folder) to sync it")
-        }
-        defer { close(fd) }
-        if fsync(fd) != 0, errno != EINVAL {
-            throw OutputPublisher.failure("cannot sync the output folder \(folder)")
-        }
-    }
-
-    /// `output-failed` with `what` and errno's reason (read before `what` is built).
-    private static func failure(_ what: @autoclosure () -> String) -> ExportError {
-        let reason = String(cString: strerror(errno))
-        return ExportError(.outputFailed, "\(what()): \(reason)")
-    }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import ReelSystem
 
 /// An export's poster (`ExportSession.writesPoster`): where it goes, when in the video it is taken,
 /// and its temporary file, published with the video by the same `OutputPublisher` steps.
@@ -38,11 +39,12 @@ package struct PosterOutput {
 
     /// Writes the JPEG to the temporary name and syncs it (published later with the video).
     func write(_ bytes: [UInt8]) throws(ExportError) {
-        let path = publisher.temporary.path
-        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw AtomicFile.failure("cannot create the poster") }
-        defer { close(fd) }
-        let ok = bytes.withUnsafeBytes { AtomicFile.writeAll(fd, $0) }
-        guard ok, fsync(fd) == 0 else { throw AtomicFile.failure("cannot write the poster") }
+        do throws(ExportError) {
+            try ExportError.writing { () throws(AtomicFile.Failure) in
+                try AtomicFile.writeNew(bytes, at: publisher.temporary.path)
+            }
+        } catch {
+            throw publisher.naming(error)
+        }
     }
 }

@@ -4,6 +4,7 @@ import Foundation
 // (DynamicRange, ToneMapping, HDRStaticMetadata) inside its own types. The files that
 // do import ReelMedia `public`; the others import it `internal`, so the compiler keeps it that way.
 public import ReelMedia
+import ReelSystem
 
 /// A stream of an asset (codec, sizes, rotation, frame rate, colour, audio layout).
 public typealias AssetTrack = StreamInfo

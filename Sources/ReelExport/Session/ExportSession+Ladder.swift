@@ -1,5 +1,6 @@
 import Foundation
 internal import ReelMedia
+import ReelSystem
 import Synchronization
 
 extension ExportSession {
@@ -99,7 +100,10 @@ extension ExportSession {
         let (files, result) = LadderPlaylists.make(
             outcome, language: language, dropped: dropped.map(\.description), manifests: ladder.manifests)
         for (path, text) in files {
-            try AtomicFile.write(Data(text.utf8), to: folder.appendingPathComponent(path), overwrite: false)
+            try ExportError.writing { () throws(AtomicFile.Failure) in
+                try AtomicFile.write(
+                    Data(text.utf8), to: folder.appendingPathComponent(path).path, replacing: false, syncFolder: false)
+            }
         }
         injectLadderFault(into: folder, outcome: written)
         let verifying = ContinuousClock.now
@@ -166,28 +170,18 @@ extension ExportSession {
 /// The checks a ladder's folder passes before it is published (`verify`, LadderReadBackCheck.swift),
 /// and the publishing.
 enum LadderVerification {
-    /// Renames the finished folder into place. An existing destination is refused unless
-    /// `overwrite`, when it is moved aside first and removed once the new folder is in place.
+    /// Moves the finished folder into place in one step (`AtomicFile.moveFolderIntoPlace`): an
+    /// existing destination is refused unless `overwrite`, when it is moved aside first and removed
+    /// once the new folder is in place; a folder that appears meanwhile, even an empty one, is never
+    /// replaced.
     static func publish(folder: URL, to destination: URL, overwrite: Bool) throws(ExportError) {
-        var aside: URL?
-        if FileManager.default.fileExists(atPath: destination.path) {
-            guard overwrite else {
-                throw ExportError(
-                    .outputExists,
-                    "\(destination.path) already exists (ask to overwrite it: --overwrite, \"overwrite\": true)")
-            }
-            let old = TemporaryOutput.url(for: destination, tag: "replaced-" + TemporaryOutput.randomTag())
-            guard rename(destination.path, old.path) == 0 else {
-                throw ExportError(
-                    .outputFailed, "cannot move the old \(destination.path) aside: \(String(cString: strerror(errno)))")
-            }
-            aside = old
+        if !overwrite, FileManager.default.fileExists(atPath: destination.path) {
+            throw ExportError(
+                .outputExists,
+                "\(destination.path) already exists (ask to overwrite it: --overwrite, \"overwrite\": true)")
         }
-        guard rename(folder.path, destination.path) == 0 else {
-            let reason = String(cString: strerror(errno))
-            if let aside { _ = rename(aside.path, destination.path) }
-            throw ExportError(.outputFailed, "cannot move the ladder into \(destination.path): \(reason)")
+        try ExportError.writing { () throws(AtomicFile.Failure) in
+            try AtomicFile.moveFolderIntoPlace(folder.path, to: destination.path, replacing: overwrite)
         }
-        if let aside { try? FileManager.default.removeItem(at: aside) }
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import ReelBoxes
 public import ReelMedia
+import ReelSystem
 import Synchronization
 
 /// Exports an asset with a preset into a new, network-optimised file: the Linux cousin of

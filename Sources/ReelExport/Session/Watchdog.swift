@@ -1,5 +1,6 @@
 import Foundation
 internal import ReelMedia
+import ReelSystem
 import Synchronization
 
 /// Runs blocking pipeline work on its own thread and watches its heartbeat: when the beat stands

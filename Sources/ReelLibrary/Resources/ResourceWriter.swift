@@ -1,4 +1,5 @@
 import Foundation
+import ReelSystem
 
 /// Writes a resource's bytes out unchanged (`PHAssetResourceManager.writeData`): streamed from the
 /// file (or the byte range of it), into a hidden temporary file beside the destination, flushed,
@@ -31,9 +32,7 @@ public enum ResourceWriter {
                 .stale,
                 "\(resource.path) no longer holds bytes \(resource.offset)..<\(resource.offset + resource.length)")
         }
-        let folder = (destination as NSString).deletingLastPathComponent
-        let name = (destination as NSString).lastPathComponent
-        let temporary = (folder.isEmpty ? "." : folder) + "/.\(name).reel-\(UInt32.random(in: 0...UInt32.max)).partial"
+        let temporary = AtomicFile.temporaryPath(for: destination)
         let output = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
         guard output >= 0 else {
             throw LibraryError(.writeFailed, "cannot write beside \(destination): \(String(cString: strerror(errno)))")
@@ -55,16 +54,10 @@ public enum ResourceWriter {
                 close(output)
                 throw LibraryError(.stale, "\(resource.path) ended early while copying (it changed)")
             }
-            var written = 0
-            while written < got {
-                let wrote = Foundation.write(output, buffer.baseAddress! + written, got - written)
-                if wrote < 0, errno == EINTR { continue }
-                guard wrote > 0 else {
-                    let reason = String(cString: strerror(errno))
-                    close(output)
-                    throw LibraryError(.writeFailed, "cannot write \(destination): \(reason)")
-                }
-                written += wrote
+            guard AtomicFile.writeAll(output, UnsafeRawBufferPointer(rebasing: buffer[0..<got])) else {
+                let reason = String(cString: strerror(errno))
+                close(output)
+                throw LibraryError(.writeFailed, "cannot write \(destination): \(reason)")
             }
             hasher.update(UnsafeRawBufferPointer(rebasing: buffer[0..<got]))
             done += Int64(got)
@@ -89,16 +82,13 @@ public enum ResourceWriter {
         {
             throw LibraryError(.stale, "\(resource.path) changed since it was indexed (its hash differs); not written")
         }
-        guard rename(temporary, destination) == 0 else {
+        do {
+            try AtomicFile.moveIntoPlace(temporary, to: destination, replacing: overwrite)
+        } catch {
             throw LibraryError(
-                .writeFailed, "cannot move the copy to \(destination): \(String(cString: strerror(errno)))")
+                .writeFailed, error.isExisting ? "\(destination) exists; not replaced" : error.message)
         }
         finished = true
-        let directory = open(folder.isEmpty ? "." : folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if directory >= 0 {
-            fsync(directory)
-            close(directory)
-        }
         return written
     }
 }

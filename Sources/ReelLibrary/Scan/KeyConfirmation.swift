@@ -1,6 +1,7 @@
 import Foundation
 import ReelBoxes
 import ReelMedia
+import ReelSystem
 
 /// Where a sampled `ContentKey` decides something, it is confirmed with whole-file hashes, so the
 /// first scan hashes a large file whole only when another file shares its sampled key:

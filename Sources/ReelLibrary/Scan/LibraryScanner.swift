@@ -2,6 +2,7 @@ import Foundation
 import ReelBoxes
 import ReelExport
 import ReelMedia
+import ReelSystem
 import Synchronization
 
 /// Indexes folders into a library: walks them without following links, reads only new or changed

@@ -1,6 +1,7 @@
 internal import CFFmpeg
 internal import CFFmpegShim
 import Foundation
+import ReelSystem
 
 /// Owns an output `AVFormatContext` (freed with `avformat_free_context`) and the file it writes.
 ///

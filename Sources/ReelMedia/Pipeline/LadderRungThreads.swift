@@ -1,5 +1,6 @@
 internal import CFFmpeg
 import Foundation
+import ReelSystem
 import Synchronization
 
 /// One rung's encoder and CMAF track: where its frames are encoded and its packets cut into

@@ -1,4 +1,5 @@
 internal import CFFmpeg
+import ReelSystem
 
 /// How to encode the video track. Decided by the caller (ReelExport); ReelMedia only executes it.
 public struct VideoEncoding: Sendable, Equatable {

@@ -1,3 +1,5 @@
+import ReelSystem
+
 /// The writer side of a transcode: owns the output file and the video encode stage. While the
 /// reader reads, it runs on its own thread, encoding the frames and writing every packet that comes
 /// through the work queue; once joined, the reader finishes the file with it (the trailer).

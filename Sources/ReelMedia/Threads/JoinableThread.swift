@@ -1,4 +1,5 @@
 import Foundation
+import ReelSystem
 import Synchronization
 
 /// A thread that runs one closure and hands what it returns to whoever joins it.

@@ -2,6 +2,7 @@ import Foundation
 import ReelExport
 // `public`: ChildRequest.limits is an `InputLimits`, ReelMedia's `InputPolicy` under ReelExport's name.
 public import ReelMedia
+import ReelSystem
 import Synchronization
 
 /// What an isolating worker asks its export process (`reel _run-job`) to do: one JSON object on the

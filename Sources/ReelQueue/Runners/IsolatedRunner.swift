@@ -2,7 +2,7 @@ import Foundation
 import Logging
 import ReelExport
 internal import ReelMedia
-import ReelSpawn
+import ReelSystem
 import Synchronization
 
 /// How `reel work --isolate` starts an export in a child process.

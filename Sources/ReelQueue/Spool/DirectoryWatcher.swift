@@ -1,5 +1,5 @@
 import Foundation
-internal import ReelMedia
+import ReelSystem
 import Synchronization
 
 /// Wakes waiting workers when a file appears in a folder (inotify), so new jobs start at once while an

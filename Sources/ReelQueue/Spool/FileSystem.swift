@@ -1,5 +1,6 @@
 import Foundation
 import ReelExport
+import ReelSystem
 import Synchronization
 
 /// Small POSIX helpers the spool is built on: atomic replacement, exclusive creation, file locks and
@@ -13,34 +14,20 @@ package enum FileSystem {
         }
     }
 
-    /// Replaces `path` atomically: writes a temporary file beside it, fsyncs that file (when
-    /// `durable`; not the folder, so the rename itself may be lost to a crash), renames it over. A
+    /// Replaces `path` atomically (`AtomicFile`): a temporary file beside it, fsynced when `durable`,
+    /// renamed over it; the folder is not synced, so the rename itself may be lost to a crash. A
     /// reader sees the old content or the new, never a mix.
     package static func writeAtomically(_ data: Data, to path: String, durable: Bool = true) throws(Failure) {
-        let temporary = try writeTemporary(data, beside: path, durable: durable)
-        guard rename(temporary, path) == 0 else {
-            let failure = Failure.errno("cannot write", path)
-            unlink(temporary)
-            throw failure
+        do {
+            try AtomicFile.write(data, to: path, replacing: true, syncFile: durable, syncFolder: false)
+        } catch {
+            throw Failure(message: error.message)
         }
     }
 
-    /// Writes `data` to a new temporary file beside `path`, fsynced and closed; returns its path.
-    private static func writeTemporary(_ data: Data, beside path: String, durable: Bool = true) throws(Failure)
-        -> String
-    {
-        let temporary = "\(path).\(getpid()).\(UInt32.random(in: 0...UInt32.max)).tmp"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw .errno("cannot create", temporary) }
-        var ok = data.withUnsafeBytes { AtomicFile.writeAll(fd, $0) } && (!durable || fsync(fd) == 0)
-        ok = close(fd) == 0 && ok
-        guard ok else {
-            let failure = Failure.errno("cannot write", temporary)
-            unlink(temporary)
-            throw failure
-        }
-        return temporary
-    }
+    /// Whether `name` in a spool folder is an entry, not a writer's temporary file (`AtomicFile`'s, or
+    /// or the `.tmp` names older spools used).
+    static func isEntry(_ name: String) -> Bool { !name.hasSuffix(".tmp") && !AtomicFile.isTemporary(name) }
 
     /// Replaces the status file at `path` with `status` (the schema README documents; `orphaned`, which
     /// only `reel status` prints, left out) atomically. `durable` fsyncs it first: every change but

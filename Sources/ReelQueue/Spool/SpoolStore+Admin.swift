@@ -103,7 +103,7 @@ extension SpoolStore {
 
     /// Whether a job is waiting to be claimed (read up to the first marker, however long the queue).
     func hasWaitingJobs() -> Bool {
-        FileSystem.containsName(in: path(.waiting)) { !$0.hasSuffix(".tmp") }
+        FileSystem.containsName(in: path(.waiting), matching: FileSystem.isEntry)
     }
 
     /// Sleeps until a marker appears in `waiting/` (a new job, a retry promoted, a job handed back) or

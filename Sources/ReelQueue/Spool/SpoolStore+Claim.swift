@@ -10,7 +10,7 @@ extension SpoolStore {
     private func claimNow(worker: String) throws(QueueError) -> Lease? {
         let began = ContinuousClock.now
         promoteDueRetries()
-        let names = FileSystem.names(in: path(.waiting)).filter { !$0.hasSuffix(".tmp") }
+        let names = FileSystem.names(in: path(.waiting)).filter(FileSystem.isEntry)
         for name in SpoolStore.smallest(names, count: 32) {
             guard let id = SpoolStore.id(fromMarker: name) else { continue }
             guard let lock = FileLock(path: path(.locks, "\(id).lock")) else { continue }
@@ -136,7 +136,7 @@ extension SpoolStore {
     /// Moves retries whose backoff has passed back into the waiting queue.
     func promoteDueRetries() {
         let now = UInt64(Date().timeIntervalSince1970 * 1000)
-        for name in FileSystem.names(in: path(.delayed)) where !name.hasSuffix(".tmp") {
+        for name in FileSystem.names(in: path(.delayed)) where FileSystem.isEntry(name) {
             guard let dash = name.firstIndex(of: "-"), let due = UInt64(name[..<dash]), due <= now else { continue }
             let waitingName = String(name[name.index(after: dash)...])
             _ = rename(path(.delayed, name), path(.waiting, waitingName))

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import ReelExport
+import ReelSystem
 import Synchronization
 
 /// The embedded job store: a spool directory on one machine, shared safely by any number of worker

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import ReelExport
 import ReelMedia
+import ReelSystem
 import Synchronization
 
 /// Runs queued jobs from any `JobStore`: one dispatcher claims jobs while the core budget has room,

@@ -1,5 +1,4 @@
 import Foundation
-internal import ReelMedia
 import Synchronization
 
 /// Eight long-lived threads for blocking file work: the spool's open, write, fsync, rename, flock and

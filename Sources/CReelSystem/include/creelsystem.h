@@ -1,5 +1,5 @@
-#ifndef REEL_CSPAWN_H
-#define REEL_CSPAWN_H
+#ifndef REEL_CREELSYSTEM_H
+#define REEL_CREELSYSTEM_H
 
 #include <signal.h>
 #include <spawn.h>
@@ -43,5 +43,11 @@ int reel_pidfd_wait(int pidfd, int keep, int *exited, int *value);
 int reel_setxattr(const char *path, const char *name, const void *value, unsigned long size);
 long reel_getxattr(const char *path, const char *name, void *value, unsigned long size);
 int reel_removexattr(const char *path, const char *name);
+
+/// renameat2(from, to, RENAME_NOREPLACE) (Linux 3.15, glibc 2.28): moves `from` to `to` only if nothing
+/// is named `to`, a file or a folder (empty or not), in one step: rename(2) would replace an empty folder
+/// or a file that appeared meanwhile. 0, or -1 with errno set (EEXIST when the name is taken; EINVAL
+/// where the file system cannot do it, which callers fall back from).
+int reel_rename_noreplace(const char *from, const char *to);
 
 #endif

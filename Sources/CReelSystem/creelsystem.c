@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <spawn.h>
 #include <sys/pidfd.h>
 #include <sys/socket.h>
@@ -9,7 +10,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
-#include "cspawn.h"
+#include "creelsystem.h"
 
 int reel_pipe_cloexec(int fds[2]) { return pipe2(fds, O_CLOEXEC); }
 
@@ -49,3 +50,7 @@ long reel_getxattr(const char *path, const char *name, void *value, unsigned lon
 }
 
 int reel_removexattr(const char *path, const char *name) { return removexattr(path, name); }
+
+int reel_rename_noreplace(const char *from, const char *to) {
+    return renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE);
+}

@@ -12,7 +12,7 @@ public final class OutputLock: Sendable {
     private let descriptor: Int32
 
     /// Takes over `descriptor` (already locked).
-    init(adopting descriptor: Int32) {
+    package init(adopting descriptor: Int32) {
         self.descriptor = descriptor
     }
 
@@ -21,7 +21,7 @@ public final class OutputLock: Sendable {
     /// Locks a file this process has just created exclusively (`fd`). Returns false when another run
     /// removed it between its creation and the lock (it took the new, unlocked file for a leftover):
     /// the caller creates it again.
-    static func lockNewFile(_ fd: Int32) -> Bool {
+    package static func lockNewFile(_ fd: Int32) -> Bool {
         // A run removing leftovers holds a leftover's lock only while it unlinks it: wait for it.
         while flock(fd, LOCK_EX) != 0 {
             if errno != EINTR { return true }  // no locks on this file system: nothing to tell apart
