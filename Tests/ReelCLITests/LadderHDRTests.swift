@@ -84,28 +84,11 @@ struct LadderHDRTests {
         return starts
     }
 
-    /// The `hvcC` record's general profile_tier_level (its bytes 1-12) in an init segment, found by
-    /// walking the boxes down to the sample entry.
+    /// The `hvcC` record's general profile_tier_level (its bytes 1-12) in an init segment.
     static func hvcCProfile(_ initFile: URL) throws -> [UInt8] {
-        let bytes = [UInt8](try Data(contentsOf: initFile))
-        func size(_ at: Int) -> Int { bytes[at..<(at + 4)].reduce(0) { $0 << 8 | Int($1) } }
-        func type(_ at: Int) -> String { String(decoding: bytes[(at + 4)..<(at + 8)], as: UTF8.self) }
-        // Containers to enter, and where their children start (stsd: after version and count;
-        // hvc1: after the 78-byte visual sample entry).
-        let skip = ["moov": 8, "trak": 8, "mdia": 8, "minf": 8, "stbl": 8, "stsd": 16, "hvc1": 86]
-        var at = 0
-        var end = bytes.count
-        while at + 8 <= end {
-            let (length, name) = (size(at), type(at))
-            if name == "hvcC" { return Array(bytes[(at + 9)..<(at + 21)]) }
-            if let offset = skip[name] {
-                end = at + length
-                at += offset
-            } else {
-                at += max(8, length)
-            }
-        }
-        throw ToolFailure(message: "no hvcC in \(initFile.path)")
+        let record = try MP4Boxes.videoSampleEntryRecord(initFile, named: "hvcC")
+        guard record.count >= 13 else { throw ToolFailure(message: "a short hvcC in \(initFile.path)") }
+        return Array(record[1..<13])
     }
 
     /// `hvc1.…` (ISO/IEC 14496-15 E.3) from a profile_tier_level, written out here on its own.

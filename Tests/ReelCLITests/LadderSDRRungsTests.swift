@@ -68,30 +68,11 @@ struct LadderSDRRungsTests {
         return try JSONDecoder().decode(Master.self, from: Data(result.stdout.utf8))
     }
 
-    /// `avc1.PPCCLL` from an init segment's `avcC` record (its bytes 1-3), found by walking the boxes
-    /// down to the sample entry.
+    /// `avc1.PPCCLL` from an init segment's `avcC` record (its bytes 1-3).
     static func avcCodecs(_ initFile: URL) throws -> String {
-        let bytes = [UInt8](try Data(contentsOf: initFile))
-        func size(_ at: Int) -> Int { bytes[at..<(at + 4)].reduce(0) { $0 << 8 | Int($1) } }
-        func type(_ at: Int) -> String { String(decoding: bytes[(at + 4)..<(at + 8)], as: UTF8.self) }
-        // Containers to enter and where their children start (stsd: after version and count; avc1:
-        // after the 78-byte visual sample entry).
-        let skip = ["moov": 8, "trak": 8, "mdia": 8, "minf": 8, "stbl": 8, "stsd": 16, "avc1": 86]
-        var at = 0
-        var end = bytes.count
-        while at + 8 <= end {
-            let (length, name) = (size(at), type(at))
-            if name == "avcC" {
-                return "avc1." + bytes[(at + 9)..<(at + 12)].map { String(format: "%02x", $0) }.joined()
-            }
-            if let offset = skip[name] {
-                end = at + length
-                at += offset
-            } else {
-                at += max(8, length)
-            }
-        }
-        throw ToolFailure(message: "no avcC in \(initFile.path)")
+        let record = try MP4Boxes.videoSampleEntryRecord(initFile, named: "avcC")
+        guard record.count >= 4 else { throw ToolFailure(message: "a short avcC in \(initFile.path)") }
+        return "avc1." + record[1..<4].map { String(format: "%02x", $0) }.joined()
     }
 
     /// Both sets from an HLG and a PQ source: the master lists the SDR variants first (H.264 High,

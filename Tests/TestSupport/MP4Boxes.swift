@@ -132,6 +132,21 @@ public enum MP4Boxes {
 
     /// The types of the first video sample entry and of the boxes inside it (`hvc1`, [`hvcC`, `colr`, …]).
     public static func videoSampleEntry(_ url: URL) throws -> (type: String, children: [String]) {
+        let (entry, inner, _) = try firstVideoSampleEntry(url)
+        return (entry.type.description, inner.map(\.type.description))
+    }
+
+    /// The payload of the box `record` (`avcC`, `hvcC`, …) inside the first video sample entry: a
+    /// file's, or an init segment's.
+    public static func videoSampleEntryRecord(_ url: URL, named record: FourCC) throws -> [UInt8] {
+        let (_, inner, reader) = try firstVideoSampleEntry(url)
+        guard let box = inner.first(where: { $0.type == record }) else {
+            throw ToolFailure(message: "no \(record) in \(url.path)'s video sample entry")
+        }
+        return try reader.payload(of: box)
+    }
+
+    private static func firstVideoSampleEntry(_ url: URL) throws -> (entry: Box, inner: [Box], reader: BoxReader) {
         let data = [UInt8](try Data(contentsOf: url))
         let reader = BoxReader(BufferSource(data))
         let top = children(reader, from: 0, to: Int64(data.count))
@@ -154,7 +169,6 @@ public enum MP4Boxes {
         search(moov)
         guard let entry else { throw ToolFailure(message: "no video sample entry") }
         // A visual sample entry has 78 bytes of fields before its child boxes.
-        let inner = children(reader, from: entry.payload.lowerBound + 78, to: entry.range.upperBound)
-        return (entry.type.description, inner.map(\.type.description))
+        return (entry, children(reader, from: entry.payload.lowerBound + 78, to: entry.range.upperBound), reader)
     }
 }
