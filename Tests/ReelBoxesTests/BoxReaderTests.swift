@@ -5,7 +5,7 @@ import Synchronization
 import TestSupport
 import Testing
 
-@Suite("Box reader", .timeLimit(.minutes(10)))
+@Suite("Box reader", .tags(.process, .media), .timeLimit(.minutes(10)))
 struct BoxReaderTests {
     typealias W = BoxWriter
 

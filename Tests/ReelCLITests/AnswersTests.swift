@@ -4,7 +4,7 @@ import Testing
 
 /// Answers a program can read (`--json` refusals and results with every key, clamped ranges, no-video,
 /// output errors naming the user's file) and a command line that never silently does nothing.
-@Suite("Answers a program can read", .timeLimit(.minutes(6)))
+@Suite("Answers a program can read", .tags(.process, .media), .timeLimit(.minutes(6)))
 struct AnswersTests {
     /// Each stdout line that is a JSON object.
     static func objects(_ text: String) -> [[String: Any]] {

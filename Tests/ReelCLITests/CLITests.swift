@@ -2,7 +2,7 @@ import Foundation
 import TestSupport
 import Testing
 
-@Suite("reel command line", .timeLimit(.minutes(6)))
+@Suite("reel command line", .tags(.process, .media), .timeLimit(.minutes(6)))
 struct CLITests {
     /// One line (and one JSON object) per preset file in `Presets/`.
     @Test func presetsListsEveryShippedPresetWithItsSummary() async throws {

@@ -7,7 +7,7 @@ import Testing
 /// its H.264 ones at the same size) and 9/10 for HEVC keeping HDR (Apple's HEVC HDR column, 1.2 times
 /// its HEVC one); the H.264 SDR rung beside an HDR one takes H.264's. Measured from the segment files as
 /// written (their bytes over their durations, read by ffprobe), never from the encoder's settings.
-@Suite("Ladder bit-rate caps", .timeLimit(.minutes(10)))
+@Suite("Ladder bit-rate caps", .tags(.process, .media), .timeLimit(.minutes(10)))
 struct LadderCapTests {
     struct Case: Sendable, CustomStringConvertible {
         var preset: String

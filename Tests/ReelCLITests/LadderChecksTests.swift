@@ -5,7 +5,7 @@ import Testing
 /// What a ladder must get right beyond its layout: the read-back before publishing, the audio's
 /// start against the video's, the master playlist's VIDEO-RANGE, and ladder presets. Checked with
 /// ffprobe and ffmpeg's decoders and filters, never with Reel's own reader.
-@Suite("HLS ladder checks", .timeLimit(.minutes(10)))
+@Suite("HLS ladder checks", .tags(.process, .media), .timeLimit(.minutes(10)))
 struct LadderChecksTests {
     /// 640x360 at 30 fps, 5 s; stereo PCM silent until exactly 1.000 s, then a 1 kHz tone: the
     /// source's onset is known to the sample.

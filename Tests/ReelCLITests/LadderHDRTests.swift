@@ -8,7 +8,7 @@ import Testing
 /// Python's XML parser, never with Reel's own reader. Chromium has no HEVC decoder, so no browser
 /// plays these rungs (LadderPlaybackTests covers the H.264 ones). The H.264 SDR rungs written beside
 /// them are LadderSDRRungsTests'.
-@Suite("HDR ladders", .timeLimit(.minutes(10)))
+@Suite("HDR ladders", .tags(.process, .media, .browser), .timeLimit(.minutes(10)))
 struct LadderHDRTests {
     static let rungs = ["v0", "v1", "v2"]
 

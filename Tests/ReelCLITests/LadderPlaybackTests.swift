@@ -10,7 +10,7 @@ import Testing
 /// muted to `ended` and writes what it saw into the DOM. The expectations come from ffprobe's reading
 /// of the source, not from Reel.
 // Serialized: one browser playing in real time at once, on a machine of two cores.
-@Suite("HLS ladder playback in Chromium", .serialized, .timeLimit(.minutes(5)))
+@Suite("HLS ladder playback in Chromium", .tags(.process, .media, .browser), .serialized, .timeLimit(.minutes(5)))
 struct LadderPlaybackTests {
     /// What the page writes into `<pre id="outcome">`, as JSON.
     struct Outcome: Decodable {

@@ -7,7 +7,7 @@ import Testing
 /// portrait video), so a portrait source's rungs are portrait at the boxes' sizes, not pillar-sized
 /// inside landscape boxes. Checked with ffprobe (sizes, no display matrix left), ffmpeg's own
 /// auto-rotation (the pixels upright) and Python's XML parser (the MPD).
-@Suite("Portrait ladders", .timeLimit(.minutes(10)))
+@Suite("Portrait ladders", .tags(.process, .media), .timeLimit(.minutes(10)))
 struct LadderPortraitTests {
     /// A 640x360 stream turned a quarter by its display matrix, and a 360x640 stream, both shown as
     /// 360x640: under 1280x720,640x360,480x270,320x180 the rungs are 360x640, 270x480 and 180x320

@@ -7,7 +7,7 @@ import Testing
 /// and the cause, every thread ended (the process exits well within its time limit), and nothing at the
 /// output path, no hidden folder beside it. H.264 rungs encode on the fan-out thread (x264's own frame
 /// threads); HEVC rungs on threads of their own, two cores for two rungs.
-@Suite("A ladder rung that fails", .timeLimit(.minutes(10)))
+@Suite("A ladder rung that fails", .tags(.process, .media), .timeLimit(.minutes(10)))
 struct LadderRungFailureTests {
     @Test(arguments: ["1280x720", "HEVC1920x1080"])
     func aRungWhoseEncoderFailsFailsTheLadderInOneLineAndLeavesNothing(_ preset: String) async throws {

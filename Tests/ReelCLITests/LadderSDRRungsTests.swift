@@ -9,7 +9,7 @@ import Testing
 /// playlist), ffprobe (streams, tags, keyframes, segments), ffmpeg's psnr filter (the pictures against
 /// a plain SDR export of the same source) and Python's XML parser (the MPD), never with Reel's own
 /// reader; headless Chromium plays the SDR set (LadderPlaybackTests).
-@Suite("SDR rungs beside HDR ones", .timeLimit(.minutes(10)))
+@Suite("SDR rungs beside HDR ones", .tags(.process, .media, .browser), .timeLimit(.minutes(10)))
 struct LadderSDRRungsTests {
     /// `reel export source --preset HEVC1920x1080 --ladder 640x360,320x180` in 1 s segments with both
     /// manifests, `--json`; returns the folder and the JSON lines.

@@ -5,7 +5,7 @@ import Testing
 /// `reel export --type hls --ladder …`: a folder of CMAF segments and HLS playlists, checked with
 /// ffprobe (the playlists, every segment's packets) and with sizes and durations measured here, never
 /// with Reel's own reader.
-@Suite("HLS ladders", .timeLimit(.minutes(10)))
+@Suite("HLS ladders", .tags(.process, .media, .browser), .timeLimit(.minutes(10)))
 struct LadderTests {
     /// One `#EXT-X-STREAM-INF` of the master playlist: its attributes and URI.
     struct Variant {

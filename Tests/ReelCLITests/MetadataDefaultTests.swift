@@ -6,7 +6,7 @@ import Testing
 /// --metadata` for the jobs that did not choose. `reel export` keeps AVFoundation's default (keep)
 /// otherwise, and `--estimate` says which location and device keys will be written. Outputs are read
 /// with ffprobe.
-@Suite("A service's metadata default", .serialized, .timeLimit(.minutes(6)))
+@Suite("A service's metadata default", .tags(.process, .media), .serialized, .timeLimit(.minutes(6)))
 struct MetadataDefaultTests {
     static func tags(_ url: URL) async throws -> [String: String] {
         try await ProbedFile.probe(url).format.tags ?? [:]

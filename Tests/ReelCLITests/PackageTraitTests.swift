@@ -4,7 +4,7 @@ import Testing
 
 /// The Swift API as the documentation says to depend on it: the Getting Started snippet's path form,
 /// copied into a new package, resolves, and with `traits: []` brings none of what only a service needs.
-@Suite("Depending on Reel", .timeLimit(.minutes(10)))
+@Suite("Depending on Reel", .tags(.process), .timeLimit(.minutes(10)))
 struct PackageTraitTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent()

@@ -4,7 +4,7 @@ import Testing
 
 /// `reel export --poster`: `<output name>.jpg` beside the video, the video's own frame at 10 % of
 /// it, published with the video or not at all.
-@Suite("Posters with exports", .timeLimit(.minutes(10)))
+@Suite("Posters with exports", .tags(.process, .media), .timeLimit(.minutes(10)))
 struct PosterTests {
     /// The JPEG is BT.601 full range (JFIF); a re-encoded video is BT.709: compared as ffmpeg converts
     /// them. A copied one keeps the untagged SD source's BT.601.

@@ -4,7 +4,7 @@ import Testing
 
 /// Inputs Reel does not open are refused in one line that says why: the container by name, a
 /// playlist for what it is, a file cut short by how far it goes.
-@Suite("Refusals that say why", .timeLimit(.minutes(5)))
+@Suite("Refusals that say why", .tags(.process, .media), .timeLimit(.minutes(5)))
 struct RefusalTests {
     enum Refused: String, CaseIterable, Sendable {
         case realMedia, disguisedPlaylist, truncatedMatroska

@@ -6,7 +6,7 @@ import Testing
 /// (`ExportOptions`, `ExportRequest`). Every option in the "Export options" section has the same name,
 /// help and value in both commands, the same key (camelCase) in a manifest with the same effect on
 /// the queued job as the flag, and the same refusal in the same words everywhere.
-@Suite("One request path", .serialized, .timeLimit(.minutes(6)))
+@Suite("One request path", .tags(.process, .media), .serialized, .timeLimit(.minutes(6)))
 struct RequestPathTests {
     /// One option of a command, as `--experimental-dump-help` describes it.
     struct Option: Equatable, CustomStringConvertible {

@@ -5,7 +5,7 @@ import Testing
 /// `reel thumbnail`: every image is ffmpeg's own frame at the time Reel reports, keyframes in the
 /// default mode, the frame shown at the requested time with --exact, upright, fitted, and sprite
 /// sheets whose WebVTT fragments point at the right cells.
-@Suite("reel thumbnail", .timeLimit(.minutes(10)))
+@Suite("reel thumbnail", .tags(.process, .media), .timeLimit(.minutes(10)))
 struct ThumbnailCommandTests {
     /// One `--json` line.
     struct Line: Decodable {

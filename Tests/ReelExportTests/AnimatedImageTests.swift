@@ -5,7 +5,7 @@ import Testing
 
 /// Animated GIF and APNG become H.264 video: the image's own delays as frame times, transparency
 /// flattened onto black or the chosen colour, an even size, no audio; Passthrough refuses them.
-@Suite("Animated images", .timeLimit(.minutes(5)))
+@Suite("Animated images", .tags(.media), .timeLimit(.minutes(5)))
 struct AnimatedImageTests {
     static let gif = Fixtures.animatedGIF
     static let apng = Fixtures.animatedPNG

@@ -6,7 +6,7 @@ import Testing
 /// `AssetImageGenerator`: results per requested time (failures for times outside the asset), the
 /// tolerances deciding between a keyframe and the exact frame, the track transform, and HDR
 /// pictures that match what an export of the same clip shows.
-@Suite("AssetImageGenerator", .timeLimit(.minutes(10)))
+@Suite("AssetImageGenerator", .tags(.media), .timeLimit(.minutes(10)))
 struct AssetImageGeneratorTests {
     static func write(_ image: AssetImageGenerator.Image, _ name: String) throws -> URL {
         let url = Fixtures.scratchFolder("generator").appendingPathComponent("\(name).\(image.format.fileExtension)")

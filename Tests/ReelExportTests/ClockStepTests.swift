@@ -13,7 +13,7 @@ import Testing
 /// runs on: the heartbeat then stands still, as it does when a codec or the disk hangs. The step
 /// comes while it stands still, so what the watchdog makes of it is not left to how the threads
 /// happen to be scheduled.
-@Suite("Wall-clock steps during an export", .serialized, .timeLimit(.minutes(5)))
+@Suite("Wall-clock steps during an export", .tags(.process, .media), .serialized, .timeLimit(.minutes(5)))
 struct ClockStepTests {
     static let faketime = "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1"
 

@@ -5,7 +5,7 @@ import Testing
 
 /// The threads an export's codecs get (`codecThreads`), checked in the settings x264 and x265 write
 /// into every stream they encode (mediainfo).
-@Suite("Codec threads", .timeLimit(.minutes(10)))
+@Suite("Codec threads", .tags(.process), .timeLimit(.minutes(10)))
 struct CodecThreadTests {
     /// One thread is one thread: x265 runs without its thread pool (and so without wavefront rows
     /// handed between threads); more threads size the pool.

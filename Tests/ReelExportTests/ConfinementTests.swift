@@ -4,7 +4,7 @@ import TestSupport
 import Testing
 
 /// Inputs are confined (allowed roots, regular files only) and output faults end cleanly.
-@Suite("Confinement and faults", .serialized, .timeLimit(.minutes(10)))
+@Suite("Confinement and faults", .tags(.process, .media), .serialized, .timeLimit(.minutes(10)))
 struct ConfinementTests {
     @Test func symlinkEscapingTheAllowedRootIsRefused() async throws {
         let root = Fixtures.scratchFolder("root")

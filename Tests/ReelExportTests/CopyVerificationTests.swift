@@ -7,7 +7,7 @@ import Testing
 /// A copy is verified without being decoded (its data is the source's, which may abort FFmpeg's
 /// decoders), against what was written; an export killed mid-way leaves a temporary file the next
 /// run removes, never one a live export is writing.
-@Suite("Copy verification and leftovers", .timeLimit(.minutes(10)))
+@Suite("Copy verification and leftovers", .tags(.process, .media), .timeLimit(.minutes(10)))
 struct CopyVerificationTests {
     /// The fuzzer's 21 crashes: `reel export` of a damaged MPEG-4 Part 2 stream under Passthrough
     /// aborted in FFmpeg's decoder while verifying the copy, leaving `.out.mp4.reel-….partial`.

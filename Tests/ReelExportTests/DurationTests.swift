@@ -7,7 +7,7 @@ import Testing
 /// verification holds the output to what was read and written, not to what a container declares, so
 /// Reel converts what ffmpeg converts. Outputs are read with ffprobe and compared with ffmpeg's own
 /// conversion of the same input.
-@Suite("Durations", .timeLimit(.minutes(10)))
+@Suite("Durations", .tags(.process, .media), .timeLimit(.minutes(10)))
 struct DurationTests {
     /// ffmpeg's conversion of `source` into MP4: libx264 + AAC (its defaults), or a copy of every stream.
     static func ffmpegConversion(of source: URL, copy: Bool) async throws -> ProbedFile {

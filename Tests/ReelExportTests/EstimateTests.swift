@@ -6,7 +6,7 @@ import Testing
 /// `estimatedBytes` against the size of the file the same export writes: within 25 % on clips of
 /// varied content (issue 10's target). The clips are 960x540, a size the model was not fitted on, and
 /// one 1080p clip kept at its size.
-@Suite("Size estimates", .timeLimit(.minutes(10)))
+@Suite("Size estimates", .tags(.media), .timeLimit(.minutes(10)))
 struct EstimateTests {
     static let tone = [
         "-f", "lavfi", "-i",

@@ -4,7 +4,7 @@ import TestSupport
 import Testing
 
 /// Every re-encoding export is checked with ffprobe and mediainfo, not with Reel's own reader.
-@Suite("Export matrix", .timeLimit(.minutes(10)))
+@Suite("Export matrix", .tags(.process, .media), .timeLimit(.minutes(10)))
 struct ExportMatrixTests {
     struct Case: CustomStringConvertible, Sendable {
         var source: Fixtures.Recipe

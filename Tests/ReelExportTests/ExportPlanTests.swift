@@ -6,7 +6,7 @@ import Testing
 
 /// The plan of an export is a value: what `reel export --estimate --json` prints, what the session
 /// runs, and what ffprobe finds in the file the session writes.
-@Suite("Export plans", .timeLimit(.minutes(6)))
+@Suite("Export plans", .tags(.process, .media), .timeLimit(.minutes(6)))
 struct ExportPlanTests {
     static func plan(
         _ recipe: Fixtures.Recipe, preset: String, type: OutputType? = nil, range: TimeRange? = nil,

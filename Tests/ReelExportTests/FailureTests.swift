@@ -4,7 +4,7 @@ import TestSupport
 import Testing
 
 /// Bad input, impossible combinations and cancellation end in a clear error and leave nothing.
-@Suite("Failures", .timeLimit(.minutes(10)))
+@Suite("Failures", .tags(.process, .media), .timeLimit(.minutes(10)))
 struct FailureTests {
     /// Builds a hostile or broken input file in a fresh folder and returns it.
     static func make(_ name: String, _ write: (URL) async throws -> Void) async throws -> URL {

@@ -6,7 +6,7 @@ import Testing
 /// HEVC presets keep 10-bit HLG and PQ with their tags and HDR10 metadata (SEI and `mdcv`/`clli`);
 /// Dolby Vision is recognised, its base layer exported without any Dolby Vision signalling when
 /// re-encoding, kept whole by Passthrough, and profile 5 refused before any work.
-@Suite("HDR kept and Dolby Vision", .timeLimit(.minutes(10)))
+@Suite("HDR kept and Dolby Vision", .tags(.process, .media), .timeLimit(.minutes(10)))
 struct HDRKeptTests {
     /// The side data types of a stream (ffprobe).
     static func sideData(_ stream: ProbedFile.Stream?) -> [String] {

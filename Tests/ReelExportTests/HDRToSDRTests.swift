@@ -6,7 +6,7 @@ import Testing
 /// HLG and PQ sources under 8-bit presets come out as SDR BT.709 that looks like the SDR original
 /// they were made from (BT.2408: reference white to SDR white), checked on the pixels with ffmpeg's
 /// filters, and with no HDR signalling left.
-@Suite("HDR to SDR", .timeLimit(.minutes(10)))
+@Suite("HDR to SDR", .tags(.media), .timeLimit(.minutes(10)))
 struct HDRToSDRTests {
     /// BT.709 SDR tags, 8-bit 4:2:0, and no HDR side data on the stream or its first frame.
     static func expectSDR(_ url: URL) async throws {
@@ -230,7 +230,7 @@ struct HDRToSDRTests {
 }
 
 /// The plan (`reel export --estimate --json`) says what happens to the colours before any work.
-@Suite("Colour in export plans", .timeLimit(.minutes(6)))
+@Suite("Colour in export plans", .tags(.media), .timeLimit(.minutes(6)))
 struct ColourPlanTests {
     static func plan(_ recipe: Fixtures.Recipe, preset: String) async throws -> ExportPlan {
         let session = try ExportSession(asset: try await Asset.load(try await Fixtures.url(recipe)), presetName: preset)

@@ -6,7 +6,7 @@ import Testing
 /// A display matrix that mirrors the picture (front cameras write these), alone or with a quarter
 /// turn, is applied to the pixels like a rotation: the output shows what the phone showed and
 /// carries no matrix. Compared with the upright clip flipped by ffmpeg's own filters.
-@Suite("Mirrored clips", .timeLimit(.minutes(10)))
+@Suite("Mirrored clips", .tags(.media), .timeLimit(.minutes(10)))
 struct MirrorTests {
     @Test(arguments: [
         (Fixtures.Mirror.horizontal, 480, 270, "null"),

@@ -5,7 +5,7 @@ import Testing
 
 /// `MovieAtoms` (read with ReelBoxes) says whether the moov comes first as mediainfo does, and lists
 /// a file cut short up to the box that the cut runs through.
-@Suite("Movie atoms", .timeLimit(.minutes(4)))
+@Suite("Movie atoms", .tags(.process, .media), .timeLimit(.minutes(4)))
 struct MovieAtomsTests {
     @Test(arguments: [true, false])
     func theMoovIsFirstExactlyWhenMediaInfoSaysTheFileStreams(_ faststart: Bool) async throws {

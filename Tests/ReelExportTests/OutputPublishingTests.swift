@@ -8,7 +8,7 @@ import Testing
 
 /// How an export's file appears: one temporary-name scheme, a tag per attempt, a gate before the
 /// move into place, and nothing published after the session ended.
-@Suite("Output publishing", .timeLimit(.minutes(10)))
+@Suite("Output publishing", .tags(.media), .timeLimit(.minutes(10)))
 struct OutputPublishingTests {
     @Test func temporaryNamesAreHiddenBesideTheDestinationAndMatchEveryTag() {
         let destination = URL(fileURLWithPath: "/videos/clip.mp4")

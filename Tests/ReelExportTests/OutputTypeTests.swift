@@ -5,7 +5,7 @@ import Testing
 
 /// The output type and the output's name agree: an extension that names a type sets it, one that
 /// contradicts `--type` or names no type is refused unless the extension is forced.
-@Suite("Output type and name", .timeLimit(.minutes(4)))
+@Suite("Output type and name", .tags(.process, .media), .timeLimit(.minutes(4)))
 struct OutputTypeTests {
     static let video = try! PresetLibrary.shipped.preset(named: "1280x720")
     static let audio = try! PresetLibrary.shipped.preset(named: "AppleM4A")

@@ -3,7 +3,7 @@ import ReelExport
 import TestSupport
 import Testing
 
-@Suite("Passthrough and metadata", .timeLimit(.minutes(10)))
+@Suite("Passthrough and metadata", .tags(.media), .timeLimit(.minutes(10)))
 struct PassthroughAndMetadataTests {
     @Test(arguments: [OutputType.mp4, .mov, .m4v])
     func passthroughCopiesPacketsUnchanged(_ type: OutputType) async throws {

@@ -5,7 +5,7 @@ import Testing
 
 /// Passthrough of every stream MP4 and QuickTime can hold: each pair of codecs either copies into a
 /// file an independent reader decodes whole, or is refused before any work, naming codec and type.
-@Suite("Passthrough codecs", .timeLimit(.minutes(10)))
+@Suite("Passthrough codecs", .tags(.process, .media), .timeLimit(.minutes(10)))
 struct PassthroughCodecTests {
     /// A 2 s 320x240 source with one video and one audio codec in its usual container.
     struct Source: Sendable, CustomStringConvertible {

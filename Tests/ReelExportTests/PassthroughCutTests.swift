@@ -7,7 +7,7 @@ import Testing
 /// edit list makes players show exactly the range. Checked with ffmpeg (which honours edit lists)
 /// frame by frame against the source: the first and last frames shown are the source's frames at the
 /// range's start and just before its end, and ffprobe reports the range's length for every stream.
-@Suite("Passthrough cuts", .timeLimit(.minutes(10)))
+@Suite("Passthrough cuts", .tags(.process, .media), .timeLimit(.minutes(10)))
 struct PassthroughCutTests {
     struct Cut: Sendable, CustomStringConvertible {
         var start: Double

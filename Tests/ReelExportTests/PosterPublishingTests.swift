@@ -5,7 +5,7 @@ import Testing
 
 /// The poster is published in the video's step: when the video cannot be moved into place after
 /// the poster was, the poster is removed again, so neither is left.
-@Suite("Poster publishing", .timeLimit(.minutes(5)))
+@Suite("Poster publishing", .tags(.media), .timeLimit(.minutes(5)))
 struct PosterPublishingTests {
     @Test func aVideoThatCannotBePublishedTakesItsPosterWithIt() async throws {
         let source = try await Fixtures.url(Fixtures.gop)

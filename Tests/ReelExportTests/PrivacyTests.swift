@@ -7,7 +7,7 @@ import Testing
 /// writes the phone's GPS position and model, `sharing` writes neither; the plan says beforehand, and
 /// the result afterwards, which location and device keys are written. Checked with exiftool and
 /// ffprobe on a real iPhone video, committed under `Tests/Fixtures`.
-@Suite("Privacy by choice", .timeLimit(.minutes(5)))
+@Suite("Privacy by choice", .tags(.process, .media), .timeLimit(.minutes(5)))
 struct PrivacyTests {
     /// An iPhone 6 video with its GPS position, make, model and software in QuickTime keys.
     static let phoneVideo = PhoneFiles.folder.appendingPathComponent("with-gps.mov")

@@ -8,7 +8,7 @@ import Testing
 /// Shapes are the source's: under every video preset the output displays at the source's aspect
 /// ratio within 1 % (the issue allows 2 %), with square pixels where the size comes that close and a
 /// sample aspect ratio where a size grid or evenness forces other proportions. Read back with ffprobe.
-@Suite("Shapes", .timeLimit(.minutes(15)))
+@Suite("Shapes", .tags(.media), .timeLimit(.minutes(15)))
 struct ShapeTests {
     static let videoPresets = [
         "LowQuality", "MediumQuality", "HighestQuality", "640x480", "960x540", "1280x720", "1920x1080", "3840x2160",

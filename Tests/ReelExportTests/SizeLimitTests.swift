@@ -7,7 +7,7 @@ import Testing
 /// `fileLengthLimit` (`--max-size`) makes a file fit: every output at or under its limit, the whole
 /// duration kept, the quality checked against the source with ffmpeg's SSIM; a limit no watchable
 /// file can meet is refused before work, with the smallest feasible size.
-@Suite("Size limits", .timeLimit(.minutes(15)))
+@Suite("Size limits", .tags(.process, .media), .timeLimit(.minutes(15)))
 struct SizeLimitTests {
     @Test("sizes are read in decimal and binary units")
     func parsing() {

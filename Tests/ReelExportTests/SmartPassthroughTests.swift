@@ -5,7 +5,7 @@ import Testing
 
 /// A source that already is what a preset would make is copied, not re-encoded, and the decision
 /// says why either way.
-@Suite("Smart passthrough", .timeLimit(.minutes(10)))
+@Suite("Smart passthrough", .tags(.media), .timeLimit(.minutes(10)))
 struct SmartPassthroughTests {
     @Test func aCompatibleClipIsCopied() async throws {
         let (url, session) = try await export(Fixtures.landscape, preset: "1280x720", forceTranscode: false)

@@ -7,7 +7,7 @@ import Testing
 /// round it is stored (`Scaler.untaggedMatrix`): the same phone picture stored upright, or sideways
 /// with a quarter-turn display matrix, comes out with the same pixels. Compared with ffmpeg's psnr
 /// filter, and with ffmpeg's own conversion of the upright source.
-@Suite("Untagged matrices", .timeLimit(.minutes(10)))
+@Suite("Untagged matrices", .tags(.media), .timeLimit(.minutes(10)))
 struct UntaggedMatrixTests {
     /// 360x640 stored upright, and the same pixels stored as 640x360 with rotate=90, both untagged
     /// and lossless, exported under 1280x720: the outputs match each other (they differed by

@@ -7,7 +7,7 @@ import Testing
 
 /// Every export reads its file back before it completes; a damaged file fails as `output-invalid`
 /// and leaves nothing behind (faults injected through the debug-only hook).
-@Suite("Verification", .timeLimit(.minutes(10)))
+@Suite("Verification", .tags(.process, .media), .timeLimit(.minutes(10)))
 struct VerificationTests {
     @Test("a good export is verified, and the time it took is reported")
     func verified() async throws {
@@ -101,7 +101,7 @@ struct VerificationTests {
 /// Each check of `OutputVerification` refuses a file made wrong by ffmpeg (from `Fixtures.landscape`,
 /// 640x360 H.264 + AAC, 1 s) and judged against the plan of exporting that source with 960x540,
 /// network-optimised; a copy of the source made right passes the same plan, so no refusal is vacuous.
-@Suite("Verification refuses", .timeLimit(.minutes(10)))
+@Suite("Verification refuses", .tags(.process, .media), .timeLimit(.minutes(10)))
 struct VerificationRefusalTests {
     /// The source's streams copied, moov first: what the plan expects.
     static let right = Recipe(

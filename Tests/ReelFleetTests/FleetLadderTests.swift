@@ -7,7 +7,7 @@ import Testing
 /// A ladder job through the PostgreSQL fleet: its spec, per-rendition progress and result travel
 /// through the database (migration 2's `renditions` column), and a worker killed mid-ladder leaves no
 /// hidden folder once another has rescued and finished the job.
-@Suite("Ladders on the fleet", .serialized, .timeLimit(.minutes(10)))
+@Suite("Ladders on the fleet", .tags(.process, .postgres), .serialized, .timeLimit(.minutes(10)))
 struct FleetLadderTests {
     typealias Fleet = FleetProcessTests.Fleet
 

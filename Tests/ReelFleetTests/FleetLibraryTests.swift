@@ -6,7 +6,7 @@ import Testing
 /// The photo library when the queue is in PostgreSQL: `reel library …`, `submit library:<id>` and a
 /// worker process all reach the library's tables in the queue's database (no SQLite file anywhere),
 /// so any machine of the fleet resolves an identifier and saves its output back.
-@Suite("The photo library on a PostgreSQL queue", .serialized, .timeLimit(.minutes(10)))
+@Suite("The photo library on a PostgreSQL queue", .tags(.process, .postgres), .serialized, .timeLimit(.minutes(10)))
 struct FleetLibraryTests {
     @Test("a library:<id> job submitted to the fleet is resolved by a worker process and saved back")
     func libraryJobResolvedAndSavedByAWorker() async throws {

@@ -8,7 +8,9 @@ import Testing
 /// at once, a worker's liveness stays about the process and its readiness about the database, and
 /// claims and readiness resume within seconds; a stopping worker hands its job back before its
 /// connection pool closes.
-@Suite("A fleet when its database goes away, and when a worker stops", .serialized, .timeLimit(.minutes(8)))
+@Suite(
+    "A fleet when its database goes away, and when a worker stops", .tags(.process, .media, .postgres), .serialized,
+    .timeLimit(.minutes(8)))
 struct FleetProbeTests {
     typealias Fleet = FleetProcessTests.Fleet
 

@@ -6,7 +6,9 @@ import Testing
 
 /// Real `reel` worker processes sharing one PostgreSQL queue: many jobs, a worker killed, the
 /// database stopped, a worker paused past its lease, a worker whose wall clock is wrong.
-@Suite("A fleet of worker processes on PostgreSQL", .serialized, .timeLimit(.minutes(10)))
+@Suite(
+    "A fleet of worker processes on PostgreSQL", .tags(.process, .media, .postgres), .serialized,
+    .timeLimit(.minutes(10)))
 struct FleetProcessTests {
     /// One queue (a database) with its status folder and output folder.
     struct Fleet {

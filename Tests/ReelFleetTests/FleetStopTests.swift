@@ -6,7 +6,7 @@ import Testing
 /// cancels; a stop hands the job back (or lets it finish), a crash costs an attempt and is rescued
 /// once the lease (4 s here) has run out, and the job completes exactly once with nothing left beside
 /// its output.
-@Suite("Stopping a fleet worker", .serialized, .timeLimit(.minutes(10)))
+@Suite("Stopping a fleet worker", .tags(.process, .postgres), .serialized, .timeLimit(.minutes(10)))
 struct FleetStopTests {
     func drill(_ mode: String) async throws -> (StopDrill, String) {
         let fleet = try await FleetProcessTests.Fleet.make()

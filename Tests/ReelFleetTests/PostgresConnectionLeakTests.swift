@@ -12,7 +12,7 @@ import Testing
 /// windows where a connection could be dropped (cancelled before, during and after its handshake,
 /// and while its first query runs; a pool shut down with requests and connects in flight) and then
 /// asks the server whether any session of the store's is still there.
-@Suite("PostgreSQL connections: none left open", .serialized, .timeLimit(.minutes(10)))
+@Suite("PostgreSQL connections: none left open", .tags(.postgres), .serialized, .timeLimit(.minutes(10)))
 struct PostgresConnectionLeakTests {
     /// A store on a fresh database whose sessions carry an application name of their own.
     static func store(_ url: String, name: String) throws -> PostgresStore {

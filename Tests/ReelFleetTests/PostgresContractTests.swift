@@ -55,7 +55,7 @@ struct PostgresHarness: StoreHarness {
 /// The store-agnostic contract (Tests/QueueContract), unchanged, run against PostgreSQL. One case at
 /// a time: some cases time a retry's backoff (1–2 s) across a few round trips, which a machine busy
 /// with twenty databases at once (and the export tests beside them) can stretch past it.
-@Suite("Job store contract: PostgreSQL", .serialized, .timeLimit(.minutes(8)))
+@Suite("Job store contract: PostgreSQL", .tags(.postgres), .serialized, .timeLimit(.minutes(8)))
 struct PostgresContractTests {
     @Test(arguments: JobStoreContract.cases)
     func contract(_ rule: JobStoreContract.Case) async throws {

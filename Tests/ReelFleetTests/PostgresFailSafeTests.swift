@@ -12,7 +12,7 @@ import Testing
 /// How the PostgreSQL store fails safe: a rescued row is never taken for one's own outcome; the
 /// server drops what the store gave up on; a refused connection fails at once and a returning
 /// database is found again; a running job's status file keeps its heartbeat.
-@Suite("PostgreSQL store: failing safe", .serialized, .timeLimit(.minutes(6)))
+@Suite("PostgreSQL store: failing safe", .tags(.media, .postgres), .serialized, .timeLimit(.minutes(6)))
 struct PostgresFailSafeTests {
     /// A store whose worker requests have 1 s (a 3 s lease), on a fresh database of `server`.
     static func store(on server: PostgresServer? = nil, lease: Duration = .seconds(3), workerTimeout: Duration? = nil)

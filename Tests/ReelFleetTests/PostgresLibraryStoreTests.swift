@@ -35,7 +35,7 @@ struct PostgresLibraryHarness: LibraryStoreHarness {
 /// The library store's contract (Tests/LibraryContract), unchanged, against PostgreSQL; then what
 /// only a shared database adds: migrations run from several machines at once, and writers on several
 /// machines at once against a reader syncing by change token.
-@Suite("Library store: PostgreSQL", .timeLimit(.minutes(10)))
+@Suite("Library store: PostgreSQL", .tags(.postgres), .timeLimit(.minutes(10)))
 struct PostgresLibraryStoreTests {
     @Test("the library store contract", arguments: LibraryStoreContract.cases)
     func contract(_ contractCase: LibraryStoreContract.Case) async throws {

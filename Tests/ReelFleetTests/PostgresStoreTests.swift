@@ -7,7 +7,7 @@ import Testing
 @testable import ReelFleet
 
 /// What only the PostgreSQL store does: its schema, notifications, status files and errors.
-@Suite("PostgreSQL store", .timeLimit(.minutes(4)))
+@Suite("PostgreSQL store", .tags(.media, .postgres), .timeLimit(.minutes(4)))
 struct PostgresStoreTests {
     static func spec() async throws -> JobSpec {
         JobSpec(

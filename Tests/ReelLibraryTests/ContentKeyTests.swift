@@ -7,7 +7,7 @@ import Testing
 /// Keys read from three 64 KiB samples (`ContentKey`), confirmed or split by whole-file hashes
 /// where two files share one (`KeyConfirmation`). Every key is checked against Python's hashlib
 /// BLAKE2b (sampled) or `b2sum` (whole), not only Reel's own hasher.
-@Suite("Content keys", .timeLimit(.minutes(5)))
+@Suite("Content keys", .tags(.process, .media), .timeLimit(.minutes(5)))
 struct ContentKeyTests {
     /// The sampled key as hashlib computes it: BLAKE2b-256 of the domain, the size (8 bytes,
     /// little-endian), then the first, middle and last 64 KiB.

@@ -7,7 +7,7 @@ import Testing
 @testable import ReelLibrary
 
 /// Every field Reel reads from a real file, against exiftool's and ffprobe's reading of it.
-@Suite("Fields against exiftool and ffprobe", .timeLimit(.minutes(10)))
+@Suite("Fields against exiftool and ffprobe", .tags(.process, .media), .timeLimit(.minutes(10)))
 struct FieldTests {
     /// The file's facts, read off Swift's cooperative pool (videos are probed by libavformat).
     func facts(_ path: String) async throws -> FileFacts {

@@ -8,7 +8,7 @@ import Testing
 
 /// Files built to break parsers: each is recorded (skipped with a reason, or indexed with what could
 /// be read) and the scan goes on; nothing crashes, hangs or grows without bound.
-@Suite("Hostile files", .timeLimit(.minutes(10)))
+@Suite("Hostile files", .tags(.process, .media), .timeLimit(.minutes(10)))
 struct HostileFileTests {
     typealias W = BoxWriter
 

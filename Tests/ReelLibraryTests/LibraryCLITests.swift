@@ -3,7 +3,7 @@ import TestSupport
 import Testing
 
 /// `reel library …` run as a user would, its JSON decoded and checked.
-@Suite("reel library", .timeLimit(.minutes(10)))
+@Suite("reel library", .tags(.process, .media), .timeLimit(.minutes(10)))
 struct LibraryCLITests {
     func lines(_ text: String) throws -> [[String: Any]] {
         try text.split(separator: "\n").map { line in

@@ -7,7 +7,7 @@ import Testing
 /// Identifiers wherever a path goes (issue 25 item 7) and saving back (item 8), run through `reel` as
 /// a user would: `export library:<id>`, `submit library:<id>`, a manifest's `"asset": "library:<id>"`,
 /// `--save-to-library`; outputs read back with ffprobe and exiftool.
-@Suite("library exports", .timeLimit(.minutes(10)))
+@Suite("library exports", .tags(.process, .media), .timeLimit(.minutes(10)))
 struct LibraryExportTests {
     /// A library folder and database for one test.
     struct Setup {

@@ -9,7 +9,7 @@ import Testing
 /// the library"): run through `reel` as a user would, every picture compared by PSNR with ffmpeg's
 /// own frame at the still's moment, read from the movie (or the Motion Photo's embedded MP4, cut out
 /// of the file with its byte range for ffmpeg).
-@Suite("library thumbnails", .timeLimit(.minutes(10)))
+@Suite("library thumbnails", .tags(.process), .timeLimit(.minutes(10)))
 struct LibraryThumbnailTests {
     /// One `--json` line of `reel thumbnail`.
     struct Line: Decodable {

@@ -7,7 +7,7 @@ import Testing
 
 /// The Swift API in PhotoKit's words (`PhotoLibrary`, `Asset`, `AssetResource`, `writeData`,
 /// `requestExportSession`, `AssetCreationRequest`), used end to end as the DocC article shows it.
-@Suite("PhotoKit's API", .timeLimit(.minutes(10)))
+@Suite("PhotoKit's API", .tags(.media), .timeLimit(.minutes(10)))
 struct PhotoKitAPITests {
     @Test("fetch a Motion Photo, write its pairedVideo, export its motion in place, save the export back")
     func fetchWriteExportSave() async throws {

@@ -6,7 +6,7 @@ import Testing
 
 @testable import ReelLibrary
 
-@Suite("Resources", .timeLimit(.minutes(10)))
+@Suite("Resources", .tags(.process, .media), .timeLimit(.minutes(10)))
 struct ResourceTests {
     @Test("BLAKE2b-256 agrees with b2sum on empty, short, block-sized and real files")
     func hash() async throws {

@@ -11,7 +11,7 @@ struct SQLiteHarness: LibraryStoreHarness {
     }
 }
 
-@Suite("SQLite library store", .timeLimit(.minutes(10)))
+@Suite("SQLite library store", .tags(.process), .timeLimit(.minutes(10)))
 struct SQLiteContractTests {
     @Test("the library store contract", arguments: LibraryStoreContract.cases)
     func contract(_ contractCase: LibraryStoreContract.Case) async throws {

@@ -5,7 +5,7 @@ import Testing
 
 @testable import ReelLibrary
 
-@Suite("Scanning", .timeLimit(.minutes(10)))
+@Suite("Scanning", .tags(.process, .media), .timeLimit(.minutes(10)))
 struct ScanTests {
     @Test("incremental by size and time; changes reported as PHChange would; identifiers keyed by content")
     func incremental() async throws {

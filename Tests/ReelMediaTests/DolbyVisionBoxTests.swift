@@ -6,7 +6,7 @@ import Testing
 
 /// The Dolby Vision box goes into a finished file wherever its moov is, and no sample moves unless
 /// the chunk offsets move with it.
-@Suite("Dolby Vision box", .timeLimit(.minutes(4)))
+@Suite("Dolby Vision box", .tags(.process, .media), .timeLimit(.minutes(4)))
 struct DolbyVisionBoxTests {
     /// Profile 8.4, as the fixtures write it.
     static let box = DolbyVisionBox(

@@ -5,7 +5,7 @@ import Testing
 
 /// The probe tells SDR, HLG, PQ and Dolby Vision apart, reads HDR10 static metadata from the container
 /// or the first frame, and reads the whole display matrix (mirrors too); ffprobe agrees.
-@Suite("HDR and orientation facts", .timeLimit(.minutes(6)))
+@Suite("HDR and orientation facts", .tags(.process, .media), .timeLimit(.minutes(6)))
 struct HDRProbeTests {
     func video(_ recipe: Fixtures.Recipe) async throws -> StreamInfo {
         let url = try await Fixtures.url(recipe)

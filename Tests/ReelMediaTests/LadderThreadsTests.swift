@@ -10,7 +10,7 @@ import Testing
 /// encoder (one core, no pool) runs on its own thread, fed through a bounded lane, instead of the
 /// rungs taking turns on the fan-out thread. What each rung writes does not depend on it, a cancel
 /// stops them all, and every rung is whole as ffprobe reads it.
-@Suite("Ladder rung threads", .timeLimit(.minutes(10)))
+@Suite("Ladder rung threads", .tags(.process, .media), .timeLimit(.minutes(10)))
 struct LadderThreadsTests {
     /// 8-bit HEVC rungs (640x360 and 320x180 unless told, x265 `ultrafast`; or H.264, x264's) of the
     /// first 3 s of `ladderSource` in 1 s segments, no audio, into `folder`, under a core budget of

@@ -6,7 +6,7 @@ import Testing
 @testable import ReelMedia
 
 /// ReelMedia's reader agrees with ffprobe, and its input policy refuses what it should.
-@Suite("Media probe", .timeLimit(.minutes(10)))
+@Suite("Media probe", .tags(.process, .media), .timeLimit(.minutes(10)))
 struct MediaProbeTests {
     @Test(
         arguments: [Fixtures.landscape, Fixtures.hevc10, Fixtures.surround, Fixtures.mono22k, Fixtures.anamorphic]

@@ -4,7 +4,7 @@ import TestSupport
 import Testing
 
 /// `MediaProbe.readBack` reports what a written file holds, and finds truncation and damage.
-@Suite("Read back", .timeLimit(.minutes(5)))
+@Suite("Read back", .tags(.process, .media), .timeLimit(.minutes(5)))
 struct ReadBackTests {
     @Test("a whole file: every sample inside it, its first and last groups of pictures decode")
     func whole() async throws {

@@ -7,7 +7,7 @@ import Testing
 /// The reader decodes the source once, in time order: it seeks only when a keyframe lies between one
 /// picture and the next, and in keyframe mode decodes each keyframe once, counted against ffprobe's
 /// packets.
-@Suite("Thumbnail reader", .timeLimit(.minutes(5)))
+@Suite("Thumbnail reader", .tags(.media), .timeLimit(.minutes(5)))
 struct ThumbnailReaderTests {
     static func read(_ times: [Double], exact: Bool) async throws -> (ThumbnailReader.Statistics, [ThumbnailPick]) {
         let source = try await Fixtures.url(Fixtures.gop)

@@ -6,7 +6,7 @@ import Testing
 @testable import ReelQueue
 
 /// `reel work --isolate`: a crash inside an export's process fails only that attempt.
-@Suite("Isolated exports", .serialized, .timeLimit(.minutes(5)))
+@Suite("Isolated exports", .tags(.process), .serialized, .timeLimit(.minutes(5)))
 struct IsolationTests {
     /// The export processes a worker started (its children).
     static func children(of pid: Int32) async -> [Int32] {

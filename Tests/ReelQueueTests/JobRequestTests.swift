@@ -7,7 +7,7 @@ import Testing
 
 /// Requests become specs in the library: strict keys, one key and attempts rule, and the checks
 /// `reel export` makes before work, run at submit on a header-only probe.
-@Suite("Job requests", .timeLimit(.minutes(3)))
+@Suite("Job requests", .tags(.media), .timeLimit(.minutes(3)))
 struct JobRequestTests {
     static let presets = PresetLibrary.shipped
     static let here = Fixtures.scratchFolder("requests")

@@ -7,7 +7,7 @@ import Testing
 @testable import ReelQueue
 
 /// The threads a worker gives each job, as its status file shows them and as x264 used them.
-@Suite("Job threads", .serialized, .timeLimit(.minutes(5)))
+@Suite("Job threads", .tags(.media), .serialized, .timeLimit(.minutes(5)))
 struct JobThreadsTests {
     /// Two jobs on a worker of two slots over two cores: the first is claimed while the other waits,
     /// so it gets one core; the status file's result says so, and x264's own settings in the file it

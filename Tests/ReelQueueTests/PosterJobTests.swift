@@ -5,7 +5,7 @@ import Testing
 
 /// `--poster` on `reel submit` and `poster` in a manifest line reach the job, and the worker writes
 /// the poster beside the output.
-@Suite("Posters in the queue", .timeLimit(.minutes(10)))
+@Suite("Posters in the queue", .tags(.process, .media), .timeLimit(.minutes(10)))
 struct PosterJobTests {
     @Test func submittedAndManifestPostersAreWritten() async throws {
         let spool = WorkerProcessTests.Spool()

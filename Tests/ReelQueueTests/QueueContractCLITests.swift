@@ -6,7 +6,7 @@ import Testing
 @testable import ReelQueue
 
 /// The queue's contract as a client meets it through the command line.
-@Suite("Queue contract through the CLI", .serialized, .timeLimit(.minutes(5)))
+@Suite("Queue contract through the CLI", .tags(.process, .media), .serialized, .timeLimit(.minutes(5)))
 struct QueueContractCLITests {
     typealias Spool = WorkerProcessTests.Spool
 

@@ -8,7 +8,7 @@ import Testing
 /// keys run through `reel work` (isolated and in-process) into a folder published whole, whose
 /// result lists every file in it; checked with ffprobe and by listing the folder, never with Reel's
 /// own reader.
-@Suite("Ladders in the queue", .timeLimit(.minutes(10)))
+@Suite("Ladders in the queue", .tags(.process, .media), .timeLimit(.minutes(10)))
 struct QueuedLadderTests {
     typealias Spool = WorkerProcessTests.Spool
 

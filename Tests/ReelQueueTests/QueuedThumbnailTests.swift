@@ -8,7 +8,7 @@ import Testing
 /// object run through `reel work` (isolated and in-process) into a folder published whole; every
 /// image is ffmpeg's frame at the actual time the result reports (PSNR), and the folder holds exactly
 /// the files the result lists.
-@Suite("Thumbnail sets in the queue", .timeLimit(.minutes(10)))
+@Suite("Thumbnail sets in the queue", .tags(.process, .media), .timeLimit(.minutes(10)))
 struct QueuedThumbnailTests {
     typealias Spool = WorkerProcessTests.Spool
 

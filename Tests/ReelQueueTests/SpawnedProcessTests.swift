@@ -9,7 +9,7 @@ import Testing
 
 /// Child processes: named by a pidfd, never signalled once ended; their input written without SIGPIPE;
 /// in a process group of their own when asked.
-@Suite("Spawned processes", .serialized, .timeLimit(.minutes(2)))
+@Suite("Spawned processes", .tags(.process), .serialized, .timeLimit(.minutes(2)))
 struct SpawnedProcessTests {
     @Test func aSignalAfterTheChildEndedReachesNobody() async throws {
         let quick = try SpawnedProcess.start("/bin/true", arguments: [], environment: [:], withInput: false)

@@ -32,7 +32,7 @@ struct SpoolHarness: StoreHarness {
 }
 
 /// The store-agnostic contract (Tests/QueueContract), run against the spool.
-@Suite("Job store contract: spool", .timeLimit(.minutes(7)))
+@Suite("Job store contract: spool", .tags(.media), .timeLimit(.minutes(7)))
 struct SpoolContractTests {
     @Test(arguments: JobStoreContract.cases)
     func contract(_ rule: JobStoreContract.Case) async throws {
@@ -43,7 +43,7 @@ struct SpoolContractTests {
 /// What only the spool does: its files.
 // A hang guard, not a speed check: 300 submits each fsync their files, which a disk shared with the
 // whole test run (and other builds) stretched past three minutes.
-@Suite("Spool store", .timeLimit(.minutes(8)))
+@Suite("Spool store", .tags(.media), .timeLimit(.minutes(8)))
 struct SpoolStoreTests {
     static func spec() async throws -> JobSpec {
         JobSpec(

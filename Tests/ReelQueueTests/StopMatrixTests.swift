@@ -5,7 +5,7 @@ import Testing
 /// Every way a worker on the spool gets stopped, isolated and in process: only a cancel cancels; a
 /// stop hands the job back (or lets it finish), a crash costs an attempt, and the job completes
 /// exactly once with nothing left beside its output (`StopDrill`).
-@Suite("Stopping a spool worker", .serialized, .timeLimit(.minutes(10)))
+@Suite("Stopping a spool worker", .tags(.process), .serialized, .timeLimit(.minutes(10)))
 struct StopMatrixTests {
     func drill(_ mode: String) async throws -> (StopDrill, String) {
         let spool = WorkerProcessTests.Spool()

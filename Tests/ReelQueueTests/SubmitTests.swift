@@ -7,7 +7,7 @@ import Testing
 
 /// `reel submit` refuses at once what `reel export` would refuse before work, with the same line and
 /// exit code, and a refused submission queues nothing.
-@Suite("Submit", .serialized, .timeLimit(.minutes(5)))
+@Suite("Submit", .tags(.process, .media), .serialized, .timeLimit(.minutes(5)))
 struct SubmitTests {
     @Test(arguments: [
         (["--preset", "1280x720", "--type", "m4a"], Int32(65), "m4a"),

@@ -4,7 +4,7 @@ import Testing
 
 /// What a worker logs about a job cannot be forged by the job: an asset named with a newline shows
 /// in its `job completed` line escaped, and every line the worker writes is a whole log line.
-@Suite("Worker log lines", .timeLimit(.minutes(3)))
+@Suite("Worker log lines", .tags(.process, .media), .timeLimit(.minutes(3)))
 struct WorkerLogTests {
     @Test func anAssetNamedWithANewlineCannotForgeALogLine() async throws {
         let spool = WorkerProcessTests.Spool()

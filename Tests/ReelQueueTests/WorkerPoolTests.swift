@@ -8,7 +8,7 @@ import Testing
 @testable import ReelQueue
 
 /// A worker pool in this process, over a spool: what it does when its lease goes away.
-@Suite("Worker pool", .serialized, .timeLimit(.minutes(5)))
+@Suite("Worker pool", .tags(.media), .serialized, .timeLimit(.minutes(5)))
 struct WorkerPoolTests {
     /// The worker's lease is lost mid-export (as when a paused machine's job is rescued): it stops,
     /// publishes nothing and records nothing; the rescuer's attempt is untouched.

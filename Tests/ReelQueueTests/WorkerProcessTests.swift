@@ -7,7 +7,7 @@ import Testing
 @testable import ReelQueue
 
 /// Real `reel` processes against one spool: submitters, workers, kills and pollers.
-@Suite("Workers in processes", .serialized, .timeLimit(.minutes(10)))
+@Suite("Workers in processes", .tags(.process, .media), .serialized, .timeLimit(.minutes(10)))
 struct WorkerProcessTests {
     struct Spool {
         let root: URL
@@ -270,7 +270,7 @@ struct WorkerProcessTests {
 }
 
 /// SIGTERM/SIGINT: the first stops claiming and lets the running job finish; a second hands it back.
-@Suite("Worker shutdown", .serialized, .timeLimit(.minutes(5)))
+@Suite("Worker shutdown", .tags(.process, .media), .serialized, .timeLimit(.minutes(5)))
 struct WorkerShutdownTests {
     @Test(arguments: ["--isolate", "--no-isolate"])
     func oneSignalFinishesTheRunningJobAndClaimsNoMore(_ mode: String) async throws {

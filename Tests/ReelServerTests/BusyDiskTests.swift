@@ -8,7 +8,7 @@ import Testing
 /// a disk busy with someone else's writes) and eight exports on two cores, no job's heartbeat ages
 /// past what a poller takes for an orphan and the worker's probes answer within their time limit.
 /// (With the file work on the cooperative pool, `/readyz` took 2.5 s here; on I/O threads, 0.03 s.)
-@Suite("A busy disk", .timeLimit(.minutes(6)))
+@Suite("A busy disk", .tags(.process, .media), .timeLimit(.minutes(6)))
 struct BusyDiskTests {
     @Test func heartbeatsAndProbesKeepTheirLimitsOnASlowDisk() async throws {
         let queue = Queue()

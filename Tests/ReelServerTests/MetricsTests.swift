@@ -4,7 +4,7 @@ import Testing
 
 /// `reel work --metrics-port`: the Prometheus text scraped over real HTTP and parsed; health and
 /// readiness as the store comes and goes and the worker drains.
-@Suite("Worker HTTP side", .serialized, .timeLimit(.minutes(5)))
+@Suite("Worker HTTP side", .tags(.media), .serialized, .timeLimit(.minutes(5)))
 struct MetricsTests {
     @Test func metricsCountTheJobsRun() async throws {
         // Everything is queued before the worker starts.

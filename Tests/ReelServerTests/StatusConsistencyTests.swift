@@ -5,7 +5,7 @@ import Testing
 /// The status page agrees with itself: its queue counts and its running table come from one look at
 /// the store, corrected together by what the worker did since. With the store looked at once, when the
 /// worker starts, a job the worker then ran to the end is counted completed and not listed as running.
-@Suite("Status report agrees with itself", .serialized, .timeLimit(.minutes(5)))
+@Suite("Status report agrees with itself", .tags(.media), .serialized, .timeLimit(.minutes(5)))
 struct StatusConsistencyTests {
     static func report(_ worker: ServedWorker) async throws -> [String: Any] {
         let (status, body) = try await worker.get("/status.json")

@@ -4,7 +4,7 @@ import Testing
 
 /// The status page in a real browser: Debian's Chromium, headless, loads it from a worker that is
 /// running jobs, and the test reads the DOM the page's own script rendered.
-@Suite("Status page in Chromium", .serialized, .timeLimit(.minutes(5)))
+@Suite("Status page in Chromium", .tags(.media, .browser), .serialized, .timeLimit(.minutes(5)))
 struct StatusPageTests {
     @Test func pageShowsLiveProgressAndFailures() async throws {
         // A job that fails first (higher priority), then a long one to watch, queued before the worker starts.
