@@ -144,12 +144,15 @@ public final class PhotoLibrary: Sendable {
         let files = Dictionary(uniqueKeysWithValues: try await store.files(atPaths: paths).map { ($0.path, $0) })
         var resources: [AssetResource] = []
         if let primary = files[stored.asset.path] {
+            // A Motion Photo's photo resource is its still alone, as PhotoKit's has no motion in it.
+            let still = primary.facts.motionPhoto?.stillLength.flatMap { $0 > 0 && $0 < primary.stamp.size ? $0 : nil }
             resources.append(
                 AssetResource(
                     type: primary.facts.mediaType == .video ? .video : .photo,
                     assetLocalIdentifier: asset.localIdentifier,
                     uniformTypeIdentifier: primary.facts.uniformTypeIdentifier, originalFilename: primary.name,
-                    path: primary.path, offset: 0, length: primary.stamp.size, contentHash: primary.contentHash))
+                    path: primary.path, offset: 0, length: still ?? primary.stamp.size,
+                    contentHash: still == nil ? primary.contentHash : nil, isByteRange: still != nil))
             if let motion = primary.facts.motionPhoto {
                 let stem = (primary.name as NSString).deletingPathExtension
                 resources.append(
@@ -170,6 +173,18 @@ public final class PhotoLibrary: Sendable {
                     offset: 0, length: video.stamp.size, contentHash: video.contentHash))
         }
         return resources
+    }
+
+    /// What the scan noted about the asset's files: why a photo that claims a Motion Photo's video is a
+    /// plain photo, and what was read wrongly but survived (a bad MakerNote, a cut XMP packet).
+    public func notes(for asset: LibraryAsset) async throws -> [String] {
+        guard let stored = try await store.assets(localIdentifiers: [asset.localIdentifier]).first else {
+            throw LibraryError(.notFound, "no asset \(asset.localIdentifier) in the library")
+        }
+        let paths = [stored.asset.path] + (stored.pairedVideoPath.map { [$0] } ?? [])
+        return try await store.files(atPaths: paths).flatMap { file in
+            (file.facts.motionPhotoRejection.map { ["not a Motion Photo: \($0)"] } ?? []) + file.facts.warnings
+        }
     }
 
     /// Writes a resource's bytes to `path` (`PHAssetResourceManager.writeData(for:toFile:)`): byte

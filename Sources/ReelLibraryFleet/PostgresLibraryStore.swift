@@ -313,7 +313,7 @@ public final class PostgresLibraryStore: LibraryStore {
             location: location, isFavorite: try row["is_favorite"].decode(Int.self) != 0,
             isHidden: try row["is_hidden"].decode(Int.self) != 0,
             burstIdentifier: try row["burst_identifier"].decode(String?.self),
-            representsBurst: try row["represents_burst"].decode(Bool?.self) ?? true,
+            representsBurst: try row["represents_burst"].decode(Bool?.self) ?? false,
             playbackStyle: PlaybackStyle(rawValue: try row["playback_style"].decode(Int.self)) ?? .unsupported,
             sourceType: AssetSourceType(rawValue: try row["source_type"].decode(Int.self)) ?? .typeUserLibrary,
             originalFilename: try row["original_filename"].decode(String.self),

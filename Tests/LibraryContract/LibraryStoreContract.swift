@@ -166,6 +166,12 @@ public enum LibraryStoreContract {
             $0.asset.burstIdentifier == "B1"
         }
         #expect(members.filter(\.asset.representsBurst).map(\.asset.localIdentifier) == [burst[0]])
+        // PhotoKit's representsBurst is false outside a burst: a plain photo or video represents none.
+        let outside = try await store.fetchAssets(AssetQuery(includeHiddenAssets: true)).filter {
+            $0.asset.burstIdentifier == nil
+        }
+        #expect(outside.map(\.asset.localIdentifier).sorted() == [shown, hidden].sorted())
+        #expect(outside.allSatisfy { !$0.asset.representsBurst }, "outside a burst, representsBurst is false")
     }
 
     static func changes(_ store: any LibraryStore) async throws {

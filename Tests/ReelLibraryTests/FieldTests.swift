@@ -154,6 +154,8 @@ struct FieldTests {
             video.source == .samsungMPVD && video.offset == Int64(original.count + 16)
                 && video.length == Int64(mp4.count))
         #expect(abs(try #require(video.duration) - 1.5) < 0.05)
+        // The still alone is the HEIC before the box (the box is the file's last).
+        #expect(video.stillLength == Int64(original.count))
         // An mpvd box whose payload is not an MP4 is refused, with the reason.
         try Data(original + BoxWriter.box("mpvd", [UInt8](repeating: 0, count: 1024))).write(to: heic)
         let refused = try await facts(heic.path)

@@ -27,7 +27,10 @@ struct LibraryCLITests {
         #expect(scan.status == 0, "\(scan.stderr)")
         let report = try #require(try lines(scan.stdout).first)
         #expect((report["insertedLocalIdentifiers"] as? [String])?.count == 3)
-        let token = try #require((report["token"] as? [String: Any]).map { "\($0["library"]!):\($0["sequence"]!)" })
+        // One token shape everywhere: the string `changes --since` takes.
+        let token = try #require(report["token"] as? String)
+        #expect(token.wholeMatch(of: #/[^:]+:[0-9]+/#) != nil, "token \(token)")
+        #expect((report["notes"] as? [Any])?.isEmpty == true, "nothing to note about real Live and Motion Photos")
         #expect(FileManager.default.fileExists(atPath: database))
 
         let videos = try await reel(["list", "--json", "--predicate", "mediaType == 2"])
@@ -41,6 +44,9 @@ struct LibraryCLITests {
         let sorted = try await reel(["list", "--json", "--sort", "pixelWidth,desc", "--limit", "2"])
         let widths = try lines(sorted.stdout).map { $0["pixelWidth"] as! Int }
         #expect(widths == [3024, 1024])
+        // PhotoKit's representsBurst: false for every asset outside a burst, videos included.
+        let everything = try lines(try await reel(["list", "--json"]).stdout)
+        #expect(everything.count == 3 && everything.allSatisfy { $0["representsBurst"] as? Bool == false })
 
         let refused = try await reel(["list", "--predicate", "originalFilename == 'clip.mov'"])
         #expect(refused.status == 64)
@@ -53,6 +59,15 @@ struct LibraryCLITests {
         let resources = try #require(shown["resources"] as? [[String: Any]])
         #expect(resources.map { $0["type"] as! Int } == [1, 9])
         #expect(resources[1]["offset"] as? Int == 30_821 && resources[1]["bytes"] as? Int == 122_562)
+        // The photo resource is the still alone: the JPEG that ends where the video begins.
+        #expect(resources[0]["offset"] as? Int == 0 && resources[0]["bytes"] as? Int == 30_821)
+        let still = LibraryFixtures.folder("cli-out").appendingPathComponent("still.jpg").path
+        let stillWritten = try await reel(["write-resource", motionID, "--type", "photo", "-o", still])
+        #expect(stillWritten.status == 0, "\(stillWritten.stderr)")
+        let stillProbe = try await LibraryFixtures.ffprobe(still)
+        let stillStreams = try #require(stillProbe["streams"] as? [[String: Any]])
+        #expect(
+            stillStreams.count == 1 && stillStreams[0]["codec_name"] as? String == "mjpeg", "the still has no video")
 
         let out = LibraryFixtures.folder("cli-out").appendingPathComponent("motion.mp4").path
         let written = try await reel(["write-resource", motionID, "--type", "pairedVideo", "-o", out, "--json"])
@@ -70,6 +85,8 @@ struct LibraryCLITests {
         let albumID = album.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         #expect(albumID.hasPrefix("album:"))
         #expect(try await reel(["album", "add", albumID, motionID]).status == 0)
+        let unknown = try await reel(["album", "add", albumID, "no-such-asset"])
+        #expect(unknown.status == 65 && unknown.stderr.contains("no asset no-such-asset"), "\(unknown.stderr)")
         let inAlbum = try await reel(["list", "--json", "--album", albumID])
         #expect(try lines(inAlbum.stdout).map { $0["localIdentifier"] as! String } == [motionID])
         let albums = try lines(try await reel(["albums", "--json"]).stdout)
@@ -83,8 +100,36 @@ struct LibraryCLITests {
         let changed = try #require(try lines(changes.stdout).first)
         #expect(changed["updated"] as? [String] == [movieID])
         #expect((changed["inserted"] as? [String])?.isEmpty == true)
+        // What 0.2's scan --json printed (an object) is taken too.
+        let parts = token.split(separator: ":")
+        let legacy = try await reel([
+            "changes", "--json", "--since", "{\"library\":\"\(parts[0])\",\"sequence\":\(parts[1])}",
+        ])
+        let legacyChanges = try lines(legacy.stdout).first
+        #expect(legacy.status == 0 && legacyChanges?["updated"] as? [String] == [movieID], "\(legacy.stderr)")
         let foreign = try await reel(["changes", "--since", "someone-else:3"])
         #expect(foreign.status == 64 && foreign.stderr.contains("another library"))
+    }
+
+    @Test("a photo whose XMP claims a video it lacks: the reason in scan --json and show, a plain photo")
+    func refusedMotionPhoto() async throws {
+        let root = LibraryFixtures.folder("cli-lying")
+        let database = LibraryFixtures.folder("cli-lying-db").appendingPathComponent("lib.sqlite").path
+        try LibraryFixtures.copy(try Media.lyingMotionPhoto, to: root.appendingPathComponent("lying.jpg"))
+        let scan = try await ReelBinary.run(["library", "scan", "--library", database, "--json", root.path])
+        #expect(scan.status == 0, "\(scan.stderr)")
+        let report = try #require(try lines(scan.stdout).first)
+        let notes = try #require(report["notes"] as? [[String: Any]])
+        #expect(notes.count == 1 && (notes.first?["path"] as? String)?.hasSuffix("/lying.jpg") == true)
+        #expect((notes.first?["reason"] as? String)?.contains("Container:Directory") == true, "\(notes)")
+        let id = try #require((report["insertedLocalIdentifiers"] as? [String])?.first)
+        let show = try await ReelBinary.run(["library", "show", "--library", database, "--json", id])
+        let shown = try #require(try JSONSerialization.jsonObject(with: Data(show.stdout.utf8)) as? [String: Any])
+        #expect((shown["mediaSubtypes"] as? Int) == 0, "a plain photo")
+        let shownNotes = try #require(shown["notes"] as? [String])
+        #expect(shownNotes.contains { $0.hasPrefix("not a Motion Photo: Container:Directory") }, "\(shownNotes)")
+        let human = try await ReelBinary.run(["library", "show", "--library", database, id])
+        #expect(human.stdout.contains("note: not a Motion Photo"))
     }
 
     @Test("import copies or moves files into a library folder and indexes them")

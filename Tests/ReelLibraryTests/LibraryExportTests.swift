@@ -1,4 +1,5 @@
 import Foundation
+import ReelBoxes
 import TestSupport
 import Testing
 
@@ -125,6 +126,73 @@ struct LibraryExportTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: setup.root.path) == ["PXL_0001.jpg"])
         #expect(
             Set(try FileManager.default.contentsOfDirectory(atPath: setup.outputs.path)) == ["motion.mp4", "copy.mp4"])
+    }
+
+    @Test("a Samsung Motion Photo whose MP4 holds stills beside the motion: the motion is exported, the choice said")
+    func samsungMotionPhotoExportsItsMotionTrack() async throws {
+        let setup = try Setup("samsung-tracks")
+        // Samsung's layout: track 0 the motion (26 frames, 0.93 s, not the default), track 1 two
+        // near-identical full-size stills (0.67 s, the default), as FFmpeg would pick it.
+        let clip = setup.outputs.appendingPathComponent("two-tracks.mp4")
+        let made = try await Tools.run(
+            "ffmpeg",
+            [
+                "-y", "-v", "error", "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=28:duration=0.92", "-f",
+                "lavfi", "-i", "testsrc2=size=640x480:rate=3:duration=0.6", "-map", "0:v", "-map", "1:v", "-c:v",
+                "libx264", "-preset", "ultrafast", "-disposition:v:0", "0", "-disposition:v:1", "default", clip.path,
+            ])
+        try #require(made.status == 0, "\(made.stderr)")
+        let tracks = try #require(try await LibraryFixtures.ffprobe(clip.path)["streams"] as? [[String: Any]])
+        try #require(tracks.map { $0["nb_frames"] as? String } == ["26", "2"], "\(tracks)")
+        let photo = setup.root.appendingPathComponent("20240501_120000.heic")
+        let still = [UInt8](try Data(contentsOf: URL(fileURLWithPath: try Media.heic)))
+        let mp4 = [UInt8](try Data(contentsOf: clip))
+        try Data(still + BoxWriter.box("mpvd", mp4)).write(to: photo)
+        _ = try await setup.library.scan([setup.root.path])
+        let asset = try #require(try await setup.library.fetchAssets().first)
+        #expect(asset.pairing == .motionPhoto)
+        // The photo resource is the HEIC alone: the bytes before the mpvd box.
+        let resources = try await setup.library.resources(for: asset)
+        #expect(resources.first { $0.type == .photo }?.length == Int64(still.count))
+
+        // The plan names the track chosen and why the other is left out.
+        let plan = try await setup.reel([
+            "export", "library:\(asset.localIdentifier)", "--preset", "640x480", "--estimate", "--json",
+        ])
+        #expect(plan.status == 0, "\(plan.stderr)")
+        let planned = try #require(try Self.json(plan.stdout).first)
+        let streams = try #require(planned["streams"] as? [[String: Any]])
+        let skipped = try #require(streams.first { $0["index"] as? Int == 1 })
+        let reason = try #require(skipped["reason"] as? String)
+        #expect(reason.contains("track 0 (320x240, 26 frames") && reason.contains("is the motion"), "\(reason)")
+        #expect(reason.contains("track 1 (640x480, 2 frames") && reason.contains("stills"), "\(reason)")
+
+        let output = setup.outputs.appendingPathComponent("motion.mp4").path
+        let result = try await setup.reel([
+            "export", "library:\(asset.localIdentifier)", "--preset", "640x480", "-o", output,
+        ])
+        #expect(result.status == 0, "\(result.stderr)")
+        let counted = try await Tools.run(
+            "ffprobe",
+            [
+                "-v", "error", "-count_frames", "-select_streams", "v:0", "-show_entries",
+                "stream=nb_read_frames,width,height", "-of", "json", output,
+            ])
+        let probed = try #require(
+            try JSONSerialization.jsonObject(with: Data(counted.stdout.utf8)) as? [String: Any])
+        let video = try #require((probed["streams"] as? [[String: Any]])?.first)
+        #expect(video["nb_read_frames"] as? String == "26" && video["width"] as? Int == 320, "\(video)")
+
+        // A thumbnail with no time: Samsung records no still moment, so the video's start, with a note.
+        let folder = setup.outputs.appendingPathComponent("thumbs")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let thumbnail = try await setup.reel(["thumbnail", "library:\(asset.localIdentifier)", "-o", folder.path])
+        #expect(thumbnail.status == 0, "\(thumbnail.stderr)")
+        #expect(thumbnail.stderr.contains("reel: note:") && thumbnail.stderr.contains("video's start"))
+        let written = try FileManager.default.contentsOfDirectory(atPath: folder.path)
+        #expect(written.count == 1, "\(written)")
+        let picture = try #require(Self.videoStream(try await LibraryFixtures.ffprobe(folder.path + "/" + written[0])))
+        #expect(picture["width"] as? Int == 320 && picture["height"] as? Int == 240, "the motion's frame, not a still")
     }
 
     @Test("a Live Photo exports its movie; --resource picks another and refuses one it lacks or a path")

@@ -1,8 +1,9 @@
 import Foundation
 import LibraryContract
-import ReelLibrary
 import TestSupport
 import Testing
+
+@testable import ReelLibrary
 
 struct SQLiteHarness: LibraryStoreHarness {
     func makeStore() async throws -> any LibraryStore {
@@ -30,5 +31,19 @@ struct SQLiteContractTests {
         let reopened = try SQLiteLibraryStore(path: path)
         #expect(try await reopened.assets(localIdentifiers: [id!]).count == 1)
         #expect(try await reopened.libraryIdentifier() == (try await store.libraryIdentifier()))
+    }
+
+    @Test("commits are durable (synchronous FULL, not WAL's NORMAL); statistics are refreshed on request")
+    func durableAndAnalysed() async throws {
+        let path = Fixtures.scratchFolder("library-full").appendingPathComponent("library.sqlite").path
+        let store = try SQLiteLibraryStore(path: path)
+        #expect(try await store.synchronousSetting() == 2, "PRAGMA synchronous is FULL (2) on the writer")
+        _ = try await store.apply((1...20).map { .insertAsset(LibraryStoreContract.asset($0)) })
+        let before = try await Tools.run(
+            "sqlite3", [path, "SELECT count(*) FROM sqlite_master WHERE name = 'sqlite_stat1';"])
+        #expect(before.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "0")
+        try await store.refreshStatistics()
+        let after = try await Tools.run("sqlite3", [path, "SELECT count(*) FROM sqlite_stat1 WHERE tbl = 'asset';"])
+        #expect((Int(after.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0) > 0, "\(after.stdout)")
     }
 }

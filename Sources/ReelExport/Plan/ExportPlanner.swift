@@ -97,6 +97,15 @@ public enum ExportPlanner {
         {
             plan.video?.background = background
         }
+        // Other video tracks left out say which track was chosen and why (a Motion Photo's stills).
+        if let chosen = asset.videoTrack?.index, let choice = asset.videoTrackChoice {
+            for position in plan.streams.indices
+            where plan.streams[position].kind == .video && plan.streams[position].index != chosen
+                && plan.streams[position].action == .skip && plan.streams[position].reason == nil
+            {
+                plan.streams[position].reason = "not the exported video: \(choice)"
+            }
+        }
         plan.width = plan.video?.width
         plan.height = plan.video?.height
         plan.frameRate = plan.video?.frameRate

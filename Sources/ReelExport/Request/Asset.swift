@@ -32,6 +32,8 @@ public struct Asset: Sendable {
     public let tracks: [AssetTrack]
     /// The video track an export uses (not a cover picture), if any.
     public let videoTrack: AssetTrack?
+    /// Why `videoTrack` was chosen, when the file has more than one video track.
+    public let videoTrackChoice: String?
     /// The audio track an export uses: the default one, if any.
     public let audioTrack: AssetTrack?
     /// Container metadata as read.
@@ -65,6 +67,7 @@ public struct Asset: Sendable {
         bitRate = info.bitRate
         tracks = info.streams
         videoTrack = info.bestVideoStream
+        videoTrackChoice = info.videoStreamChoice
         audioTrack = info.streams.first { $0.kind == .audio && $0.isDefault } ?? info.bestAudioStream
         metadata = info.metadata
     }

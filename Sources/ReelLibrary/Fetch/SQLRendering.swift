@@ -153,18 +153,25 @@ public enum AssetSelect {
         }
     }
 
-    /// Whether `a` stands for its burst: no burst, or the first of it by capture time (undated first).
-    public static func representsBurstCondition(_ dialect: SQLDialect) -> String {
+    /// Whether `a` is the first of its burst by capture time (undated first), given it has one.
+    static func firstOfItsBurst(_ dialect: SQLDialect) -> String {
         """
-        (a.burst_identifier IS NULL OR a.local_identifier = (SELECT b.local_identifier FROM \(dialect.tablePrefix)asset b \
+        a.local_identifier = (SELECT b.local_identifier FROM \(dialect.tablePrefix)asset b \
         WHERE b.burst_identifier = a.burst_identifier ORDER BY b.creation_date \(dialect.direction(ascending: true)), \
-        b.local_identifier LIMIT 1))
+        b.local_identifier LIMIT 1)
         """
     }
 
-    /// The burst condition as the `represents_burst` column every asset read selects.
+    /// Whether `a` is shown when bursts are collapsed (PhotoKit's default fetch): it is in no burst, or
+    /// it is its burst's representative.
+    public static func representsBurstCondition(_ dialect: SQLDialect) -> String {
+        "(a.burst_identifier IS NULL OR \(firstOfItsBurst(dialect)))"
+    }
+
+    /// The `represents_burst` column every asset read selects: PhotoKit's `representsBurst`, true only
+    /// for a burst's representative and false for every asset outside a burst.
     public static func representsBurst(_ dialect: SQLDialect) -> String {
-        "\(representsBurstCondition(dialect)) AS represents_burst"
+        "(a.burst_identifier IS NOT NULL AND \(firstOfItsBurst(dialect))) AS represents_burst"
     }
 
     /// The statement for `query`: `SELECT a.*, represents_burst …`, or `SELECT count(*) …` with `count`.

@@ -69,11 +69,19 @@ public struct MotionPhotoVideo: Sendable, Codable, Equatable {
     public var presentationTimestampMicroseconds: Int64?
     /// Seconds, as libavformat reads the range.
     public var duration: Double?
+    /// The still alone is the file's first `stillLength` bytes (a JPEG ends where its video begins; a
+    /// HEIC whose `mpvd` box is its last ends where that box begins); nil when the still is not one
+    /// range of the file (an `mpvd` box followed by other boxes), so the whole file stands for it.
+    public var stillLength: Int64?
 
-    public init(source: Source, offset: Int64, length: Int64, presentationTimestampMicroseconds: Int64? = nil) {
+    public init(
+        source: Source, offset: Int64, length: Int64, presentationTimestampMicroseconds: Int64? = nil,
+        stillLength: Int64? = nil
+    ) {
         self.source = source
         self.offset = offset
         self.length = length
         self.presentationTimestampMicroseconds = presentationTimestampMicroseconds
+        self.stillLength = stillLength
     }
 }

@@ -57,7 +57,8 @@ public struct LibraryAsset: Sendable, Codable, Equatable, Identifiable {
     public var isFavorite: Bool
     public var isHidden: Bool
     public var burstIdentifier: String?
-    /// Whether this asset stands for its burst when bursts are collapsed (the first by capture time).
+    /// Whether this asset is its burst's representative (the first by capture time), as PhotoKit's
+    /// `representsBurst`: false for every asset outside a burst.
     public var representsBurst: Bool
     public var playbackStyle: PlaybackStyle
     public var sourceType: AssetSourceType
@@ -84,7 +85,7 @@ public struct LibraryAsset: Sendable, Codable, Equatable, Identifiable {
         localIdentifier: String, mediaType: MediaType, mediaSubtypes: MediaSubtypes = [], pixelWidth: Int = 0,
         pixelHeight: Int = 0, duration: Double = 0, creationDate: Date? = nil, creationTimeZoneOffset: Int? = nil,
         modificationDate: Date, location: LibraryLocation? = nil, isFavorite: Bool = false, isHidden: Bool = false,
-        burstIdentifier: String? = nil, representsBurst: Bool = true, playbackStyle: PlaybackStyle,
+        burstIdentifier: String? = nil, representsBurst: Bool = false, playbackStyle: PlaybackStyle,
         sourceType: AssetSourceType = .typeUserLibrary, originalFilename: String, contentIdentifier: String? = nil,
         pairing: PairingKind? = nil, stillImageTime: Double? = nil, contentHash: String, path: String, addedDate: Date
     ) {
@@ -133,7 +134,7 @@ public struct AssetResource: Sendable, Codable, Equatable {
 
     public init(
         type: AssetResourceType, assetLocalIdentifier: String, uniformTypeIdentifier: String, originalFilename: String,
-        path: String, offset: Int64, length: Int64, contentHash: String?
+        path: String, offset: Int64, length: Int64, contentHash: String?, isByteRange: Bool? = nil
     ) {
         self.type = type
         self.assetLocalIdentifier = assetLocalIdentifier
@@ -143,8 +144,10 @@ public struct AssetResource: Sendable, Codable, Equatable {
         self.offset = offset
         self.length = length
         self.contentHash = contentHash
+        self.isByteRange = isByteRange ?? (offset != 0)
     }
 
-    /// Whether the resource is part of a larger file (a Motion Photo's embedded video).
-    public var isByteRange: Bool { offset != 0 }
+    /// Whether the resource is part of a larger file: a Motion Photo's embedded video, or its still
+    /// (the file's first bytes, up to where the video begins).
+    public var isByteRange: Bool
 }

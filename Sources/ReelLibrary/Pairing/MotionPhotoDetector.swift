@@ -10,7 +10,7 @@ import ReelMedia
 /// and the reason is recorded in `motionPhotoRejection`.
 enum MotionPhotoDetector {
     static func detect(
-        path: String, source: any ByteSource, xmp: XMPFacts?, mpvd: Range<Int64>?, limits: InputLimits,
+        path: String, source: any ByteSource, xmp: XMPFacts?, mpvd: Box?, limits: InputLimits,
         into facts: inout FileFacts
     ) {
         var candidates: [(MotionPhotoVideo, String)] = []
@@ -37,7 +37,8 @@ enum MotionPhotoDetector {
                 if valid, let length = xmp.items[index].length, tail <= size {
                     let video = MotionPhotoVideo(
                         source: .containerDirectory, offset: size - tail, length: length,
-                        presentationTimestampMicroseconds: timestamp.flatMap { $0 < 0 ? nil : $0 })
+                        presentationTimestampMicroseconds: timestamp.flatMap { $0 < 0 ? nil : $0 },
+                        stillLength: size - tail)
                     candidates.append((video, "Container:Directory"))
                 } else {
                     facts.motionPhotoRejection = "Container:Directory lengths do not fit the file's \(size) bytes"
@@ -50,7 +51,8 @@ enum MotionPhotoDetector {
                     let stamp = xmp.integer(XMPFacts.camera, "MicroVideoPresentationTimestampUs")
                     let video = MotionPhotoVideo(
                         source: .microVideoOffset, offset: size - offset, length: offset,
-                        presentationTimestampMicroseconds: stamp.flatMap { $0 < 0 ? nil : $0 })
+                        presentationTimestampMicroseconds: stamp.flatMap { $0 < 0 ? nil : $0 },
+                        stillLength: size - offset)
                     candidates.append((video, "MicroVideoOffset"))
                 } else {
                     facts.motionPhotoRejection = "MicroVideoOffset \(offset) does not fit the file's \(size) bytes"
@@ -59,7 +61,11 @@ enum MotionPhotoDetector {
         }
         if let mpvd {
             candidates.insert(
-                (MotionPhotoVideo(source: .samsungMPVD, offset: mpvd.lowerBound, length: Int64(mpvd.count)), "mpvd"),
+                (
+                    MotionPhotoVideo(
+                        source: .samsungMPVD, offset: mpvd.payload.lowerBound, length: mpvd.payloadSize,
+                        stillLength: mpvd.range.upperBound == size ? mpvd.offset : nil), "mpvd"
+                ),
                 at: 0)
         }
         for (candidate, name) in candidates {

@@ -12,8 +12,8 @@ struct HEIFHeader: Sendable {
     var rotation = 0
     var exif: [UInt8]?
     var xmp: [UInt8]?
-    /// The payload of a top-level `mpvd` box.
-    var mpvd: Range<Int64>?
+    /// A top-level `mpvd` box (its payload is the Motion Photo's MP4).
+    var mpvd: Box?
     var warnings: [String] = []
 }
 
@@ -46,7 +46,7 @@ enum HEIFParser {
         header.majorBrand = try brands.fourCC()
         try brands.skip(4)
         while brands.remaining >= 4 { header.compatibleBrands.append(try brands.fourCC()) }
-        if let mpvd = top.first(where: { $0.type == "mpvd" }) { header.mpvd = mpvd.payload }
+        if let mpvd = top.first(where: { $0.type == "mpvd" }) { header.mpvd = mpvd }
         guard let meta = top.first(where: { $0.type == "meta" }) else {
             header.warnings.append("HEIF: no meta box")
             return header

@@ -16,6 +16,8 @@ import Synchronization
 /// assets (`…/L0/002`). A file that cannot be read, or is not a photo or video, is recorded with
 /// the reason and skipped; nothing in one file stops the scan.
 public struct LibraryScanner: Sendable {
+    /// Files read in one scan from which the store's statistics are refreshed at its end.
+    static let filesBeforeStatistics = 1_000
     public let store: any LibraryStore
     /// The limits exports obey: allowed roots, file size; videos also duration, size and streams.
     public var limits: InputLimits
@@ -129,6 +131,7 @@ public struct LibraryScanner: Sendable {
             }
         }
         var read = 0
+        var notes: [SkippedFile] = []
         var bytes: Int64 = 0
         let keys = KeyConfirmation(store: store)
         keys.removedSizes = Set(
@@ -172,6 +175,9 @@ public struct LibraryScanner: Sendable {
                     }
                 case .success(var record):
                     read += 1
+                    if let rejection = record.facts.motionPhotoRejection {
+                        notes.append(SkippedFile(path: record.path, reason: "not a Motion Photo: \(rejection)"))
+                    }
                     bytes +=
                         ContentKey.isSampled(size: record.stamp.size) ? 3 * ContentKey.sampleBytes : record.stamp.size
                     keys.note(record)
@@ -212,11 +218,16 @@ public struct LibraryScanner: Sendable {
             try await store.apply(Array(skipOperations[start..<min(skipOperations.count, start + 1_000)]))
         }
 
+        // After a large scan the planner's statistics are refreshed (`ANALYZE`), so lookups by path,
+        // key and identifier keep their indexes as the tables grow.
+        if read >= Self.filesBeforeStatistics { try await store.refreshStatistics() }
+
         var report = ScanReport(token: try await store.currentChangeToken())
         report.insertedLocalIdentifiers = state.tracker.inserted.sorted()
         report.changedLocalIdentifiers = state.tracker.changed.sorted()
         report.removedLocalIdentifiers = state.tracker.removed.sorted()
         report.skipped = skipped.sorted { $0.path < $1.path }
+        report.notes = notes.sorted { $0.path < $1.path }
         report.filesSeen = seen
         report.filesUnchanged = unchanged
         report.filesRead = read

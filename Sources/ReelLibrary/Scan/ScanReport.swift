@@ -8,6 +8,9 @@ public struct ScanReport: Sendable, Codable, Equatable {
     public var removedLocalIdentifiers: [String] = []
     /// Files and folders this scan met and did not index, with the reason.
     public var skipped: [SkippedFile] = []
+    /// Files this scan read and indexed with a note: a photo that claims a Motion Photo's video it does
+    /// not have (it stays a plain photo), with the reason.
+    public var notes: [SkippedFile] = []
     /// Regular files met.
     public var filesSeen = 0
     /// Files whose size and modification time had not changed (not opened).

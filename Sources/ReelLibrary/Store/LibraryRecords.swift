@@ -136,15 +136,46 @@ public struct LibraryChangeToken: Sendable, Codable, Equatable, CustomStringConv
         self.sequence = sequence
     }
 
-    /// `<library>:<sequence>`, what the CLI prints and takes.
+    /// `<library>:<sequence>`: the one shape the CLI prints (as text and in JSON) and takes.
     public var description: String { "\(library):\(sequence)" }
 
-    /// Parses `description`'s form; nil when malformed.
+    /// Parses `description`'s form, or the JSON object `{"library":…,"sequence":…}` that 0.2's
+    /// `scan --json` printed; nil when malformed.
     public init?(_ text: String) {
-        let parts = text.split(separator: ":")
-        guard parts.count == 2, let sequence = Int64(parts[1]), sequence >= 0, !parts[0].isEmpty else { return nil }
-        library = String(parts[0])
-        self.sequence = sequence
+        let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        if trimmed.hasPrefix("{") {
+            struct Object: Decodable {
+                var library: String
+                var sequence: Int64
+            }
+            guard let object = try? JSONDecoder().decode(Object.self, from: Data(trimmed.utf8)) else { return nil }
+            self.init(checkedLibrary: object.library, sequence: object.sequence)
+            return
+        }
+        guard let colon = trimmed.lastIndex(of: ":"), let sequence = Int64(trimmed[trimmed.index(after: colon)...])
+        else { return nil }
+        self.init(checkedLibrary: String(trimmed[..<colon]), sequence: sequence)
+    }
+
+    private init?(checkedLibrary library: String, sequence: Int64) {
+        guard !library.isEmpty, sequence >= 0 else { return nil }
+        self.init(library: library, sequence: sequence)
+    }
+
+    /// Encoded as its one string, so a scan report's token is what `changes --since` takes.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(description)
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        let text = try container.decode(String.self)
+        guard let token = LibraryChangeToken(text) else {
+            throw DecodingError.dataCorruptedError(
+                in: container, debugDescription: "'\(text)' is not a change token (<library>:<number>)")
+        }
+        self = token
     }
 }
 

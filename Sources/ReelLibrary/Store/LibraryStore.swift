@@ -69,6 +69,11 @@ public protocol LibraryStore: Sendable {
     /// token or one from the future.
     func changes(since token: LibraryChangeToken) async throws -> LibraryChanges
 
+    /// Refreshes the query planner's statistics after a large change (SQLite's `ANALYZE`), so no
+    /// lookup falls back to a scan of the whole table. The default does nothing (PostgreSQL's
+    /// autovacuum analyses on its own).
+    func refreshStatistics() async throws
+
     // MARK: One writer at a time
 
     /// Runs `body` holding the library's scan lock, which scans and saves hold while they decide what
@@ -92,4 +97,6 @@ extension LibraryStore {
     {
         try await body()
     }
+
+    public func refreshStatistics() async throws {}
 }

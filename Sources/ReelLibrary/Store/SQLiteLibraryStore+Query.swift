@@ -43,7 +43,7 @@ import Foundation
                 creationTimeZoneOffset: row["creation_time_zone_offset"],
                 modificationDate: Date(timeIntervalSince1970: row["modification_date"]), location: location,
                 isFavorite: row["is_favorite"], isHidden: row["is_hidden"], burstIdentifier: row["burst_identifier"],
-                representsBurst: row["represents_burst"] ?? true,
+                representsBurst: row["represents_burst"] ?? false,
                 playbackStyle: PlaybackStyle(rawValue: row["playback_style"]) ?? .unsupported,
                 sourceType: AssetSourceType(rawValue: row["source_type"]) ?? .typeUserLibrary,
                 originalFilename: row["original_filename"], contentIdentifier: row["content_identifier"],

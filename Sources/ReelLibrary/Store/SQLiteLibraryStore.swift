@@ -26,6 +26,10 @@ import Foundation
                 configuration.busyMode = .timeout(30)
                 configuration.label = "reel-library"
                 pool = try DatabasePool(path: path, configuration: configuration)
+                // Every commit reaches the disk before it returns (GRDB's WAL default is NORMAL, which a
+                // power loss can roll back): a save-back or import that said "done" is never lost, so
+                // it is never repeated as a duplicate. Scans commit in batches, so the cost is small.
+                try pool.writeWithoutTransaction { try $0.execute(sql: "PRAGMA synchronous = FULL") }
                 try SQLiteMigrations.migrator.migrate(pool)
             } catch {
                 throw LibraryError(.storeFailed, "cannot open the library \(path): \(error)")
@@ -45,6 +49,19 @@ import Foundation
                 throw error
             } catch {
                 throw LibraryError(.storeFailed, "the library \(path) could not be read: \(error)")
+            }
+        }
+
+        /// The `synchronous` setting of the writing connection (2 is FULL), for the tests.
+        func synchronousSetting() async throws -> Int {
+            try await pool.write { try Int.fetchOne($0, sql: "PRAGMA synchronous") ?? -1 }
+        }
+
+        public func refreshStatistics() async throws {
+            do {
+                try await pool.writeWithoutTransaction { try $0.execute(sql: "ANALYZE") }
+            } catch {
+                throw LibraryError(.storeFailed, "the library \(path) could not be analysed: \(error)")
             }
         }
 

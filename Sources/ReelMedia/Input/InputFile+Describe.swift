@@ -26,11 +26,8 @@ extension InputFile {
             metadata: readDictionary(format.metadata),
             streams: streams)
         let video = av_find_best_stream(context, AVMEDIA_TYPE_VIDEO, -1, -1, nil, 0)
-        if video >= 0, !streams[Int(video)].isAttachedPicture {
-            info.bestVideoStream = streams[Int(video)]
-        } else {
-            info.bestVideoStream = streams.first { $0.kind == .video && !$0.isAttachedPicture }
-        }
+        let preferred = video >= 0 && !streams[Int(video)].isAttachedPicture ? streams[Int(video)] : nil
+        (info.bestVideoStream, info.videoStreamChoice) = MediaInfo.chooseVideo(streams, preferred: preferred)
         let audio = av_find_best_stream(context, AVMEDIA_TYPE_AUDIO, -1, video >= 0 ? video : -1, nil, 0)
         if audio >= 0 { info.bestAudioStream = streams[Int(audio)] }
         return info

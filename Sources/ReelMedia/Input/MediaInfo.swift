@@ -118,8 +118,47 @@ public struct MediaInfo: Sendable, Codable {
     /// The `major_brand` of an ISO/QuickTime file (`isom`, `qt  `, `M4V `), if any.
     public var majorBrand: String? { metadata["major_brand"] }
 
-    /// The stream FFmpeg would choose for video (attached pictures excluded), if any.
+    /// The video stream an export uses (attached pictures excluded), if any: FFmpeg's choice, unless
+    /// it holds stills and another video stream holds motion (`chooseVideo`).
     public var bestVideoStream: StreamInfo?
+    /// Why `bestVideoStream` was chosen, when the file has more than one video stream.
+    public var videoStreamChoice: String?
     /// The stream FFmpeg would choose for audio, if any.
     public var bestAudioStream: StreamInfo?
+
+    /// Whether a video stream's frames are stills rather than motion: at most 2 frames (a Samsung
+    /// Motion Photo's second track holds two near-identical full-size stills).
+    public static func holdsStills(_ stream: StreamInfo) -> Bool {
+        guard let frames = stream.frameCount else { return false }
+        return frames <= 2
+    }
+
+    /// The video stream to export among `streams`, and why, when there is a choice. FFmpeg's pick
+    /// (`preferred`: the default disposition, then frames, then bit rate) stands unless it holds
+    /// stills while another stream holds motion; then the motion is chosen: a default stream first,
+    /// then the most frames, then the longest, then the first. The same rule serves Google's,
+    /// Samsung's and Apple's files (one motion track, maybe beside stills or metadata).
+    public static func chooseVideo(_ streams: [StreamInfo], preferred: StreamInfo?) -> (StreamInfo?, String?) {
+        let videos = streams.filter { $0.kind == .video && !$0.isAttachedPicture }
+        guard videos.count > 1 else { return (preferred ?? videos.first, nil) }
+        func describe(_ stream: StreamInfo) -> String {
+            var facts: [String] = []
+            if let width = stream.width, let height = stream.height { facts.append("\(width)x\(height)") }
+            if let frames = stream.frameCount { facts.append("\(frames) frame\(frames == 1 ? "" : "s")") }
+            if let seconds = stream.durationSeconds { facts.append(String(format: "%.2f s", seconds)) }
+            return "track \(stream.index) (\(facts.joined(separator: ", ")))"
+        }
+        let motion = videos.filter { !holdsStills($0) }
+        let first = preferred ?? videos[0]
+        guard holdsStills(first), !motion.isEmpty else {
+            return (first, "\(describe(first)) of \(videos.count) video tracks: the default, then the most frames")
+        }
+        let chosen = motion.max { a, b in
+            (a.isDefault ? 1 : 0, a.frameCount ?? 0, a.durationSeconds ?? 0, -a.index)
+                < (b.isDefault ? 1 : 0, b.frameCount ?? 0, b.durationSeconds ?? 0, -b.index)
+        }!
+        let stills = videos.filter(holdsStills)
+        let named = stills.map(describe).joined(separator: " and ")
+        return (chosen, "\(describe(chosen)) is the motion; \(named) hold\(stills.count == 1 ? "s" : "") stills")
+    }
 }
