@@ -43,7 +43,8 @@ extension PostgresStore {
         publish(claimed.status)
         statusSchedule.wrote(token, heartbeat: claimed.status.heartbeatAt)
         logger.debug(
-            "claimed", metadata: ["job": "\(claimed.status.id)", "attempt": "\(claimed.status.attempts)"])
+            "claimed",
+            metadata: ["job": "\(claimed.status.id)", "attempt": .stringConvertible(claimed.status.attempts)])
         return Lease(
             id: claimed.status.id, attempt: claimed.status.attempts, token: token, worker: worker, spec: claimed.spec)
     }

@@ -14,6 +14,18 @@ enum CLI {
         try? FileHandle.standardError.write(contentsOf: Data("reel: error: \(line)\n".utf8))
     }
 
+    /// A note on stderr: something the user should know that is not an error (a fallback taken).
+    static func printNote(_ message: String) {
+        let line = message.replacingOccurrences(of: "\n", with: " ")
+        try? FileHandle.standardError.write(contentsOf: Data("reel: note: \(line)\n".utf8))
+    }
+
+    /// A warning on stderr: something that may go wrong later, which this command cannot check.
+    static func printWarning(_ message: String) {
+        let line = message.replacingOccurrences(of: "\n", with: " ")
+        try? FileHandle.standardError.write(contentsOf: Data("reel: warning: \(line)\n".utf8))
+    }
+
     /// How logging was set up, once per process.
     struct LogSettings: Sendable {
         var level: Logger.Level
@@ -85,6 +97,33 @@ enum CLI {
         return "; for a file of that name, write ./\(argument) or put it after --"
     }
 
+    /// Set once a command has printed its failure as its own JSON (export's `failed` event, submit's
+    /// refusals), so the generic object is not printed as well.
+    static let failurePrintedAsJSON = Mutex(false)
+
+    /// With `--json` among the options, a failure the command did not print as JSON itself: one object
+    /// on stdout, `{"command": …, "error": {"code": …, "message": …, "retryable": …}}`, the shape of
+    /// export's `failed` event and submit's refusals, so a program reading stdout always gets JSON.
+    static func printFailureJSON(_ arguments: [String], code: String, message: String, retryable: Bool) {
+        let options = arguments.prefix { $0 != "--" }
+        guard options.contains("--json"), !failurePrintedAsJSON.withLock({ $0 }) else { return }
+        struct Failure: Encodable {
+            struct Reason: Encodable {
+                var code: String
+                var message: String
+                var retryable: Bool
+            }
+            var command: String
+            var error: Reason
+        }
+        // The command's words: `library show`, `status`.
+        let words = options.prefix { !$0.hasPrefix("-") }.prefix(2)
+        let command = words.first == "library" || words.first == "db" ? words.joined(separator: " ") : words.first
+        printLine(
+            jsonLine(
+                Failure(command: command ?? "reel", error: .init(code: code, message: message, retryable: retryable))))
+    }
+
     /// Ends the process for an argument error: with `--json` (export, submit), the error as the
     /// command's JSON on stdout too, then one `reel: error:` line; exit 64 unless said otherwise.
     static func refuseArguments(
@@ -96,7 +135,8 @@ enum CLI {
             switch options.first {
             case "export": printLine(ExportEvent.failed(.init(error)).jsonLine)
             case "submit": printLine(jsonLine(SubmitReport(asset: nil, line: nil, refusal: error)))
-            default: break
+            default:
+                printFailureJSON(arguments, code: error.code.description, message: message, retryable: false)
             }
         }
         printError(message)

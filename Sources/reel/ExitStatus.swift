@@ -38,7 +38,8 @@ enum ExitStatus: Int32, CaseIterable, Sendable {
             "bad arguments, unknown or invalid preset, a library predicate or change token Reel does not accept"
         case .badInput:
             "bad or incompatible input (unreadable, not media, over a limit, preset and type do not fit, no video for"
-                + " a video preset; a library file that changed since it was scanned)"
+                + " a video preset; a library asset, resource or album the library does not have, or a file that"
+                + " changed since it was scanned)"
         case .noInput: "`submit --manifest <file>`: the manifest cannot be read (missing, a folder, no permission)"
         case .unavailable:
             "the queue's store is unavailable (no spool where one is needed, permissions, database away), or the"
@@ -48,6 +49,23 @@ enum ExitStatus: Int32, CaseIterable, Sendable {
                 + " written out)"
         case .temporaryFailure: "`reel library`: another scan holds the library; try again once it ends"
         case .cancelled: "cancelled (Ctrl-C, SIGTERM)"
+        }
+    }
+
+    /// The code `--json` prints for a failure that has none of its own: the export code its status
+    /// stands for where there is one, else the status in words.
+    var code: String {
+        switch self {
+        case .usage: ExportError.Code.invalidArgument.description
+        case .badInput: ExportError.Code.unreadableInput.description
+        case .outputProblem: ExportError.Code.outputFailed.description
+        case .cancelled: ExportError.Code.cancelled.description
+        case .success: "ok"
+        case .failure: "failed"
+        case .timedOut: "timed-out"
+        case .noInput: "no-input"
+        case .unavailable: "unavailable"
+        case .temporaryFailure: "busy"
         }
     }
 
@@ -65,6 +83,7 @@ enum ExitStatus: Int32, CaseIterable, Sendable {
     }
 
     /// The status of a command that failed with a queue's error.
+    /// (`QueueError.Kind.code` gives its stable word for `--json`.)
     init(_ kind: QueueError.Kind) {
         switch kind {
         case .invalid: self = .usage
@@ -79,11 +98,23 @@ extension ExitStatus {
     init(_ code: LibraryError.Code) {
         switch code {
         case .invalidArgument, .invalidToken: self = .usage
-        case .stale: self = .badInput
+        case .stale, .notFound: self = .badInput
         case .storeFailed: self = .unavailable
         case .writeFailed: self = .outputProblem
         case .busy: self = .temporaryFailure
         default: self = .failure
+        }
+    }
+}
+
+extension QueueError.Kind {
+    /// The stable word `--json` prints for a queue's error.
+    var code: String {
+        switch self {
+        case .notFound: "unknown-job"
+        case .conflict: "conflict"
+        case .invalid: ExportError.Code.invalidArgument.description
+        case .unavailable: "store-unavailable"
         }
     }
 }

@@ -55,6 +55,7 @@ struct ExportCommand: AsyncParsableCommand {
             try await runExport()
         } catch let error as ExportError where json {
             CLI.printLine(ExportEvent.failed(.init(error)).jsonLine)
+            CLI.failurePrintedAsJSON.withLock { $0 = true }
             throw error
         }
     }
@@ -90,16 +91,15 @@ struct ExportCommand: AsyncParsableCommand {
         session.stallTimeout = stallTimeout
         session.codecThreads = threads
         let named = source.map { URL(fileURLWithPath: FileManager.default.currentDirectoryPath + "/" + $0.outputStem) }
-        // A ladder's folder is named `<asset name>.<preset>.hls` unless -o names it.
+        // Named as `reel submit` names it (`OutputNaming`) unless -o names it.
         let destination = URL(
             fileURLWithPath: options.output.map {
                 settings.ladder != nil && $0.hasSuffix("/") ? String($0.dropLast()) : $0
             }
-                ?? (settings.ladder != nil
-                    ? ((named ?? assetURL).deletingPathExtension().lastPathComponent
-                        + ".\(settings.ladder?.presetName ?? session.preset.name).hls")
-                    : OutputType.defaultFileName(
-                        asset: named ?? assetURL, preset: session.preset, type: settings.outputType)))
+                ?? (settings.ladder.map {
+                    OutputNaming.ladderFolder(asset: named ?? assetURL, ladder: $0, preset: session.preset)
+                }
+                    ?? OutputNaming.file(asset: named ?? assetURL, preset: session.preset, type: settings.outputType)))
         session.outputURL = destination
         // Decide compatibility before any work, so an impossible export fails at once.
         let plan = try session.determineCompatibility()
@@ -150,7 +150,8 @@ struct ExportCommand: AsyncParsableCommand {
         if json {
             let completion = ExportEvent.Completion(
                 output: destination.path, preset: session.preset.name,
-                type: session.ladderResult == nil ? settings.outputType.rawValue : "hls", result: result,
+                type: session.ladderResult == nil
+                    ? settings.outputType.rawValue : (settings.ladder?.folderExtension ?? "hls"), result: result,
                 source: source,
                 savedLocalIdentifier: saved, ladder: session.ladderResult)
             CLI.printLine(ExportEvent.completed(completion).jsonLine)
@@ -172,6 +173,12 @@ struct ExportCommand: AsyncParsableCommand {
                 facts.append("from \(source.reference) (\(source.resource)\(source.byteRange.map { ", \($0)" } ?? ""))")
             }
             CLI.printLine("wrote \(destination.path) (\(facts.joined(separator: ", ")))")
+            if let poster = result.poster {
+                let size = poster.width.flatMap { w in poster.height.map { "\(w)x\($0), " } } ?? ""
+                CLI.printLine(
+                    "wrote \(poster.path) (poster, \(size)\(CLI.formatBytes(poster.bytes)), at "
+                        + String(format: "%.2f s", poster.seconds) + ")")
+            }
             if let saved { CLI.printLine("saved to the library as \(saved)") }
         }
     }

@@ -15,7 +15,7 @@ struct ExportOptions: ParsableArguments {
     @Option(
         name: .long,
         help: ArgumentHelp(
-            "Output type: mp4, mov, m4v, m4a, hls (a folder of CMAF segments and playlists; needs --ladder or a ladder preset), or an Apple type identifier. Default: from -o's extension, else mp4 (m4a for audio presets).",
+            "Output type: mp4, mov, m4v, m4a, hls (a folder of CMAF segments and playlists; needs --ladder or a ladder preset), dash (the same with a DASH MPD alone; --manifests hls,dash adds the playlists), or an Apple type identifier. Default: from -o's extension, else mp4 (m4a for audio presets).",
             valueName: "type"))
     var type: String?
 
@@ -114,7 +114,7 @@ struct ExportOptions: ParsableArguments {
     @Option(
         name: .long,
         help: ArgumentHelp(
-            "With --ladder: the manifests over the one set of segments: hls (default), dash, or hls,dash.",
+            "With --ladder: the manifests over the one set of segments: hls (default; dash with --type dash), dash, or hls,dash.",
             valueName: "formats"))
     var manifests: String?
 

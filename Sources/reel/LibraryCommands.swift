@@ -4,6 +4,7 @@ import ReelExport
 import ReelLibrary
 import ReelQueue
 import Synchronization
+
 #if Fleet
     import ReelFleet
     import ReelLibraryFleet
@@ -182,7 +183,9 @@ enum LibraryCLI {
     }
 
     static func failure(_ error: LibraryError) -> CLIFailure {
-        CLIFailure(message: error.message, exitStatus: ExitStatus(error.code))
+        CLIFailure(
+            message: error.message, exitStatus: ExitStatus(error.code), code: error.code.description,
+            retryable: error.code == .busy || error.code == .storeFailed)
     }
 
     /// An asset as `--json` prints it: PhotoKit's field names and raw values, plus the names of the
@@ -190,12 +193,14 @@ enum LibraryCLI {
     struct AssetJSON: Encodable {
         var asset: LibraryAsset
         var resources: [ResourceJSON]?
+        /// What the scan noted about the asset's files (`show` only): a refused Motion Photo's reason.
+        var notes: [String]?
 
         enum Keys: String, CodingKey {
             case localIdentifier, mediaType, mediaTypeName, mediaSubtypes, mediaSubtypeNames, pixelWidth, pixelHeight
             case duration, creationDate, creationTimeZoneOffset, modificationDate, location, isFavorite, isHidden
             case burstIdentifier, representsBurst, playbackStyle, playbackStyleName, sourceType, originalFilename
-            case contentIdentifier, pairing, stillImageTime, contentHash, path, addedDate, resources
+            case contentIdentifier, pairing, stillImageTime, contentHash, path, addedDate, resources, notes
         }
 
         struct Location: Encodable {
@@ -239,6 +244,7 @@ enum LibraryCLI {
             try c.encode(asset.path, forKey: .path)
             try c.encode(asset.addedDate, forKey: .addedDate)
             try c.encodeIfPresent(resources, forKey: .resources)
+            try c.encodeIfPresent(notes, forKey: .notes)
         }
     }
 
@@ -330,6 +336,7 @@ struct LibraryScanCommand: AsyncParsableCommand {
         ]
         CLI.printLine("scanned \(report.filesSeen) files in \(seconds) s: \(files); \(assets.joined(separator: ", "))")
         for skip in report.skipped { CLI.printLine("skipped \(skip.path): \(skip.reason)") }
+        for note in report.notes { CLI.printLine("note \(note.path): \(note.reason)") }
         CLI.printLine("change token: \(report.token)")
     }
 }
@@ -405,17 +412,19 @@ struct LibraryShowCommand: AsyncParsableCommand {
     func run() async throws {
         global.bootstrapLogging()
         let library = try library.open()
-        let (asset, resources) = try await LibraryCLI.mapping {
+        let (asset, resources, notes) = try await LibraryCLI.mapping {
             let asset = try await library.asset(identifier)
-            return (asset, try await library.resources(for: asset))
+            return (asset, try await library.resources(for: asset), try await library.notes(for: asset))
         }
-        let value = LibraryCLI.AssetJSON(asset: asset, resources: resources.map(LibraryCLI.ResourceJSON.init))
+        let value = LibraryCLI.AssetJSON(
+            asset: asset, resources: resources.map(LibraryCLI.ResourceJSON.init), notes: notes)
         if json {
             CLI.printLine(String(decoding: try JSONCoding.prettyEncoder.encode(value), as: UTF8.self))
             return
         }
         CLI.printLine(LibraryCLI.describe(asset))
         for resource in resources { CLI.printLine("  " + LibraryResourcesCommand.line(resource)) }
+        for note in notes { CLI.printLine("  note: " + note) }
     }
 }
 

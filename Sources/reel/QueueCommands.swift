@@ -176,7 +176,9 @@ struct StatusCommand: AsyncParsableCommand {
             statuses = try await store.list(state: nil)
         } else {
             for id in ids {
-                guard let status = try await store.status(id) else { throw CLIFailure(message: "no job \(id)") }
+                guard let status = try await store.status(id) else {
+                    throw CLIFailure(message: "no job \(id)", code: QueueError.Kind.notFound.code)
+                }
                 statuses.append(status)
             }
         }
@@ -233,7 +235,9 @@ struct WaitCommand: AsyncParsableCommand {
         while true {
             var statuses: [JobStatus] = []
             for id in ids {
-                guard let status = try await store.status(id) else { throw CLIFailure(message: "no job \(id)") }
+                guard let status = try await store.status(id) else {
+                    throw CLIFailure(message: "no job \(id)", code: QueueError.Kind.notFound.code)
+                }
                 statuses.append(status)
             }
             if statuses.allSatisfy({ $0.state.isTerminal }) {
@@ -325,7 +329,9 @@ extension JobIDCommand {
                 missing.append(id)
             }
         }
-        if !missing.isEmpty { throw CLIFailure(message: "no job \(missing.joined(separator: ", "))") }
+        if !missing.isEmpty {
+            throw CLIFailure(message: "no job \(missing.joined(separator: ", "))", code: QueueError.Kind.notFound.code)
+        }
     }
 }
 

@@ -74,15 +74,23 @@ struct Reel: AsyncParsableCommand {
                 try command.run()
             }
         } catch let error as ExportError {
+            CLI.printFailureJSON(
+                arguments, code: error.code.description, message: error.message, retryable: error.isRetryable)
             CLI.printError(error.message)
             Foundation.exit(ExitStatus(error.code).rawValue)
         } catch let error as CLIFailure {
+            CLI.printFailureJSON(
+                arguments, code: error.code ?? error.exitStatus.code, message: error.message,
+                retryable: error.retryable)
             CLI.printError(error.message)
             Foundation.exit(error.exitStatus.rawValue)
         } catch let error as QueueError {
+            CLI.printFailureJSON(
+                arguments, code: error.kind.code, message: error.message, retryable: error.kind == .unavailable)
             CLI.printError(error.message)
             Foundation.exit(ExitStatus(error.kind).rawValue)
         } catch {
+            CLI.printFailureJSON(arguments, code: ExitStatus.failure.code, message: "\(error)", retryable: false)
             exit(withError: error)
         }
     }
@@ -229,6 +237,19 @@ struct StoreOptions: ParsableArguments {
         return try SpoolStore(root: root, create: create)
     }
 
+    /// Whether this store's worker is most likely the user submitting: a spool this user owns (or
+    /// that does not exist yet, so this user creates it). A packaged spool (owned by `reel`) or a
+    /// fleet's database is worked by someone else, maybe on another machine.
+    var workedBySubmitter: Bool {
+        if databaseURL != nil { return false }
+        let root =
+            spool.map { URL(fileURLWithPath: $0) }
+            ?? SpoolStore.defaultRoot(environment: ProcessInfo.processInfo.environment)
+        var status = stat()
+        guard stat(root.path, &status) == 0 else { return true }
+        return status.st_uid == geteuid()
+    }
+
     func openDatabase(_ text: String, connections: Int = 2, lease: Duration? = nil, service: Bool = false) throws
         -> PostgresStore
     {
@@ -280,4 +301,8 @@ struct DatabaseOptions: ParsableArguments {
 struct CLIFailure: Error {
     var message: String
     var exitStatus = ExitStatus.failure
+    /// The stable code `--json` prints (a library's `not-found`, `busy`, …); nil: named by the status.
+    var code: String? = nil
+    /// Whether the same command could succeed later (another scan holds the library, a store away).
+    var retryable = false
 }

@@ -106,12 +106,24 @@ struct SubmitCommand: AsyncParsableCommand {
                 refusals.append((asset, nil, error))
             }
         }
+        // Where the worker will write: refused now when the worker is this user and cannot, else a
+        // warning with the job (this user cannot know what the worker's user may write).
+        var warnings: [String: String] = [:]
+        let workedBySubmitter = storeOptions.workedBySubmitter
+        for spec in specs {
+            do throws(ExportError) {
+                warnings[spec.output] = try OutputAccess.check(spec, workedBySubmitter: workedBySubmitter)
+            } catch {
+                refusals.append((spec.requestedAsset, nil, error))
+            }
+        }
         if !refusals.isEmpty {
             try refuse(refusals, summary: manifestProblems.isEmpty ? nil : Manifest.rejection(manifestProblems))
         }
         let store = try storeOptions.open(create: true)
         for spec in specs {
-            try await SubmitReport.submit(spec, to: store, json: json)
+            try await SubmitReport.submit(
+                spec, to: store, json: json, warnings: warnings[spec.output].map { [$0] } ?? [])
         }
     }
 
@@ -125,6 +137,7 @@ struct SubmitCommand: AsyncParsableCommand {
                 CLI.printLine(
                     CLI.jsonLine(SubmitReport(asset: refusal.asset, line: refusal.line, refusal: refusal.error)))
             }
+            CLI.failurePrintedAsJSON.withLock { $0 = true }
         }
         throw summary ?? refusals[0].error
     }
@@ -142,6 +155,25 @@ struct SubmitCommand: AsyncParsableCommand {
 /// One line of `reel submit --json`: a queued job, or a refused one (a refusal names what was refused
 /// and why in `error`, with the same code, message and retryable as `reel export --json`). Every key
 /// is present in every line, `null` where it does not apply.
+/// Whether the worker can write where a job writes, as far as the submitter can tell.
+enum OutputAccess {
+    /// Nil when this user may write the output's folder. Otherwise, when the worker is this user
+    /// (`workedBySubmitter`), `output-failed` (the job would fail after its wait in the queue); else a
+    /// warning for the job's report: the worker runs as another user, whose rights this user cannot see.
+    static func check(_ spec: JobSpec, workedBySubmitter: Bool) throws(ExportError) -> String? {
+        let folder = URL(fileURLWithPath: spec.output).deletingLastPathComponent().path
+        // A missing folder is OutputPublisher's refusal, made in `resolve`.
+        guard FileManager.default.fileExists(atPath: folder), access(folder, W_OK | X_OK) != 0 else { return nil }
+        let user = getpwuid(geteuid()).flatMap { $0.pointee.pw_name.map { String(cString: $0) } } ?? "uid \(geteuid())"
+        if workedBySubmitter {
+            throw ExportError(
+                .outputFailed, "the output folder \(folder) is not writable by \(user), whose worker runs this queue",
+                retryable: false)
+        }
+        return "the output folder \(folder) is not writable by \(user); the worker's user must be able to write it"
+    }
+}
+
 struct SubmitReport: Encodable {
     /// The asset as resolved (a queued job) or as written (a refusal), when known.
     var asset: String?
@@ -153,6 +185,8 @@ struct SubmitReport: Encodable {
     var output: String?
     var created: Bool
     var error: ExportEvent.Failure.Reason?
+    /// What the submitter could not check for the worker (an output folder it cannot write itself).
+    var warnings: [String] = []
 
     init(asset: String, id: String, statusFile: String?, state: String, output: String, created: Bool) {
         self.asset = asset
@@ -172,21 +206,24 @@ struct SubmitReport: Encodable {
 
     /// Queues `spec` in `store` and prints what `reel submit` prints of it: a JSON line with `json`,
     /// else the job's id, whether it was queued or already there, and its output.
-    static func submit(_ spec: JobSpec, to store: any JobStore, json: Bool) async throws {
+    static func submit(_ spec: JobSpec, to store: any JobStore, json: Bool, warnings: [String] = []) async throws {
         let submission = try await store.submit(spec)
         let (status, created) = (submission.status, submission.created)
         if json {
-            CLI.printLine(
-                CLI.jsonLine(
-                    SubmitReport(
-                        asset: spec.requestedAsset, id: status.id, statusFile: store.statusFile(for: status.id),
-                        state: status.state.rawValue, output: status.output, created: created)))
+            var report = SubmitReport(
+                asset: spec.requestedAsset, id: status.id, statusFile: store.statusFile(for: status.id),
+                state: status.state.rawValue, output: status.output, created: created)
+            report.warnings = warnings
+            CLI.printLine(CLI.jsonLine(report))
         } else {
             CLI.printLine("\(status.id)  \(created ? "queued" : "exists, \(status.state.rawValue)")  \(status.output)")
+            for warning in warnings { CLI.printWarning("\(status.id): \(warning)") }
         }
     }
 
-    private enum CodingKeys: String, CodingKey { case asset, line, id, statusFile, state, output, created, error }
+    private enum CodingKeys: String, CodingKey {
+        case asset, line, id, statusFile, state, output, created, error, warnings
+    }
 
     func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
@@ -198,5 +235,6 @@ struct SubmitReport: Encodable {
         try c.encode(output, forKey: .output)
         try c.encode(created, forKey: .created)
         try c.encode(error, forKey: .error)
+        try c.encode(warnings, forKey: .warnings)
     }
 }

@@ -57,6 +57,13 @@ struct ThumbnailCommand: AsyncParsableCommand {
     )
     var exact = false
 
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "How far from each time the picture may be, before,after in seconds (0.5, 0,2, 500ms,1s): the nearest keyframe within them, else the frame shown at the time. Default: the nearest keyframe for --at; half the interval each way for --count, --every and --sheet, so each time gets its own picture.",
+            valueName: "before,after"))
+    var tolerance: String?
+
     @Flag(name: .long, help: "Keep the pixels as stored: do not apply the rotation and mirroring.")
     var noTransform = false
 
@@ -178,9 +185,16 @@ struct ThumbnailCommand: AsyncParsableCommand {
                 instants.append(try ThumbnailTimes.instant(text))
             }
             when = .at(instants)
-        } else if sheet == nil, source != nil {
-            // A library asset with no time asked: its still's moment (refused, naming why, without one).
-            when = .at([.still])
+        } else if sheet == nil, let source {
+            // A library asset with no time asked: its still's moment. A Live or Motion Photo that
+            // records none (a Samsung Motion Photo) gives the video's start, with a note saying so; a
+            // plain video is refused, naming what is missing.
+            if source.stillImageTime == nil, source.resource == "pairedVideo" {
+                CLI.printNote("\(asset) records no moment for its still; the picture is the video's start (0 s)")
+                when = .at([.seconds(0)])
+            } else {
+                when = .at([.still])
+            }
         } else {
             when = .every(10)
         }
@@ -202,18 +216,28 @@ struct ThumbnailCommand: AsyncParsableCommand {
         generator.appliesPreferredTrackTransform = !noTransform
         generator.format = imageFormat
         generator.quality = quality
-        if exact || when.namesStill {
-            generator.requestedTimeToleranceBefore = 0
-            generator.requestedTimeToleranceAfter = 0
+        if exact, tolerance != nil {
+            throw ExportError(.invalidArgument, "--exact means a tolerance of 0; give --exact or --tolerance, not both")
         }
+        let tolerances = ThumbnailSetRequest.tolerances(
+            times: when, exact: exact, asked: try tolerance.map(ThumbnailSetRequest.tolerance),
+            duration: probed.duration)
+        generator.requestedTimeToleranceBefore = tolerances.before
+        generator.requestedTimeToleranceAfter = tolerances.after
         let grid = sheet.flatMap(ThumbnailSetRequest.grid)
         let box = maxSize.flatMap(ThumbnailSetRequest.size) ?? (grid != nil ? (160, 0) : (0, 0))
         generator.maximumSize = .init(width: box.0, height: box.1)
 
-        if let grid {
-            try await writeSheets(generator, times: times, grid: grid, naming: naming, duration: probed.duration)
-        } else {
-            try await writeImages(generator, times: times, naming: naming)
+        try naming.makeFolder()
+        do {
+            if let grid {
+                try await writeSheets(generator, times: times, grid: grid, naming: naming, duration: probed.duration)
+            } else {
+                try await writeImages(generator, times: times, naming: naming)
+            }
+        } catch {
+            naming.removeFolderIfEmpty()
+            throw error
         }
     }
 
@@ -284,23 +308,28 @@ struct ThumbnailCommand: AsyncParsableCommand {
     private func queue(_ source: LibrarySource?) async throws {
         let set = ThumbnailSetRequest(
             at: at.isEmpty ? nil : at, count: count, every: every, maxSize: maxSize, exact: exact ? true : nil,
-            noTransform: noTransform ? true : nil, format: format, quality: quality, sheet: sheet)
+            noTransform: noTransform ? true : nil, format: format, quality: quality, sheet: sheet, tolerance: tolerance)
         var request = JobRequest(
             asset: asset, export: ExportRequest(output: output, overwrite: overwrite ? true : nil), priority: priority,
             key: key, maxAttempts: maxAttempts)
         request.thumbnails = set
         request.librarySource = source
         let spec: JobSpec
+        let warning: String?
         do throws(ExportError) {
             spec = try request.resolve(
                 presets: .shipped, limits: input.limits,
                 workingDirectory: URL(fileURLWithPath: FileManager.default.currentDirectoryPath))
+            warning = try OutputAccess.check(spec, workedBySubmitter: storeOptions.workedBySubmitter)
         } catch {
-            if json { CLI.printLine(CLI.jsonLine(SubmitReport(asset: asset, line: nil, refusal: error))) }
+            if json {
+                CLI.printLine(CLI.jsonLine(SubmitReport(asset: asset, line: nil, refusal: error)))
+                CLI.failurePrintedAsJSON.withLock { $0 = true }
+            }
             throw error
         }
         let store = try storeOptions.open(create: true)
-        try await SubmitReport.submit(spec, to: store, json: json)
+        try await SubmitReport.submit(spec, to: store, json: json, warnings: warning.map { [$0] } ?? [])
     }
 
     /// Refuses before any work when two files would share a name (`-o` named one file for several)
@@ -345,6 +374,9 @@ struct ThumbnailCommand: AsyncParsableCommand {
         var stem: String
         /// `-o` named one image file (`poster.jpg`): fine for one image, refused for several.
         var single: URL?
+        /// `-o` named a folder that is not there yet (its parent is): made before the first picture is
+        /// written and removed again if none was, as `export -o` makes a ladder's folder.
+        var makesFolder = false
 
         /// `sheets`: the default names are `<asset name>-sprite-001.jpg`, not `<asset name>-001.jpg`.
         init(output: String?, asset: URL, format explicit: String?, sheets: Bool) throws {
@@ -399,10 +431,31 @@ struct ThumbnailCommand: AsyncParsableCommand {
                 digits = 3
             }
             var isDirectory: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: folder.path, isDirectory: &isDirectory), isDirectory.boolValue
-            else {
-                throw ExportError(.outputFailed, "the output folder \(folder.path) does not exist")
+            if FileManager.default.fileExists(atPath: folder.path, isDirectory: &isDirectory) {
+                guard isDirectory.boolValue else {
+                    throw ExportError(.outputFailed, "the output folder \(folder.path) is a file")
+                }
+            } else {
+                // One rule for every output: the folder an output is gets made, its parent must exist.
+                let parent = folder.deletingLastPathComponent()
+                guard single == nil, FileManager.default.fileExists(atPath: parent.path, isDirectory: &isDirectory),
+                    isDirectory.boolValue
+                else {
+                    throw ExportError(.outputFailed, "the output folder \(folder.path) does not exist")
+                }
+                makesFolder = true
             }
+        }
+
+        /// Makes the folder `-o` named when it is not there (`makesFolder`).
+        func makeFolder() throws(ExportError) {
+            guard makesFolder, mkdir(folder.path, 0o755) != 0, errno != EEXIST else { return }
+            throw ExportError(.outputFailed, "cannot create \(folder.path): \(String(cString: strerror(errno)))")
+        }
+
+        /// Removes the folder this command made, when nothing was written into it.
+        func removeFolderIfEmpty() {
+            if makesFolder { rmdir(folder.path) }
         }
 
         func file(number: Int) -> URL {

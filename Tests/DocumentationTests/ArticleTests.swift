@@ -41,7 +41,7 @@ struct ArticleTests {
         "postgresql-15", "pkg-config", "libgcc-s1", "dpkg-dev", "apt-cache", "dpkg-shlibdeps", "reel-bench-claims",
         "reel-pipeline",
         "swift-log", "swift-metrics", "swift-service-lifecycle", "postgres-nio", "swift-nio-ssl", "swift-nio",
-        "swift-prometheus", "swift-argument-parser", "swift-docc-plugin",
+        "swift-prometheus", "swift-argument-parser", "swift-docc-plugin", "reel-paths",
     ]
 
     /// Whether `word` is one of the words Reel's types write: an error code, a method, an obstacle, a

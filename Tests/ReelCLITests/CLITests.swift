@@ -76,6 +76,65 @@ struct CLITests {
         #expect(mirrored.stdout.contains("480x270, mirrored, rotated 180°"), "\(mirrored.stdout)")
     }
 
+    /// `--json` answers in JSON on every path: a failure a command has no JSON of its own for is one
+    /// object on stdout, `{"command", "error": {"code", "message", "retryable"}}`, beside the one
+    /// `reel: error:` line on stderr.
+    @Test(arguments: [
+        (
+            ["status", "--json", "--store", "postgres://reel@127.0.0.1:1/nothing?sslmode=disable"], "status",
+            "store-unavailable", true, Int32(69)
+        ),
+        (
+            [
+                "submit", "--json", "--store", "postgres://reel@127.0.0.1:1/nothing?sslmode=disable", "ASSET",
+                "--preset", "LowQuality", "-o", "OUT/x.mp4",
+            ], "submit", "store-unavailable", true, 69
+        ),
+        (["status", "--json", "no-such-job", "--spool", "SPOOL"], "status", "unknown-job", false, 1),
+        (
+            ["thumbnail", "--json", "OUT/missing.mp4", "--at", "0", "-o", "OUT"], "thumbnail", "unreadable-input",
+            false, 65
+        ),
+        (
+            ["library", "show", "--json", "--library", "OUT/lib.sqlite", "no-such-asset"], "library show", "not-found",
+            false, 65
+        ),
+        (
+            ["library", "changes", "--json", "--library", "OUT/lib.sqlite", "--since", "junk"], "library changes",
+            "invalid-argument", false, 64
+        ),
+    ])
+    func everyFailureAnswersInJSONWithJSON(
+        _ arguments: [String], _ command: String, _ code: String, _ retryable: Bool, _ status: Int32
+    ) async throws {
+        let folder = Fixtures.scratchFolder("cli-json-failure")
+        let asset = try await Fixtures.url(Fixtures.landscape).path
+        let spool = folder.appendingPathComponent("spool").path
+        if arguments.contains("SPOOL") {
+            // A spool that exists, with one job: the store answers, the job asked for is not there.
+            let made = try await ReelBinary.run([
+                "submit", asset, "--preset", "LowQuality", "--spool", spool, "-o", folder.path + "/x.mp4",
+            ])
+            try #require(made.status == 0, "\(made.stderr)")
+        }
+        let result = try await ReelBinary.run(
+            arguments.map {
+                $0.replacingOccurrences(of: "OUT", with: folder.path).replacingOccurrences(of: "ASSET", with: asset)
+                    .replacingOccurrences(of: "SPOOL", with: spool)
+            })
+        #expect(result.stderr.hasPrefix("reel: error: ") && result.stderr.split(separator: "\n").count == 1)
+        let lines = result.stdout.split(separator: "\n")
+        #expect(lines.count == 1, "one JSON object: \(result.stdout)")
+        let object = try #require(
+            try JSONSerialization.jsonObject(with: Data((lines.first ?? "").utf8)) as? [String: Any], "\(result.stdout)"
+        )
+        let error = try #require(object["error"] as? [String: Any], "\(object)")
+        #expect(error["code"] as? String == code && error["retryable"] as? Bool == retryable, "\(object)")
+        #expect((error["message"] as? String).map { result.stderr.contains($0) } == true)
+        if command != "submit" { #expect(object["command"] as? String == command) }
+        #expect(result.status == status, "\(result.status) \(result.stderr)")
+    }
+
     @Test func exportWithJSONPrintsProgressAndTheResult() async throws {
         let folder = Fixtures.scratchFolder("cli-export")
         let output = folder.appendingPathComponent("clip.mov")

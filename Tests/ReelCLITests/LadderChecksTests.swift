@@ -77,6 +77,49 @@ struct LadderChecksTests {
         #expect(seconds > 0 && seconds < elapsed)
     }
 
+    /// `--type dash`: the ladder with its MPD alone (HLS playlists only when `--manifests hls,dash`
+    /// asks), named `<asset>.<preset>.dash` by default as `submit` names it (with the job's id); a
+    /// `--manifests` that leaves the MPD out contradicts the type.
+    @Test func typeDashWritesTheMPDAloneNamedAsSubmitNamesIt() async throws {
+        let source = try await Fixtures.url(Fixtures.ladderSource)
+        let folder = Fixtures.scratchFolder("ladder-dash")
+        // Run from `folder`, so the default name lands there.
+        func reel(_ arguments: [String]) async throws -> ToolResult {
+            try await Tools.run(
+                "sh", ["-c", #"cd "$1" && shift && exec "$@""#, "sh", folder.path, ReelBinary.path] + arguments)
+        }
+        let result = try await reel(["export", source.path, "--type", "dash", "--ladder", "320x180", "--json"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let name = "ladder-source.1920x1080.dash"
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path) == [name])
+        let out = folder.appendingPathComponent(name)
+        let files = try FileManager.default.contentsOfDirectory(atPath: out.path)
+        #expect(files.contains("manifest.mpd") && !files.contains("master.m3u8"), "\(files)")
+        let streams = try await Tools.run(
+            "ffprobe",
+            ["-v", "error", "-show_entries", "stream=codec_type,width", "-of", "csv=p=0", out.path + "/manifest.mpd"])
+        #expect(streams.stdout.contains("video,320") && streams.stdout.contains("audio"), "\(streams.stdout)")
+        let completion = try #require(
+            try JSONSerialization.jsonObject(with: Data((result.stdout.split(separator: "\n").last ?? "").utf8))
+                as? [String: Any])
+        #expect(completion["type"] as? String == "dash")
+        let refused = try await reel([
+            "export", source.path, "--type", "dash", "--ladder", "320x180", "--manifests", "hls",
+        ])
+        #expect(refused.status == 64 && refused.stderr.contains("leave it out"), "\(refused.stderr)")
+        // submit names the folder the same way, with the job's id.
+        let spool = Fixtures.scratchFolder("ladder-dash-spool")
+        let submitted = try await ReelBinary.run(
+            ["submit", source.path, "--type", "dash", "--ladder", "320x180", "--output-dir", folder.path, "--json"],
+            environment: ["REEL_SPOOL": spool.path])
+        #expect(submitted.status == 0, "\(submitted.stderr)")
+        let job = try #require(try JSONSerialization.jsonObject(with: Data(submitted.stdout.utf8)) as? [String: Any])
+        let id = try #require(job["id"] as? String)
+        #expect(
+            (job["output"] as? String).map { URL(fileURLWithPath: $0).lastPathComponent }
+                == "ladder-source.1920x1080.\(id).dash")
+    }
+
     // MARK: - Audio priming
 
     /// The AAC rendition's priming (1024 samples) is trimmed by an edit list: ffprobe puts its first

@@ -31,6 +31,20 @@ struct PosterTests {
         let right = try await Stills.psnr(poster, against: video, at: 1.2, imageFilters: Self.matrix(options))
         let next = try await Stills.psnr(poster, against: video, at: 1.24, imageFilters: Self.matrix(options))
         #expect(right.average >= 33 && right.average > next.average + 5, "\(right) vs next \(next)")
+        // The result names the poster: the human line, and --json's result (path, bytes, size, time).
+        let bytes = try #require(try FileManager.default.attributesOfItem(atPath: poster.path)[.size] as? Int)
+        #expect(result.stdout.contains("wrote \(poster.path) (poster, \(moving.width ?? 0)x\(moving.height ?? 0)"))
+        let again = try await ReelBinary.run(
+            ["export", source.path, "--poster", "--overwrite", "--json", "-o", video.path] + options)
+        let completed = try #require(
+            again.stdout.split(separator: "\n").compactMap {
+                try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+            }.last { $0["event"] as? String == "completed" }, "\(again.stdout) \(again.stderr)")
+        let named = try #require((completed["result"] as? [String: Any])?["poster"] as? [String: Any])
+        #expect(named["path"] as? String == poster.path && named["width"] as? Int == moving.width)
+        #expect(named["height"] as? Int == moving.height && abs((named["seconds"] as? Double ?? 0) - 1.2) < 0.001)
+        let rewritten = try #require(try FileManager.default.attributesOfItem(atPath: poster.path)[.size] as? Int)
+        #expect(named["bytes"] as? Int == rewritten && abs(rewritten - bytes) < bytes / 10)
     }
 
     /// An HLG export's poster is taken after the tone mapping: the SDR video's own frame (at 10 % of

@@ -85,6 +85,35 @@ struct ThumbnailCommandTests {
 
     /// `--count` spreads the times over the asset (the starts of equal parts); `--quality` sets the
     /// JPEG quantiser (a lower quality makes a smaller file that is further from the frame).
+    /// As `AVAssetImageGenerator`'s tolerances: a set (`--count`) on a clip with a keyframe every 10 s
+    /// gives every time its own picture (the keyframe where one is within half the interval, else the
+    /// frame shown at the time, decoded forward); `--tolerance` widens it back to the keyframes; a
+    /// single `--at` keeps the nearest keyframe.
+    @Test func aSetOnLongGOPsGivesDistinctPictures() async throws {
+        let source = try await Fixtures.url(Fixtures.longGOP)
+        let folder = Fixtures.scratchFolder("thumbs-long-gop")
+        let set = try await Self.run([
+            source.path, "--count", "5", "-o", folder.appendingPathComponent("a-%d.jpg").path,
+        ])
+        #expect(set.map(\.requestedTime) == [0, 4, 8, 12, 16])
+        let actual = set.map(\.actualTime)
+        #expect(Set(actual).count == 5, "\(actual)")
+        for line in set { #expect(abs(line.actualTime - line.requestedTime) < 2, "\(line)") }
+        #expect(set[0].keyframe && !set[1].keyframe, "the keyframe at 0 serves 0; 4 s is decoded forward")
+        // Each picture is the source's frame at its actual time (independent reading by ffmpeg).
+        for line in set {
+            let psnr = try await Stills.psnr(URL(fileURLWithPath: line.file), against: source, at: line.actualTime)
+            #expect(psnr.average >= 33, "\(line) \(psnr)")
+        }
+        let wide = try await Self.run(
+            [source.path, "--count", "5", "--tolerance", "10", "-o", folder.appendingPathComponent("b-%d.jpg").path])
+        #expect(Set(wide.map(\.actualTime)) == [0, 10], "\(wide.map(\.actualTime))")
+        let single = try await Self.run([source.path, "--at", "4", "-o", folder.appendingPathComponent("c.jpg").path])
+        #expect(single.map(\.actualTime) == [0] && single[0].keyframe)
+        let both = try await ReelBinary.run(["thumbnail", source.path, "--at", "4", "--exact", "--tolerance", "1"])
+        #expect(both.status == 64 && both.stderr.contains("not both"), "\(both.stderr)")
+    }
+
     @Test func countAndQuality() async throws {
         let source = try await Fixtures.url(Fixtures.gop)
         let folder = Fixtures.scratchFolder("thumbs-count")
@@ -249,6 +278,30 @@ struct ThumbnailCommandTests {
         // No temporary file is left behind by any of these.
         let names = try FileManager.default.contentsOfDirectory(atPath: folder.path)
         #expect(names.sorted() == ["gop-12s-001.jpg", "junk.mp4"], "\(names)")
+    }
+
+    /// One rule for every output: `-o newfolder/` is made (as `export -o ladder/` and
+    /// `thumbnail --submit -o` make theirs) when its parent exists, and removed again when nothing
+    /// was written; a folder under a missing one is refused.
+    @Test func aMissingOutputFolderIsMadeWhenItsParentExists() async throws {
+        let source = try await Fixtures.url(Fixtures.gop)
+        let parent = Fixtures.scratchFolder("thumbs-new-folder")
+        let folder = parent.appendingPathComponent("new")
+        let made = try await ReelBinary.run(["thumbnail", source.path, "--at", "1,2", "-o", folder.path + "/"])
+        #expect(made.status == 0, "\(made.stderr)")
+        let names = try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted()
+        #expect(names == ["gop-12s-001.jpg", "gop-12s-002.jpg"], "\(names)")
+        let other = parent.appendingPathComponent("other")
+        let past = try await ReelBinary.run(["thumbnail", source.path, "--at", "13", "-o", other.path])
+        #expect(past.status == 64)
+        let junk = parent.appendingPathComponent("junk.mp4")
+        try Data(repeating: 7, count: 4096).write(to: junk)
+        let unreadable = try await ReelBinary.run(["thumbnail", junk.path, "--at", "0", "-o", other.path])
+        #expect(unreadable.status == 65)
+        #expect(!FileManager.default.fileExists(atPath: other.path), "a failed command leaves no folder")
+        let deep = try await ReelBinary.run(
+            ["thumbnail", source.path, "--at", "1", "-o", parent.appendingPathComponent("a/b").path])
+        #expect(deep.status == 74 && deep.stderr.contains("does not exist"), "\(deep.stderr)")
     }
 
     /// WebP where this FFmpeg has libwebp (checked at run time); refused by name where not.

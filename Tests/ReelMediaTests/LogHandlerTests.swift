@@ -48,4 +48,20 @@ struct LogHandlerTests {
         #expect((object["metadata"] as? [String: Any])?["asset"] as? String == Self.forged)
         #expect(object["message"] as? String == "job completed" && object["level"] as? String == "info")
     }
+
+    /// Numbers and booleans logged as values are JSON numbers and booleans (`"attempt":1`), as a log
+    /// pipeline's queries expect; text stays text, even when it looks like a number.
+    @Test func numbersAndBooleansStayJSONNumbersAndBooleans() throws {
+        let written = Self.lines(
+            .json, "job completed",
+            [
+                "attempt": .stringConvertible(1), "elapsed": .stringConvertible(1.25),
+                "isolated": .stringConvertible(true), "job": "007",
+            ])
+        let line = try #require(written.first)
+        #expect(line.contains(#""attempt":1"#) && line.contains(#""elapsed":1.25"#), "\(line)")
+        #expect(line.contains(#""isolated":true"#) && line.contains(#""job":"007""#), "\(line)")
+        let text = try #require(Self.lines(.text, "job completed", ["attempt": .stringConvertible(1)]).first)
+        #expect(text.hasSuffix(" attempt=1\n"), "\(text)")
+    }
 }

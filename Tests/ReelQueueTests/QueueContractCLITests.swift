@@ -139,11 +139,14 @@ struct QueueContractCLITests {
         #expect(failed["level"] as? String == "error")
         let failure = try #require(failed["metadata"] as? [String: Any])
         #expect(failure["code"] as? String == "unreadable-input" && failure["asset"] as? String == doomed.path)
-        #expect(failure["message"] is String && failure["output"] is String && failure["elapsed"] is String)
+        #expect(failure["message"] is String && failure["output"] is String)
+        // Numbers and booleans are JSON's own: `"attempt":1`, not `"1"`.
+        #expect(
+            failure["elapsed"] is Double && failure["attempt"] as? Int == 1 && failure["retryable"] as? Bool == false)
         let completed = try #require(events.first { $0["message"] as? String == "job completed" })
         let result = try #require(completed["metadata"] as? [String: Any])
         #expect(result["job"] as? String == good && result["method"] as? String == "transcode")
-        #expect(result["bytes"] is String && result["speed"] is String)
+        #expect(result["bytes"] is Int && result["speed"] is Double && result["attempt"] as? Int == 1)
     }
 
     @Test func aMissingOutputFolderFailsOnceAndIsNotRetried() async throws {

@@ -38,6 +38,41 @@ struct SubmitTests {
         }
     }
 
+    /// An output folder the submitter cannot write: refused at submit when the worker is the same user
+    /// (a spool this user owns), a warning with the queued job when it is not (a spool owned by
+    /// another user, as the packaged one is by `reel`). A read-only mount stands in for the folder:
+    /// root may write anything else (CI runs as root).
+    @Test func anUnwritableOutputFolderIsRefusedOrWarnedAtSubmit() async throws {
+        guard geteuid() == 0 else {
+            Issue.record("mounting a read-only tmpfs needs root; run the suite as root (CI does)")
+            return
+        }
+        let readOnly = Fixtures.scratchFolder("read-only-out")
+        let mounted = try await Tools.run("mount", ["-t", "tmpfs", "-o", "ro,size=64k", "tmpfs", readOnly.path])
+        try #require(mounted.status == 0, "mount failed: \(mounted.stderr)")
+        defer { _ = umount2(readOnly.path, Int32(MNT_DETACH)) }
+        let source = try await Fixtures.url(Fixtures.landscape).path
+        let spool = WorkerProcessTests.Spool()
+        let refused = try await ReelBinary.run(
+            ["submit", source, "--preset", "LowQuality", "-o", readOnly.path + "/x.mp4"], environment: spool.environment
+        )
+        #expect(refused.status == 74 && refused.stderr.contains("is not writable by root"), "\(refused.stderr)")
+        #expect(refused.stderr.split(separator: "\n").count == 1)
+        #expect(spool.store.all().isEmpty)
+        // The same spool owned by another user: its worker may be able to; the job is queued with a warning.
+        let other = WorkerProcessTests.Spool()
+        _ = other.store
+        #expect(chown(other.root.path, 65_534, 65_534) == 0)
+        let warned = try await ReelBinary.run(
+            ["submit", source, "--preset", "LowQuality", "-o", readOnly.path + "/x.mp4", "--json"],
+            environment: other.environment)
+        #expect(warned.status == 0, "\(warned.stderr)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(warned.stdout.utf8)) as? [String: Any])
+        let warnings = try #require(report["warnings"] as? [String])
+        #expect(warnings.count == 1 && warnings[0].contains("worker's user must be able to write it"), "\(warnings)")
+        #expect(other.store.all().count == 1)
+    }
+
     @Test func aTextFileNamedMovIsRefusedAtSubmit() async throws {
         let spool = WorkerProcessTests.Spool()
         let text = Fixtures.scratchFolder("text").appendingPathComponent("notes.mov")

@@ -10,6 +10,14 @@ extension Fixtures {
             "-c:v", "libx264", "-preset", "veryfast", "-pix_fmt", "yuv420p", "-g", "50", "-keyint_min", "50",
             "-sc_threshold", "0",
         ])
+
+    /// 20 s with one keyframe every 10 s (at 0 and 10), as phone and screen recordings often have.
+    public static let longGOP = Recipe(
+        "gop-10s-keyframes.mp4",
+        video("320x180", rate: 25, seconds: 20) + [
+            "-c:v", "libx264", "-preset", "veryfast", "-pix_fmt", "yuv420p", "-g", "250", "-keyint_min", "250",
+            "-sc_threshold", "0",
+        ])
 }
 
 /// Still images checked against ffmpeg's own frames.

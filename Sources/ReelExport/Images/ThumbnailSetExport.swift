@@ -185,10 +185,9 @@ public final class ThumbnailSetExport: Sendable {
         generator.quality = checked.quality
         generator.codecThreads = threads
         generator.maximumSize = checked.maximumSize
-        if checked.exact || checked.times.namesStill {
-            generator.requestedTimeToleranceBefore = 0
-            generator.requestedTimeToleranceAfter = 0
-        }
+        let tolerances = checked.tolerances(duration: asset.duration)
+        generator.requestedTimeToleranceBefore = tolerances.before
+        generator.requestedTimeToleranceAfter = tolerances.after
         let heartbeat = Heartbeat()
         generator.heartbeat = heartbeat
         let stem = chosenStem ?? asset.url.deletingPathExtension().lastPathComponent

@@ -21,6 +21,11 @@ public struct ThumbnailSetRequest: Sendable, Codable, Equatable {
     public var maxSize: String?
     /// Decode the frame shown at each time (default: the nearest keyframe).
     public var exact: Bool?
+    /// How far from each time the picture may be, `before,after` in seconds (`0.5`, `1,2`, `500ms,1s`),
+    /// as `AVAssetImageGenerator`'s tolerances: the nearest keyframe within them, else the frame shown at
+    /// the time. Default: for `at`, any distance (the nearest keyframe); for `count`, `every` and sheets,
+    /// half the interval each way, so every time gets a picture of its own.
+    public var tolerance: String?
     /// Keep the pixels as stored: no rotation or mirroring.
     public var noTransform: Bool?
     /// `jpeg` (default), `png` or `webp`.
@@ -32,8 +37,10 @@ public struct ThumbnailSetRequest: Sendable, Codable, Equatable {
 
     public init(
         at: [String]? = nil, count: Int? = nil, every: String? = nil, maxSize: String? = nil, exact: Bool? = nil,
-        noTransform: Bool? = nil, format: String? = nil, quality: Int? = nil, sheet: String? = nil
+        noTransform: Bool? = nil, format: String? = nil, quality: Int? = nil, sheet: String? = nil,
+        tolerance: String? = nil
     ) {
+        self.tolerance = tolerance
         self.at = at
         self.count = count
         self.every = every
@@ -62,6 +69,51 @@ public struct ThumbnailSetRequest: Sendable, Codable, Equatable {
         public var format: ImageFormat
         public var quality: Int
         public var grid: (columns: Int, rows: Int)?
+        /// The tolerances asked for, seconds before and after; nil: the default for `times`.
+        public var tolerance: (before: Double, after: Double)? = nil
+
+        /// The tolerances for an asset lasting `duration` (`ThumbnailSetRequest.tolerances`).
+        public func tolerances(duration: Double) -> (before: Double, after: Double) {
+            ThumbnailSetRequest.tolerances(times: times, exact: exact, asked: tolerance, duration: duration)
+        }
+    }
+
+    /// How far from each time a picture may be: 0 both ways when `exact` or for a still's moment; the
+    /// tolerances `asked`; else for instants any distance (the nearest keyframe, fast), and for a count,
+    /// an interval or sheets just under half the interval each way, so no two times share a keyframe's picture
+    /// (a frame decoded forward from the keyframe before it stands in where no keyframe is that close).
+    public static func tolerances(
+        times: ThumbnailTimes, exact: Bool, asked: (before: Double, after: Double)?, duration: Double
+    ) -> (before: Double, after: Double) {
+        if exact || times.namesStill { return (0, 0) }
+        if let asked { return asked }
+        switch times {
+        case .at: return (.infinity, .infinity)
+        // Just under half: two neighbouring times can then never take the same keyframe.
+        case .count(let count):
+            let half = count > 1 && duration > 0 ? duration / Double(count) * 0.499 : Double.infinity
+            return (half, half)
+        case .every(let interval): return (interval * 0.499, interval * 0.499)
+        }
+    }
+
+    /// Reads `before,after` (or one value for both): seconds with an optional unit (`0.5`, `500ms`,
+    /// `1s`), each at least 0. Throws `invalid-argument` naming the text.
+    public static func tolerance(_ text: String) throws(ExportError) -> (before: Double, after: Double) {
+        func seconds(_ part: Substring) -> Double? {
+            let word = part.trimmingCharacters(in: .whitespaces).lowercased()
+            let value =
+                word.hasSuffix("ms")
+                ? Double(word.dropLast(2)).map { $0 / 1000 }
+                : Double(word.hasSuffix("s") ? String(word.dropLast()) : word)
+            return value.flatMap { $0.isFinite && $0 >= 0 ? $0 : nil }
+        }
+        let parts = text.split(separator: ",", omittingEmptySubsequences: false)
+        guard (1...2).contains(parts.count), let before = seconds(parts[0]), let after = seconds(parts.last!) else {
+            throw ExportError(
+                .invalidArgument, "cannot read the tolerance '\(text)'; write before,after in seconds, e.g. 0.5 or 0,2")
+        }
+        return (before, after)
     }
 
     /// Reads every value; throws `invalid-argument` naming the first that cannot be read (the words
@@ -120,9 +172,13 @@ public struct ThumbnailSetRequest: Sendable, Codable, Equatable {
                 "this FFmpeg's libavcodec has no \(imageFormat == .webp ? "libwebp" : imageFormat.rawValue) encoder, so it cannot write \(imageFormat.rawValue) images; use jpeg or png"
             )
         }
+        if exact == true, tolerance != nil {
+            throw ExportError(.invalidArgument, "exact means a tolerance of 0; give exact or a tolerance, not both")
+        }
         return Checked(
             times: times, maximumSize: .init(width: box.0, height: box.1), exact: exact ?? false,
-            appliesTransform: noTransform != true, format: imageFormat, quality: quality, grid: grid)
+            appliesTransform: noTransform != true, format: imageFormat, quality: quality, grid: grid,
+            tolerance: try tolerance.map(Self.tolerance))
     }
 
     /// `WxH`, `Wx`, `xH` → (W, H), 0 for a missing side; nil when it cannot be read.

@@ -37,6 +37,30 @@ package struct PosterOutput {
         return plan.durationSeconds / 10
     }
 
+    /// A JPEG's size in pixels, from its first start-of-frame segment (SOF0…SOF15 but DHT, JPG and
+    /// DAC); nil when the bytes are not a JPEG or have no frame header.
+    static func jpegSize(_ bytes: [UInt8]) -> (width: Int, height: Int)? {
+        guard bytes.count > 4, bytes[0] == 0xFF, bytes[1] == 0xD8 else { return nil }
+        var at = 2
+        while at + 9 < bytes.count {
+            guard bytes[at] == 0xFF else { return nil }
+            let marker = bytes[at + 1]
+            if marker == 0xFF {
+                at += 1
+                continue
+            }
+            let length = Int(bytes[at + 2]) << 8 | Int(bytes[at + 3])
+            if (0xC0...0xCF).contains(marker), ![0xC4, 0xC8, 0xCC].contains(marker) {
+                let height = Int(bytes[at + 5]) << 8 | Int(bytes[at + 6])
+                let width = Int(bytes[at + 7]) << 8 | Int(bytes[at + 8])
+                return width > 0 && height > 0 ? (width, height) : nil
+            }
+            guard length >= 2, marker != 0xDA else { return nil }
+            at += 2 + length
+        }
+        return nil
+    }
+
     /// Writes the JPEG to the temporary name and syncs it (published later with the video).
     func write(_ bytes: [UInt8]) throws(ExportError) {
         do throws(ExportError) {

@@ -139,7 +139,8 @@ public struct ExportRequest: Sendable, Codable, Equatable {
             }
             try refuseLadderOptions()
             let made = try Ladder.from(
-                preset: ladderPreset, library: presets, segmentDuration: segmentDuration, manifests: manifests)
+                preset: ladderPreset, library: presets, segmentDuration: segmentDuration,
+                manifests: try effectiveManifests())
             values.ladder = made
             // The largest rung's preset plans the decode, colour and audio.
             chosen = made.rungPresets?.first ?? chosen
@@ -180,13 +181,27 @@ public struct ExportRequest: Sendable, Codable, Equatable {
         }
     }
 
-    /// Whether `type` asks for an HLS ladder.
-    private var isLadderType: Bool {
-        type.map { $0.lowercased().trimmingCharacters(in: .whitespaces) == "hls" } ?? false
+    /// `type` as written, trimmed and lowercased.
+    private var typeWord: String? { type.map { $0.lowercased().trimmingCharacters(in: .whitespaces) } }
+
+    /// Whether `type` asks for a ladder: `hls`, or `dash` (the same ladder with an MPD alone).
+    private var isLadderType: Bool { typeWord == "hls" || typeWord == "dash" }
+
+    /// The manifests asked for: `manifests`, else for type `dash` the MPD alone. Type `dash` with
+    /// manifests that leave the MPD out is a contradiction (`invalid-argument`).
+    private func effectiveManifests() throws(ExportError) -> String? {
+        guard typeWord == "dash" else { return manifests }
+        guard let manifests else { return Ladder.Manifest.dash.rawValue }
+        let words = manifests.lowercased().split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+        guard words.contains(Ladder.Manifest.dash.rawValue) else {
+            throw ExportError(
+                .invalidArgument, "type dash writes an MPD: the manifests '\(manifests)' leave it out; add dash")
+        }
+        return manifests
     }
 
     static let ladderOptionsAlone =
-        "a ladder, its segment duration, manifests and --no-sdr-rungs go with --type hls (or \"type\": \"hls\") or a ladder preset"
+        "a ladder, its segment duration, manifests and --no-sdr-rungs go with --type hls or dash (or \"type\": \"hls\") or a ladder preset"
 
     /// What a ladder does not take yet.
     private func refuseLadderOptions() throws(ExportError) {
@@ -205,13 +220,13 @@ public struct ExportRequest: Sendable, Codable, Equatable {
         range: TimeRange?, metadata: MetadataPolicy?, limit: Int64?, background: RGBColor, ladder: Ladder?
     ) {
         if let type, OutputType(name: type) == nil, !isLadderType {
-            throw ExportError(.invalidArgument, "unknown output type '\(type)'; use mp4, mov, m4v, m4a or hls")
+            throw ExportError(.invalidArgument, "unknown output type '\(type)'; use mp4, mov, m4v, m4a, hls or dash")
         }
         var ladder: Ladder?
         // `--ladder` alone implies type hls.
         if isLadderType || (type == nil && self.ladder != nil) {
             if let text = self.ladder, !Ladder.namesPreset(text) {
-                ladder = try Ladder.parse(text, segmentDuration: segmentDuration, manifests: manifests)
+                ladder = try Ladder.parse(text, segmentDuration: segmentDuration, manifests: try effectiveManifests())
             } else if self.ladder == nil && preset == nil {
                 throw ExportError(
                     .invalidArgument, "an hls export needs its rungs: --ladder 1920x1080,1280x720 (or \"ladder\")")

@@ -41,6 +41,9 @@ public struct Ladder: Sendable, Equatable, Codable {
     /// shipped `defaultPreset`'s settings for every box.
     public var sdrRungPresets: [Preset]? = nil
 
+    /// The extension of the ladder's folder: `hls` when it has HLS playlists, `dash` for an MPD alone.
+    public var folderExtension: String { manifests.contains(.hls) ? Manifest.hls.rawValue : Manifest.dash.rawValue }
+
     /// Whether SDR rungs go beside HDR ones (`sdrRungs`; nil is yes).
     public var writesSDRRungs: Bool { sdrRungs ?? true }
 

@@ -112,7 +112,6 @@ extension OutputType {
     /// The file name an export gets when none is given: `<asset name>.<preset>.<extension>`, with
     /// `tag` before the extension when given (a queued job's `{id}`, so jobs never collide).
     public static func defaultFileName(asset: URL, preset: Preset, type: OutputType, tag: String? = nil) -> String {
-        let stem = asset.deletingPathExtension().lastPathComponent
-        return ([stem, preset.name] + (tag.map { [$0] } ?? []) + [type.fileExtension]).joined(separator: ".")
+        OutputNaming.file(asset: asset, preset: preset, type: type, tag: tag)
     }
 }

@@ -82,6 +82,26 @@ public final class ExportSession: Sendable {
         public var threads: StageThreads? = nil
         /// Where the time went (`PhaseSeconds`); nil for ladders and thumbnail sets.
         public var phases: PhaseSeconds? = nil
+        /// The poster written beside the video (`writesPoster`), nil without one.
+        public var poster: Poster? = nil
+
+        /// A poster as written: its file, size in bytes and pixels, and the moment of the export it shows.
+        public struct Poster: Sendable, Codable, Equatable {
+            public var path: String
+            public var bytes: Int64
+            public var width: Int?
+            public var height: Int?
+            /// Seconds into the export.
+            public var seconds: Double
+
+            public init(path: String, bytes: Int64, width: Int?, height: Int?, seconds: Double) {
+                self.path = path
+                self.bytes = bytes
+                self.width = width
+                self.height = height
+                self.seconds = seconds
+            }
+        }
 
         /// Where an export's wall time went, in seconds. `probe` + `encode` + `flush` + `verify` +
         /// `publish` is about `elapsedSeconds` (the rest is planning); `startup` and the asset's own
@@ -130,7 +150,7 @@ public final class ExportSession: Sendable {
         private enum CodingKeys: String, CodingKey {
             case bytes, durationSeconds, width, height, videoCodec, audioCodec, networkOptimized, elapsedSeconds
             case method, decision, verificationSeconds, encodingPasses, timeRange, requestedTimeRange, metadata
-            case threads, phases
+            case threads, phases, poster
         }
 
         public init(
@@ -185,6 +205,7 @@ public final class ExportSession: Sendable {
             metadata = try c.decodeIfPresent(WrittenMetadata.self, forKey: .metadata)
             threads = try c.decodeIfPresent(StageThreads.self, forKey: .threads)
             phases = try c.decodeIfPresent(PhaseSeconds.self, forKey: .phases)
+            poster = try c.decodeIfPresent(Poster.self, forKey: .poster)
         }
 
         /// Every key, absent values as `null`: a program reading the JSON finds the same keys in
@@ -213,6 +234,7 @@ public final class ExportSession: Sendable {
             try c.encode(metadata, forKey: .metadata)
             try c.encode(threads, forKey: .threads)
             try c.encode(phases, forKey: .phases)
+            try c.encode(poster, forKey: .poster)
         }
     }
 
@@ -613,12 +635,15 @@ public final class ExportSession: Sendable {
             }
         }
         let publishing = ContinuousClock.now
+        var posterWritten: Result.Poster?
         if let poster {
-            if let posterBytes {
-                try poster.write(posterBytes)
-            } else {
-                try poster.write(try takePosterFromSource(exportPlan))
-            }
+            let bytes: [UInt8]
+            if let posterBytes { bytes = posterBytes } else { bytes = try takePosterFromSource(exportPlan) }
+            try poster.write(bytes)
+            let size = PosterOutput.jpegSize(bytes)
+            posterWritten = Result.Poster(
+                path: poster.publisher.destination.path, bytes: Int64(bytes.count), width: size?.width,
+                height: size?.height, seconds: PosterOutput.moment(of: exportPlan, at: posterTime))
         }
         try gate?()
         // Both or neither: the poster goes into place first, and comes out again if the video cannot.
@@ -637,6 +662,7 @@ public final class ExportSession: Sendable {
             result.encodingPasses = passes
             result.timeRange = exportPlan.timeRange
             result.requestedTimeRange = exportPlan.requestedTimeRange
+            result.poster = posterWritten
             if exportPlan.method == .transcode, exportPlan.video != nil {
                 result.threads = StageThreads(share: codecThreads)
             }

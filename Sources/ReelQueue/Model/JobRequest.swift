@@ -137,19 +137,20 @@ public struct JobRequest: Sendable, Codable, Equatable {
             outputURL = absolute(
                 settings.ladder != nil && output.count > 1 && output.hasSuffix("/") ? String(output.dropLast()) : output
             )
-        } else if settings.ladder != nil {
-            // As `reel export` names a ladder's folder (`<asset name>.<preset>.hls`), with the job's id.
+        } else if let ladder = settings.ladder {
+            // As `reel export` names a ladder's folder (`OutputNaming`), with the job's id.
             let folder = outputDir.map(absolute) ?? workingDirectory.standardizedFileURL
             let named = source.map { assetURL.deletingLastPathComponent().appendingPathComponent($0.outputStem) }
-            let stem = (named ?? assetURL).deletingPathExtension().lastPathComponent
-            outputURL = folder.appendingPathComponent("\(stem).\(settings.preset.name).{id}.hls")
+            outputURL = folder.appendingPathComponent(
+                OutputNaming.ladderFolder(
+                    asset: named ?? assetURL, ladder: ladder, preset: settings.preset, tag: "{id}"))
         } else {
             let folder = outputDir.map(absolute) ?? workingDirectory.standardizedFileURL
             // A library asset's output is named after the resource's own name (a Motion Photo's
             // `PXL_….MP4`), not after the file holding it.
             let named = source.map { assetURL.deletingLastPathComponent().appendingPathComponent($0.outputStem) }
             outputURL = folder.appendingPathComponent(
-                OutputType.defaultFileName(
+                OutputNaming.file(
                     asset: named ?? assetURL, preset: settings.preset, type: settings.outputType, tag: "{id}"))
         }
         let metadata = settings.metadata ?? metadataDefault

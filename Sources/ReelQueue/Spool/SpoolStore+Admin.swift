@@ -88,7 +88,8 @@ extension SpoolStore {
             pruned += 1
         }
         if pruned > 0 {
-            logger.info("pruned finished jobs", metadata: ["count": "\(pruned)", "spool": "\(root.path)"])
+            logger.info(
+                "pruned finished jobs", metadata: ["count": .stringConvertible(pruned), "spool": "\(root.path)"])
         }
         return pruned
     }

@@ -43,7 +43,7 @@ extension SpoolStore {
             logger.debug(
                 "claimed",
                 metadata: [
-                    "job": "\(id)", "attempt": "\(status.attempts)", "worker": "\(worker)",
+                    "job": "\(id)", "attempt": .stringConvertible(status.attempts), "worker": "\(worker)",
                     "claimMs": "\(String(format: "%.2f", (ContinuousClock.now - began) / .milliseconds(1)))",
                 ])
             return Lease(id: id, attempt: status.attempts, token: token, worker: worker, spec: spec)

@@ -140,7 +140,8 @@ public final class WorkerPool: Sendable {
             // Logged once the first pass over dead workers' jobs is done: whoever reads it knows a job
             // orphaned from now on waits for the next pass.
             logger.info(
-                "worker pool started", metadata: ["jobs": "\(configuration.jobs)", "store": "\(store.location)"])
+                "worker pool started",
+                metadata: ["jobs": .stringConvertible(configuration.jobs), "store": "\(store.location)"])
         }
         let maintenance = Task { [self] in
             var lastPrune = ContinuousClock.now
@@ -336,7 +337,7 @@ public final class WorkerPool: Sendable {
         case (_, .lost?):
             logger.warning(
                 "lost the job's lease (it was given to another worker); its output was discarded",
-                metadata: ["job": "\(lease.id)", "attempt": "\(lease.attempt)"])
+                metadata: ["job": "\(lease.id)", "attempt": .stringConvertible(lease.attempt)])
             return
         case (.completed(let result), _):
             outcome = .completed(result)
@@ -484,7 +485,10 @@ public final class WorkerPool: Sendable {
             "attempt \(receipt.attempt) published this output but could not record it; adopted without exporting again"
         logger.notice(
             "adopted the output an earlier attempt published",
-            metadata: ["job": "\(lease.id)", "attempt": "\(lease.attempt)", "publishedBy": "\(receipt.attempt)"])
+            metadata: [
+                "job": "\(lease.id)", "attempt": .stringConvertible(lease.attempt),
+                "publishedBy": .stringConvertible(receipt.attempt),
+            ])
         return result
     }
 
@@ -648,22 +652,23 @@ public final class WorkerPool: Sendable {
 
     private func log(_ outcome: JobOutcome, of lease: Lease, elapsed: Duration) {
         var metadata: Logger.Metadata = [
-            "job": "\(lease.id)", "attempt": "\(lease.attempt)", "asset": "\(lease.spec.asset)",
+            "job": "\(lease.id)", "attempt": .stringConvertible(lease.attempt), "asset": "\(lease.spec.asset)",
             "output": "\(lease.spec.output)", "preset": "\(lease.spec.preset)",
-            "elapsed": "\(String(format: "%.3f", elapsed / .seconds(1)))",
+            "elapsed": .stringConvertible((elapsed / .seconds(1) * 1000).rounded() / 1000),
         ]
         switch outcome {
         case .completed(let result):
             metadata["method"] = "\(result.methodName)"
-            metadata["bytes"] = "\(result.bytes)"
+            metadata["bytes"] = .stringConvertible(result.bytes)
             if elapsed > .zero {
-                metadata["speed"] = "\(String(format: "%.2f", result.durationSeconds / (elapsed / .seconds(1))))"
+                let speed = result.durationSeconds / (elapsed / .seconds(1))
+                metadata["speed"] = .stringConvertible((speed * 100).rounded() / 100)
             }
             logger.info("job completed", metadata: metadata)
         case .failed(let error):
             metadata["code"] = "\(error.code)"
             metadata["message"] = "\(error.message)"
-            metadata["retryable"] = "\(error.retryable)"
+            metadata["retryable"] = .stringConvertible(error.retryable)
             logger.error("job failed", metadata: metadata)
         case .cancelled:
             logger.info("job cancelled", metadata: metadata)

@@ -99,7 +99,15 @@ package struct ReelLogHandler: LogHandler {
     private static func json(_ value: Logger.Metadata.Value) -> Any {
         switch value {
         case .string(let text): text
-        case .stringConvertible(let convertible): convertible.description
+        // Numbers and booleans logged as values (`.stringConvertible(attempt)`) stay JSON numbers and
+        // booleans (`"attempt":1`); anything else is its description.
+        case .stringConvertible(let convertible):
+            switch convertible {
+            case let flag as Bool: flag
+            case let number as any BinaryInteger: Int64(exactly: number).map { $0 as Any } ?? convertible.description
+            case let number as Double where number.isFinite: number
+            default: convertible.description
+            }
         case .array(let values): values.map(json)
         case .dictionary(let values): values.mapValues(json)
         }
