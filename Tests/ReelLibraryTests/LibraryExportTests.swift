@@ -326,6 +326,9 @@ struct LibraryExportTests {
         let probe = try await LibraryFixtures.ffprobe(output)
         #expect(abs(Self.videoSeconds(probe) - 1.5) < 0.05, "\(Self.videoSeconds(probe))")
         #expect(worker.stderr.contains("exporting it from its new path"), "\(worker.stderr)")
+        // The job's last line names the file it actually read, not the path it had when submitted.
+        let completed = try #require(worker.stderr.split(separator: "\n").first { $0.contains("job completed") })
+        #expect(completed.contains("asset=\(moved.path)") && !completed.contains(first.path), "\(completed)")
     }
 
     /// A manifest line saving back: the worker's first save fails as a crash would, before the import

@@ -352,7 +352,7 @@ public final class WorkerPool: Sendable {
             outcome = .failed(error)
         }
         let elapsed = ContinuousClock.now - began
-        log(outcome, of: lease, elapsed: elapsed)
+        log(outcome, of: lease, exported: job.spec, elapsed: elapsed)
         let recorded = await record(outcome, of: lease)
         // Told at once, before any further I/O: between the store's record and this event a look at the
         // store no longer lists the job as running while this pool still does, and the status page would
@@ -650,9 +650,11 @@ public final class WorkerPool: Sendable {
         }
     }
 
-    private func log(_ outcome: JobOutcome, of lease: Lease, elapsed: Duration) {
+    /// The job's last line: `exported` is the spec the export ran (a library asset that moved is read
+    /// at its new path), so `asset` names the file actually read.
+    private func log(_ outcome: JobOutcome, of lease: Lease, exported: JobSpec, elapsed: Duration) {
         var metadata: Logger.Metadata = [
-            "job": "\(lease.id)", "attempt": .stringConvertible(lease.attempt), "asset": "\(lease.spec.asset)",
+            "job": "\(lease.id)", "attempt": .stringConvertible(lease.attempt), "asset": "\(exported.asset)",
             "output": "\(lease.spec.output)", "preset": "\(lease.spec.preset)",
             "elapsed": .stringConvertible((elapsed / .seconds(1) * 1000).rounded() / 1000),
         ]
