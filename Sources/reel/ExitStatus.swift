@@ -69,17 +69,20 @@ enum ExitStatus: Int32, CaseIterable, Sendable {
         }
     }
 
-    /// The status of a command that failed with an export's error.
+    /// The status of every export code, each named (`ExitStatusTests` checks that none is missing, so
+    /// a new code cannot fall to `failure` unseen).
+    static let ofExportCode: [ExportError.Code: ExitStatus] = [
+        .invalidArgument: .usage, .unknownPreset: .usage, .invalidPreset: .usage,
+        .unreadableInput: .badInput, .unsupportedCodec: .badInput, .incompatiblePreset: .badInput,
+        .noVideo: .badInput, .limitExceeded: .badInput, .unknownAsset: .badInput, .assetChanged: .badInput,
+        .noSpace: .outputProblem, .outputFailed: .outputProblem, .outputExists: .outputProblem,
+        .cancelled: .cancelled,
+        .outputInvalid: .failure, .stalled: .failure, .saveFailed: .failure, .internal: .failure,
+    ]
+
+    /// The status of a command that failed with an export's error (`ofExportCode`).
     init(_ code: ExportError.Code) {
-        switch code {
-        case .invalidArgument, .unknownPreset, .invalidPreset: self = .usage
-        case .unreadableInput, .unsupportedCodec, .incompatiblePreset, .noVideo, .limitExceeded, .unknownAsset,
-            .assetChanged:
-            self = .badInput
-        case .noSpace, .outputFailed, .outputExists: self = .outputProblem
-        case .cancelled: self = .cancelled
-        default: self = .failure
-        }
+        self = Self.ofExportCode[code] ?? .failure
     }
 
     /// The status of a command that failed with a queue's error.

@@ -35,6 +35,13 @@ struct CodeTests {
         #expect(found.isEmpty, "spelled out instead of named by its type: \(found)")
     }
 
+    /// Every export code has its exit status named (`ExitStatus.ofExportCode`), not left to a default.
+    @Test func everyExportCodeHasItsExitStatusNamed() {
+        let named = Set(ExitStatus.ofExportCode.keys)
+        let missing = ExportError.Code.allCases.filter { !named.contains($0) }.map(\.description)
+        #expect(missing.isEmpty, "export codes without an exit status: \(missing)")
+    }
+
     /// The check above finds what it looks for: the declarations themselves are seen.
     @Test func theDeclarationsAreWhereTheCheckLooks() throws {
         let declarations = try Self.codeDeclarations()
