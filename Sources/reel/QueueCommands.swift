@@ -63,7 +63,7 @@ struct WorkCommand: AsyncParsableCommand {
     @Option(
         name: .long,
         help: ArgumentHelp(
-            "Source metadata written for jobs that did not choose: keep, sharing (no location or device keys) or strip. Default: $REEL_METADATA, else keep.",
+            "Source metadata written for jobs that did not choose: keep, sharing (no location, device or identifier keys) or strip. Default: $REEL_METADATA, else keep.",
             valueName: "policy"))
     var metadata: String?
 
