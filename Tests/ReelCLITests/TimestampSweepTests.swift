@@ -33,12 +33,15 @@ struct TimestampSweepTests {
             "yuv420p", "-video_track_timescale", "24",
         ])
 
-    /// Each source under a preset whose box it fits (encoded at its own size) and one that scales it.
+    /// Each source under a preset whose box it fits (encoded at its own size) and one that scales it;
+    /// two under HEVC presets.
     static let cases: [(Fixtures.Recipe, String)] = [
         (msmpeg4, "1280x720"), (msmpeg4, "640x480"),
         (mpeg4, "1280x720"), (mpeg4, "640x480"),
         (quickTime, "1280x720"), (quickTime, "LowQuality"),
         (pyramid, "1280x720"), (pyramid, "LowQuality"),
+        // x265 reorders with B-pyramid too, and leaves has_b_frames at 0 (FFmpeg 5.1).
+        (msmpeg4, "HEVC1280x720"), (mpeg4, "HEVC640x480"),
     ]
 
     /// The video packets' (pts, dts) in decode order, as ffprobe reads them.
