@@ -6,7 +6,7 @@ PostgreSQL). Reads only status files and the workers' JSON log lines, as an oper
 import argparse, collections, json, os, random, signal, statistics, subprocess, sys, time
 
 STOPS = ["sigint-worker", "sigterm-worker", "sigint-group", "sigterm-group", "sigint-child", "sigterm-child",
-         "control-group", "sigkill-worker", "sigkill-child"]
+         "sighup-worker", "sighup-group", "control-group", "sigkill-worker", "sigkill-child"]
 FINAL = {"completed", "failed", "cancelled"}
 
 
@@ -109,7 +109,7 @@ def main():
             kids = children(proc.pid)
             if running and proc.poll() is None and ("child" not in stop or kids):
                 name = states[running[0]]["worker"]
-                signum = {"sigint": signal.SIGINT, "sigterm": signal.SIGTERM, "control": signal.SIGTERM,
+                signum = {"sigint": signal.SIGINT, "sigterm": signal.SIGTERM, "sighup": signal.SIGHUP, "control": signal.SIGTERM,
                           "sigkill": signal.SIGKILL}[stop.split("-")[0]]
                 try:
                     if stop.endswith("-group"):

@@ -63,10 +63,16 @@ enum CLI {
     /// The log settings in force (for child processes to inherit).
     static var currentLogSettings: LogSettings? { logSettings.withLock { $0 } }
 
-    /// Runs `handler` on every SIGINT and SIGTERM (instead of dying) until the returned sources are
-    /// cancelled.
+    /// The signals that stop Reel: Ctrl-C's SIGINT, a supervisor's SIGTERM, and SIGHUP (the terminal
+    /// or SSH session closed), which would otherwise kill the process at once, with no log line and a
+    /// temporary file left behind. `reel work` takes each as SIGTERM (finish, then hand back), `export`
+    /// and `thumbnail` as SIGINT (cancel).
+    static let terminationSignals: [Int32] = [SIGINT, SIGTERM, SIGHUP]
+
+    /// Runs `handler` on every SIGINT, SIGTERM and SIGHUP (`terminationSignals`) instead of dying,
+    /// until the returned sources are cancelled.
     static func onTerminationSignals(_ handler: @escaping @Sendable () -> Void) -> [any DispatchSourceSignal] {
-        [SIGINT, SIGTERM].map { number in
+        terminationSignals.map { number in
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
             source.setEventHandler(handler: handler)

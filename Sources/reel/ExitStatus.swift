@@ -48,7 +48,7 @@ enum ExitStatus: Int32, CaseIterable, Sendable {
             "output problems (folder missing, not writable, file exists, disk full; a library resource that cannot be"
                 + " written out)"
         case .temporaryFailure: "`reel library`: another scan holds the library; try again once it ends"
-        case .cancelled: "cancelled (Ctrl-C, SIGTERM)"
+        case .cancelled: "cancelled (Ctrl-C, SIGTERM, SIGHUP)"
         }
     }
 

@@ -111,7 +111,7 @@ struct ExportCommand: AsyncParsableCommand {
             return
         }
 
-        // Ctrl-C and SIGTERM cancel the export; the temporary file is removed and nothing is left.
+        // Ctrl-C, SIGTERM and SIGHUP cancel the export; the temporary file is removed and nothing is left.
         let interrupts = CLI.onTerminationSignals { session.cancelExport() }
         defer { interrupts.forEach { $0.cancel() } }
 

@@ -39,7 +39,7 @@ struct ExportOptions: ParsableArguments {
     @Option(
         name: .long,
         help: ArgumentHelp(
-            "Source metadata to write: keep (all of it, as AVFoundation does), sharing (no location or device keys), strip (none). Default: $REEL_METADATA, else keep; a queued job without either takes its worker's default.",
+            "Source metadata to write: keep (all of it, as AVFoundation does), sharing (no location, device or identifier keys), strip (none). Default: $REEL_METADATA, else keep; a queued job without either takes its worker's default.",
             valueName: "policy"))
     var metadata: String?
 

@@ -4,6 +4,7 @@ import Foundation
 import Logging
 import ReelExport
 import ReelQueue
+
 #if Fleet
     import ReelFleet
 #endif
@@ -12,7 +13,8 @@ struct WorkCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "work",
         abstract:
-            "Run queued jobs until stopped (SIGINT/SIGTERM: finish running jobs; a second signal hands them back).")
+            "Run queued jobs until stopped (SIGINT/SIGTERM/SIGHUP: finish running jobs; a second signal hands them back)."
+    )
 
     @OptionGroup var global: GlobalOptions
     @OptionGroup var presetOptions: PresetOptions
@@ -63,7 +65,7 @@ struct WorkCommand: AsyncParsableCommand {
     @Option(
         name: .long,
         help: ArgumentHelp(
-            "Source metadata written for jobs that did not choose: keep, sharing (no location or device keys) or strip. Default: $REEL_METADATA, else keep.",
+            "Source metadata written for jobs that did not choose: keep, sharing (no location, device or identifier keys) or strip. Default: $REEL_METADATA, else keep.",
             valueName: "policy"))
     var metadata: String?
 
@@ -110,7 +112,7 @@ struct WorkCommand: AsyncParsableCommand {
         configuration.library = library.link(
             limits: input.limits, queueDatabase: storeOptions.databaseURL, sharing: fleetStore)
         // The pool runs in a ServiceGroup, with the metrics/health/status server when asked for
-        // (WorkService.swift); SIGINT/SIGTERM drain it, a second signal hands running jobs back.
+        // (WorkService.swift); SIGINT/SIGTERM/SIGHUP drain it, a second signal hands running jobs back.
         let runtime = ServiceOptions.Runtime(options: service, presets: presets)
         configuration.onEvent = runtime.observe
         try await runtime.run(

@@ -3,6 +3,7 @@ import Foundation
 import ReelExport
 import ReelQueue
 import ReelSystem
+import Synchronization
 
 /// `reel thumbnail`: still images from a video, like `AVAssetImageGenerator`, and sprite sheets
 /// with a WebVTT track for scrubbing previews.
@@ -228,12 +229,18 @@ struct ThumbnailCommand: AsyncParsableCommand {
         let box = maxSize.flatMap(ThumbnailSetRequest.size) ?? (grid != nil ? (160, 0) : (0, 0))
         generator.maximumSize = .init(width: box.0, height: box.1)
 
+        // Ctrl-C, SIGTERM and SIGHUP (the terminal closed) stop it as they stop `reel export`: no picture
+        // after the one being made, every file written whole (AtomicFile), no temporary left, exit 130.
+        let stop = StopRequest()
+        let interrupts = CLI.onTerminationSignals { stop.raise() }
+        defer { interrupts.forEach { $0.cancel() } }
         try naming.makeFolder()
         do {
             if let grid {
-                try await writeSheets(generator, times: times, grid: grid, naming: naming, duration: probed.duration)
+                try await writeSheets(
+                    generator, times: times, grid: grid, naming: naming, duration: probed.duration, stop: stop)
             } else {
-                try await writeImages(generator, times: times, naming: naming)
+                try await writeImages(generator, times: times, naming: naming, stop: stop)
             }
         } catch {
             naming.removeFolderIfEmpty()
@@ -241,11 +248,15 @@ struct ThumbnailCommand: AsyncParsableCommand {
         }
     }
 
-    private func writeImages(_ generator: AssetImageGenerator, times: [Double], naming: Naming) async throws {
+    private func writeImages(
+        _ generator: AssetImageGenerator, times: [Double], naming: Naming, stop: StopRequest
+    ) async throws {
         let files = (1...max(1, times.count)).map { naming.file(number: $0) }
         try checkFree(files)
         var number = 0
         for await result in generator.images(for: times) {
+            // Leaving the loop ends the stream, which stops the decoding.
+            if stop.isRaised { break }
             let image = try result.image
             let file = files[number]
             number += 1
@@ -263,10 +274,12 @@ struct ThumbnailCommand: AsyncParsableCommand {
                         image.height, image.requestedTime, image.actualTime, image.isKeyframe ? ", keyframe" : ""))
             }
         }
+        try stop.check()
     }
 
     private func writeSheets(
-        _ generator: AssetImageGenerator, times: [Double], grid: (Int, Int), naming: Naming, duration: Double
+        _ generator: AssetImageGenerator, times: [Double], grid: (Int, Int), naming: Naming, duration: Double,
+        stop: StopRequest
     ) async throws {
         let perSheet = grid.0 * grid.1
         let sheetCount = (times.count + perSheet - 1) / perSheet
@@ -276,6 +289,7 @@ struct ThumbnailCommand: AsyncParsableCommand {
         var cues: [ThumbnailTrack.Cue] = []
         var number = 0
         for try await sheet in generator.sheets(for: times, columns: grid.0, rows: grid.1) {
+            if stop.isRaised { break }
             let file = files[number]
             number += 1
             try AtomicFile.write(Data(sheet.data), to: file, overwrite: overwrite)
@@ -298,6 +312,7 @@ struct ThumbnailCommand: AsyncParsableCommand {
                 CLI.printLine("wrote \(file.path) (\(sheet.width)x\(sheet.height), \(sheet.picks.count) images)")
             }
         }
+        try stop.check()
         try AtomicFile.write(
             Data(ThumbnailTrack.webVTT(cues: cues, duration: duration).utf8), to: track, overwrite: overwrite)
         CLI.printLine(json ? CLI.jsonLine(TrackLine(track: track.path)) : "wrote \(track.path)")
@@ -475,5 +490,16 @@ struct ThumbnailCommand: AsyncParsableCommand {
         let path = file.standardizedFileURL.path
         let prefix = base.hasSuffix("/") ? base : base + "/"
         return path.hasPrefix(prefix) ? String(path.dropFirst(prefix.count)) : path
+    }
+}
+
+/// Raised by a stop signal; `reel thumbnail` looks at it between pictures.
+private final class StopRequest: Sendable {
+    private let raised = Atomic<Bool>(false)
+    func raise() { raised.store(true, ordering: .sequentiallyConsistent) }
+    var isRaised: Bool { raised.load(ordering: .sequentiallyConsistent) }
+    /// Throws `cancelled` (exit 130, as a cancelled export) once raised.
+    func check() throws(ExportError) {
+        if isRaised { throw ExportError(.cancelled, "the thumbnails were cancelled") }
     }
 }

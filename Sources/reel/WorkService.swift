@@ -61,7 +61,7 @@ struct ServiceOptions: ParsableArguments {
 
     /// What `reel work` runs, as services of one `ServiceGroup`: a database store's connection pool
     /// (first, so it is shut down last), with `--metrics-port` the HTTP server and the queue monitor,
-    /// and the worker pool (last, so it is shut down first). The first SIGINT/SIGTERM drains the pool
+    /// and the worker pool (last, so it is shut down first). The first SIGINT/SIGTERM/SIGHUP drains the pool
     /// (running jobs finish; the HTTP side keeps answering, `/readyz` with 503); a second one, or
     /// `--shutdown-grace` running out, hands running jobs back; then the HTTP side stops, and the
     /// store closes once every outcome and hand-back is recorded. The group ends when the pool has

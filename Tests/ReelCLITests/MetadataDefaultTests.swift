@@ -57,6 +57,64 @@ struct MetadataDefaultTests {
         #expect(wrong.status == 64 && wrong.stderr.contains("REEL_METADATA"), "\(wrong.stderr)")
     }
 
+    /// A phone clip with the identifiers that tie it to its owner's library (QuickTime's content
+    /// identifier, Photos' originating signature) beside a title and a capture date.
+    static let identified = Fixtures.Recipe(
+        "identified.mov",
+        [
+            "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=30:duration=1", "-c:v", "libx264", "-preset", "ultrafast",
+            "-pix_fmt", "yuv420p", "-metadata", "creation_time=2024-05-01T10:00:00Z",
+            "-metadata", "com.apple.quicktime.title=Holiday",
+            "-metadata", "com.apple.quicktime.content.identifier=9D2E4E5B-7A1C-4F0B-8F1E-0C2D3B4A5F60",
+            "-metadata", "com.apple.photos.originating.signature=AbCdEf0123456789",
+            "-metadata", "com.apple.quicktime.make=Apple", "-movflags", "+use_metadata_tags",
+        ])
+
+    /// What exiftool reads from a file's QuickTime `Keys` (tag name to value).
+    static func keys(_ url: URL) async throws -> [String: String] {
+        let result = try await Tools.run("exiftool", ["-json", "-a", "-G1", url.path])
+        #expect(result.status == 0, "\(result.stderr)")
+        let objects = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [[String: Any]]
+        var keys: [String: String] = [:]
+        for (name, value) in objects?.first ?? [:] where name.hasPrefix("Keys:") {
+            keys[String(name.dropFirst("Keys:".count))] = "\(value)"
+        }
+        return keys
+    }
+
+    /// `sharing` shares nothing that ties the file to its owner's library: the identifiers go with
+    /// the location and device keys (exiftool reads the outputs), the title and capture date stay; `keep`
+    /// keeps them all. The re-encode and the copy (smart passthrough) write the same keys.
+    @Test(arguments: [["--force-transcode"], []])
+    func sharingDropsLibraryIdentifiers(_ extra: [String]) async throws {
+        let folder = Fixtures.scratchFolder("metadata-identifiers")
+        let source = try await Fixtures.url(Self.identified).path
+        let shared = folder.appendingPathComponent("shared.mp4")
+        let result = try await ReelBinary.run(
+            ["export", source, "--preset", "640x480", "--metadata", "sharing", "-o", shared.path] + extra)
+        #expect(result.status == 0, "\(result.stderr)")
+        let sharedKeys = try await Self.keys(shared)
+        #expect(sharedKeys["ContentIdentifier"] == nil, "\(sharedKeys)")
+        #expect(sharedKeys["ApplePhotosOriginatingSignature"] == nil, "\(sharedKeys)")
+        #expect(sharedKeys["Make"] == nil, "\(sharedKeys)")
+        #expect(sharedKeys["Title"] == "Holiday", "\(sharedKeys)")
+
+        let kept = folder.appendingPathComponent("kept.mp4")
+        let keep = try await ReelBinary.run(
+            ["export", source, "--preset", "640x480", "--metadata", "keep", "-o", kept.path] + extra)
+        #expect(keep.status == 0, "\(keep.stderr)")
+        let keptKeys = try await Self.keys(kept)
+        #expect(keptKeys["ContentIdentifier"] == "9D2E4E5B-7A1C-4F0B-8F1E-0C2D3B4A5F60", "\(keptKeys)")
+        #expect(keptKeys["ApplePhotosOriginatingSignature"] == "AbCdEf0123456789", "\(keptKeys)")
+
+        // The plan says so before anything is written.
+        let estimate = try await ReelBinary.run(
+            ["export", source, "--preset", "640x480", "--metadata", "sharing", "--estimate", "--json"] + extra)
+        let plan = try #require(try JSONSerialization.jsonObject(with: Data(estimate.stdout.utf8)) as? [String: Any])
+        let written = try #require((plan["metadata"] as? [String: Any])?["written"] as? [String: String])
+        #expect(!written.keys.contains { $0.contains("identifier") || $0.contains("signature") }, "\(written)")
+    }
+
     /// A job that did not choose takes its worker's default (`--metadata`, or `$REEL_METADATA`), in an
     /// isolated export process and in the worker's own; a job that chose keeps its choice.
     @Test(arguments: [["--metadata", "sharing"], ["--no-isolate"]])

@@ -248,6 +248,27 @@ struct ThumbnailCommandTests {
 
     /// Times past the end, unreadable input and names that exist are refused in one line with the
     /// CLI's exit statuses, before any file is written.
+    /// SIGHUP (the terminal or SSH session closed) stops a picture set as Ctrl-C does: no picture after
+    /// the one being made, exit 130, every file written whole and no temporary beside them.
+    @Test(arguments: [SIGINT, SIGHUP])
+    func aStopSignalCancelsAndLeavesNoTemporary(_ signal: Int32) async throws {
+        let source = try await Fixtures.url(Fixtures.long)
+        let folder = Fixtures.scratchFolder("thumbs-stop")
+        let run = try ReelBinary.start([
+            "thumbnail", source.path, "--count", "400", "--exact", "--max-size", "1280x720", "-o",
+            folder.appendingPathComponent("frame-%d.png").path,
+        ])
+        let started = await eventually(within: .seconds(120)) { run.output.contains("wrote ") ? true : nil }
+        #expect(started != nil, "\(run.output.suffix(600))")
+        run.signal(signal)
+        let ended = try await run.exit()
+        #expect(ended.reason == .exit && ended.status == 130, "\(run.output.suffix(600))")
+        #expect(run.output.contains("cancelled"), "\(run.output.suffix(600))")
+        let files = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
+        #expect(!files.isEmpty && files.count < 400, "\(files.count) files")
+        #expect(files.allSatisfy { !$0.hasPrefix(".") }, "left: \(files.filter { $0.hasPrefix(".") })")
+    }
+
     @Test func refusalsAreOneLineAndWriteNothing() async throws {
         let source = try await Fixtures.url(Fixtures.gop)
         let folder = Fixtures.scratchFolder("thumbs-refused")

@@ -75,4 +75,37 @@ struct PrivacyTests {
         #expect(try ExportRequest(preset: "LowQuality").resolve(presets: presets).metadata == nil)
         #expect(try ExportRequest(preset: "LowQuality", metadata: "keep").resolve(presets: presets).metadata == .keep)
     }
+
+    /// One list says what `sharing` drops, for a video's QuickTime keys and an image's Exif and XMP tag
+    /// names alike: identifiers of a library, a device or a person go; credits and playback keys stay.
+    @Test func identifiersOfALibraryADeviceOrAPersonAreNotShared() {
+        let personal = [
+            "com.apple.quicktime.content.identifier", "com.apple.photos.originating.signature",
+            "ContentIdentifier", "MediaGroupUUID", "ImageUniqueID", "BodySerialNumber", "LensSerialNumber",
+            "OwnerName", "CameraOwnerName", "xmpMM:DocumentID", "XMP-xmpMM:InstanceID", "GPSLatitude", "Make",
+        ]
+        for key in personal { #expect(MetadataPolicy.isPersonal(key), "\(key)") }
+        let kept = [
+            "creation_time", "com.apple.quicktime.creationdate", "com.apple.quicktime.title", "title", "artist",
+            "copyright", "com.apple.quicktime.live-photo.auto", "com.apple.quicktime.live-photo.vitality-score",
+            "DateTimeOriginal", "Orientation",
+        ]
+        for key in kept { #expect(!MetadataPolicy.isPersonal(key), "\(key)") }
+    }
+
+    /// A content identifier kept by name for a save-back (`--keep-content-identifier`) is written under
+    /// `sharing` too; the source's own is not, and the location the caller sets still goes.
+    @Test func anIdentifierKeptByNameSurvivesSharing() async throws {
+        let asset = try await Asset.load(try await Fixtures.url(Fixtures.landscape))
+        let session = try ExportSession(asset: asset, presetName: "LowQuality")
+        session.metadataPolicy = .forSharing
+        session.metadataOverrides = ["com.apple.quicktime.location.ISO6709": "+01.0000+002.0000/"]
+        let plain = try session.determineCompatibility().metadata.written
+        #expect(plain["com.apple.quicktime.content.identifier"] == nil && plain["location"] == nil, "\(plain)")
+        #expect(plain["com.apple.quicktime.location.ISO6709"] == nil, "\(plain)")
+        session.metadataOverrides["com.apple.quicktime.content.identifier"] = "AAAA-BBBB"
+        let saving = try session.determineCompatibility().metadata.written
+        #expect(saving["com.apple.quicktime.content.identifier"] == "AAAA-BBBB", "\(saving)")
+        #expect(saving["com.apple.quicktime.location.ISO6709"] == nil, "\(saving)")
+    }
 }

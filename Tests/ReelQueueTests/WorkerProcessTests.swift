@@ -269,11 +269,12 @@ struct WorkerProcessTests {
     }
 }
 
-/// SIGTERM/SIGINT: the first stops claiming and lets the running job finish; a second hands it back.
+/// SIGTERM/SIGINT/SIGHUP: the first stops claiming and lets the running job finish; a second hands it back.
 @Suite("Worker shutdown", .tags(.process, .media), .serialized, .timeLimit(.minutes(5)))
 struct WorkerShutdownTests {
-    @Test(arguments: ["--isolate", "--no-isolate"])
-    func oneSignalFinishesTheRunningJobAndClaimsNoMore(_ mode: String) async throws {
+    /// SIGHUP (the worker's terminal or SSH session closed) is SIGTERM: the same drain, the same log line.
+    @Test(arguments: ["--isolate", "--no-isolate"], [SIGTERM, SIGHUP])
+    func oneSignalFinishesTheRunningJobAndClaimsNoMore(_ mode: String, _ signal: Int32) async throws {
         let spool = WorkerProcessTests.Spool()
         let first = try await spool.submit(
             Fixtures.long, preset: "MediumQuality",
@@ -282,10 +283,11 @@ struct WorkerShutdownTests {
             Fixtures.long, preset: "MediumQuality", extra: ["--time-range", "0-8", "--force-transcode"])
         let worker = try ReelBinary.start(["work", "--jobs", "1", mode], environment: spool.environment)
         #expect(await spool.waitFor(first) { $0.state == .exporting && $0.progress > 0.02 } != nil)
-        worker.signal(SIGTERM)
+        worker.signal(signal)
         let ended = try await worker.exit()
-        #expect(ended.reason == .exit && ended.status == 0)
-        #expect(spool.status(first)?.state == .completed)
+        #expect(ended.reason == .exit && ended.status == 0, "\(worker.output)")
+        #expect(worker.output.contains("stopping: finishing running jobs"), "\(worker.output)")
+        #expect(spool.status(first)?.state == .completed && spool.status(first)?.attempts == 1)
         #expect(spool.status(second)?.state == .waiting && spool.status(second)?.attempts == 0)
     }
 

@@ -9,13 +9,17 @@ public enum WorkerStop: String, CaseIterable, Sendable, CustomTestStringConverti
     case sigintToGroup, sigtermToGroup
     /// Someone signals an isolated export process by hand (`pkill -f _run-job`).
     case sigintToChild, sigtermToChild
+    /// The worker's terminal or SSH session closed: SIGHUP to the worker alone, or to its whole process
+    /// group (the kernel's hangup to the foreground group).
+    case sighupToWorker, sighupToGroup
     /// systemd's default `KillMode=control-group` (and a container stop): SIGTERM to every process.
     case controlGroup
     /// A crash, the OOM killer, `kill -9`.
     case sigkillToWorker, sigkillToChild
 
     public static let inProcess: [WorkerStop] = [
-        .sigintToWorker, .sigtermToWorker, .sigintToGroup, .sigtermToGroup, .controlGroup, .sigkillToWorker,
+        .sigintToWorker, .sigtermToWorker, .sigintToGroup, .sigtermToGroup, .sighupToWorker, .sighupToGroup,
+        .controlGroup, .sigkillToWorker,
     ]
 
     public var testDescription: String { rawValue }
@@ -85,6 +89,8 @@ public struct StopDrill: Sendable {
         case .sigtermToWorker: worker.signal(SIGTERM)
         case .sigintToGroup: worker.signalGroup(SIGINT)
         case .sigtermToGroup: worker.signalGroup(SIGTERM)
+        case .sighupToWorker: worker.signal(SIGHUP)
+        case .sighupToGroup: worker.signalGroup(SIGHUP)
         case .sigintToChild: if let child { kill(child, SIGINT) }
         case .sigtermToChild: if let child { kill(child, SIGTERM) }
         case .controlGroup:
@@ -105,6 +111,8 @@ public struct StopDrill: Sendable {
                 }
             } else {
                 #expect(ended.reason == .exit && ended.status == 0, "\(worker.output)")
+                // Every stop signal is logged as the drain it starts, SIGHUP as SIGTERM.
+                #expect(worker.output.contains("stopping: finishing running jobs"), "\(worker.output)")
             }
             // (A worker killed with its export in process cannot clean up: the next worker's rescue
             // does, which the end of the drill checks.)

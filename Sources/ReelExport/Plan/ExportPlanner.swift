@@ -5,7 +5,8 @@ internal import ReelMedia
 public enum MetadataPolicy: String, Sendable, Codable, CaseIterable {
     /// Keep everything (creation time, location, make/model, content identifier, titles).
     case keep
-    /// Like `AVMetadataItemFilter.forSharing`: drop location and device items, keep the rest.
+    /// Like `AVMetadataItemFilter.forSharing`: drop location and device items and the identifiers
+    /// that tie a file to a library, a device or a person (`MetadataPolicy.isPersonal`), keep the rest.
     case forSharing = "sharing"
     /// Write no source metadata at all.
     case strip
@@ -471,13 +472,44 @@ public enum ExportPlanner {
             return source.filter { !containerKeys.contains($0.key) }
         case .forSharing:
             return source.filter { key, _ in
-                !containerKeys.contains(key) && !MetadataPolicy.isLocationKey(key) && !MetadataPolicy.isDeviceKey(key)
+                !containerKeys.contains(key) && !MetadataPolicy.isPersonal(key)
             }
         }
     }
 }
 
 extension MetadataPolicy {
+    /// Whether `sharing` drops the key: it says where the recording was made (`isLocationKey`),
+    /// names the device (`isDeviceKey`), or is an identifier that ties the file to a device, a
+    /// library or a person (`isIdentifierKey`). The one rule for every output that carries source
+    /// metadata: a video's container keys, an image's Exif and XMP tag names.
+    public static func isPersonal(_ key: String) -> Bool {
+        isLocationKey(key) || isDeviceKey(key) || isIdentifierKey(key)
+    }
+
+    /// Keys (any case; QuickTime `mdta` keys, Exif and XMP tag names, with or without an
+    /// `xmpMM:`-style prefix) that identify the library, the device or the person behind a file
+    /// (`identifierKeys`): what `sharing` drops with the location and device keys. Playback, capture
+    /// and commerce keys stay (`creation_time`, a title, `com.apple.quicktime.live-photo.auto`).
+    public static func isIdentifierKey(_ key: String) -> Bool {
+        let lowered = key.lowercased()
+        let name = lowered.split(separator: ":").last.map(String.init) ?? lowered
+        return identifierKeys.contains(lowered) || identifierKeys.contains(name)
+            || ["serialnumber", "serial-number", "serial.number"].contains { lowered.contains($0) }
+    }
+
+    /// The identifier keys `sharing` drops, lowercased: QuickTime's content identifier (which pairs a
+    /// Live Photo's movie with its still in the owner's library, also read as Exif's and MakerNotes'
+    /// `ContentIdentifier` and `MediaGroupUUID`) and Photos' originating signature; the camera
+    /// owner's name; Exif's and XMP's unique image and document identifiers. Serial numbers (of a
+    /// body, a lens, a device) are matched by name. An author, artist or copyright is a credit the
+    /// sharer chose, and stays, as `AVMetadataItemFilter.forSharing` keeps commerce items.
+    public static let identifierKeys: Set<String> = [
+        "com.apple.quicktime.content.identifier", "com.apple.photos.originating.signature",
+        "contentidentifier", "mediagroupuuid", "imageuniqueid", "ownername", "cameraownername",
+        "documentid", "instanceid", "originaldocumentid",
+    ]
+
     /// Whether a container metadata key says where the recording was made (`location`,
     /// `com.apple.quicktime.location.ISO6709`, `©xyz`, GPS keys): what `sharing` drops, with the
     /// device keys.

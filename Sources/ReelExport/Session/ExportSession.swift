@@ -337,7 +337,9 @@ public final class ExportSession: Sendable {
     }
     /// Container metadata written over the source's (`AVAssetExportSession.metadata`): a key here
     /// replaces the source's value, an empty value removes the key. The metadata policy still
-    /// applies (`sharing` drops location keys, `strip` everything). Default none.
+    /// applies (`sharing` drops location, device and identifier keys, `strip` everything), except
+    /// that an identifier set here by name (a content identifier kept for a save-back) survives
+    /// `sharing`. Default none.
     public var metadataOverrides: [String: String] {
         get { state.withLock { $0.metadataOverrides } }
         set { state.withLock { $0.metadataOverrides = newValue } }
@@ -512,8 +514,15 @@ public final class ExportSession: Sendable {
         plan.output.path = destination?.standardizedFileURL.path
         if !overrides.isEmpty {
             let merged = asset.metadata.merging(overrides) { _, new in new }.filter { !$0.value.isEmpty }
-            plan.metadata = ExportPlan.Metadata(
-                policy: metadata, written: ExportPlanner.metadataToWrite(merged, policy: metadata))
+            var written = ExportPlanner.metadataToWrite(merged, policy: metadata)
+            if metadata == .forSharing {
+                // An identifier the caller writes by name (`--keep-content-identifier`: a saved copy
+                // that must pair with its still) was asked for; `sharing` drops the source's own.
+                for (key, value) in overrides where !value.isEmpty && MetadataPolicy.isIdentifierKey(key) {
+                    written[key] = value
+                }
+            }
+            plan.metadata = ExportPlan.Metadata(policy: metadata, written: written)
         }
         return plan
     }

@@ -9,7 +9,8 @@ final class VideoEncodeStage {
     private let output: OutputFile
     private let outputStream: UnsafeMutablePointer<AVStream>
     private let packet: Packet
-    /// Packets out of the encoder, in decode order, waiting for their decode times (`release`).
+    /// Packets out of the encoder, in decode order, waiting for their decode times (`release`), their
+    /// timestamps and durations already on the stream's clock.
     private var pending: [Packet] = []
     /// Carriers of written packets, for reuse.
     private var spare: [Packet] = []
@@ -22,7 +23,7 @@ final class VideoEncodeStage {
     /// span the stream must cover.
     private var firstFramePts: Int64?
     private var framesEnd: Int64?
-    /// The decode times given so far: the first and the latest.
+    /// The decode times given so far, on the stream's clock: the first and the latest.
     private var firstDts: Int64?
     private var lastDts: Int64?
     private let decodeTimes: DecodeTimes
@@ -162,12 +163,33 @@ final class VideoEncodeStage {
             let carrier: Packet
             if let reused = spare.popLast() { carrier = reused } else { carrier = try Packet() }
             av_packet_move_ref(carrier.pointer, packet.pointer)
+            // Decode times are given on the stream's clock (see `release`).
+            av_packet_rescale_ts(carrier.pointer, encoder.context.pointee.time_base, streamTimeBase)
             pending.append(carrier)
             if pending.count > Self.reorderWindow { try release(to: sink) }
         }
     }
 
+    /// The output stream's time base, fixed once the header is written (the MP4 and QuickTime
+    /// muxers count at least 10,000 ticks a second): pending packets' timestamps and durations are
+    /// in it.
+    private var streamTimeBase: AVRational { outputStream.pointee.time_base }
+
+    /// `value`, a time or duration in the encoder's time base, on the stream's clock.
+    private func onStreamClock(_ value: Int64) -> Int64 {
+        av_rescale_q(value, encoder.context.pointee.time_base, streamTimeBase)
+    }
+
     /// Gives the oldest pending packet its decode time (`DecodeTimes`) and writes it.
+    ///
+    /// Every rule below keeps decode times strictly increasing, one tick at least apart, and none
+    /// after its own pts or, less one tick per packet in between, a later packet's within the
+    /// window. That needs room: in the encoder's time base a coarse source (1/10, 125/2997, 1/30)
+    /// has one tick a frame, so a run of P frames used the reorder delay up one tick at a time and
+    /// the next B frames had none left (`pts < dts`, the muxer refused the stream). On the
+    /// stream's clock a frame is hundreds of ticks, and a decode time that has to wait one tick a
+    /// packet for `reorderWindow` packets can never overtake its pts: packets further on in
+    /// decode order are at least `reorderWindow` minus the reorder depth frames later.
     ///
     /// `.latest`: the decode time is the latest one possible: no later than its own pts or, less one tick per
     /// packet in between, any later packet's. x264 shifts B-frame decode times back by the first
@@ -193,7 +215,8 @@ final class VideoEncodeStage {
                 // must be decoded no later than it is shown. libx265 (FFmpeg 5.1) leaves
                 // has_b_frames at 0 although it reorders, which gave a B frame a decode time past
                 // its pts and the muxer refused the stream.
-                shownDts = (firstFramePts ?? dts) - Int64(max(0, encoder.context.pointee.has_b_frames)) * nominal
+                let first = firstFramePts.map(onStreamClock) ?? dts
+                shownDts = first - Int64(max(0, encoder.context.pointee.has_b_frames)) * onStreamClock(nominal)
                 var elapsed: Int64 = 0
                 for packet in [next] + pending {
                     shownDts = min(shownDts, packet.pointer.pointee.pts - elapsed)
@@ -202,6 +225,12 @@ final class VideoEncodeStage {
             }
             dts = min(dts, shownDts)
             nextShownDts = shownDts + max(1, next.pointer.pointee.duration)
+            // Never later than `.latest` would give: then the one-tick steps below cannot run into a
+            // later packet's pts either (a variable rate that outran the shown durations, a reorder
+            // deeper than the first window showed).
+            for (offset, later) in pending.enumerated() {
+                dts = min(dts, later.pointer.pointee.pts - Int64(offset + 1))
+            }
         }
         if let lastDts, dts <= lastDts { dts = lastDts + 1 }
         next.pointer.pointee.dts = dts
@@ -210,12 +239,10 @@ final class VideoEncodeStage {
         if pending.isEmpty, encoder.isFlushed, let firstFramePts, let framesEnd, let firstDts {
             // The last packet: its samples' durations must add up to the frames' span, and the
             // muxer's track length (latest pts plus duration) must reach the last frame's end.
-            let needed = (framesEnd - firstFramePts) - (dts - firstDts)
+            let needed = (onStreamClock(framesEnd) - onStreamClock(firstFramePts)) - (dts - firstDts)
             next.pointer.pointee.duration = max(next.pointer.pointee.duration, needed, 0)
         }
-        let target = StreamTarget(outputStream)
-        next.pointer.pointee.stream_index = target.index
-        av_packet_rescale_ts(next.pointer, encoder.context.pointee.time_base, target.timeBase)
+        next.pointer.pointee.stream_index = outputStream.pointee.index
         try sink(next)
         // The muxer took the data; whatever is left is dropped before the carrier is reused.
         next.unref()

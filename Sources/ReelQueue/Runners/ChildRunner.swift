@@ -79,7 +79,7 @@ enum ChildMessage: Sendable, Equatable {
 /// The child side of an isolated export: reads a `ChildRequest`, runs the export, reports
 /// `ExportEvent` lines.
 ///
-/// A stop signal (SIGTERM or SIGINT, from the worker or from anyone else) stops the export, removes
+/// A stop signal (SIGTERM, SIGINT or SIGHUP, from the worker or from anyone else) stops the export, removes
 /// its temporary output and ends the process with `interruptedStatus`, reporting no failure: the
 /// worker decides what the stop means. The worker's end of standard input closing (the worker died,
 /// however) stops the export the same way, so an orphan never races the worker that takes the job over
