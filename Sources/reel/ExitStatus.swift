@@ -38,7 +38,7 @@ enum ExitStatus: Int32, CaseIterable, Sendable {
             "bad arguments, unknown or invalid preset, a library predicate or change token Reel does not accept"
         case .badInput:
             "bad or incompatible input (unreadable, not media, over a limit, preset and type do not fit, no video for"
-                + " a video preset; a library file that changed since it was scanned)"
+                + " a video preset, a photo given to a video command; a library file that changed since it was scanned)"
         case .noInput: "`submit --manifest <file>`: the manifest cannot be read (missing, a folder, no permission)"
         case .unavailable:
             "the queue's store is unavailable (no spool where one is needed, permissions, database away), or the"
@@ -56,7 +56,7 @@ enum ExitStatus: Int32, CaseIterable, Sendable {
         switch code {
         case .invalidArgument, .unknownPreset, .invalidPreset: self = .usage
         case .unreadableInput, .unsupportedCodec, .incompatiblePreset, .noVideo, .limitExceeded, .unknownAsset,
-            .assetChanged:
+            .assetChanged, .photoNotVideo:
             self = .badInput
         case .noSpace, .outputFailed, .outputExists: self = .outputProblem
         case .cancelled: self = .cancelled
