@@ -1,0 +1,3 @@
+// libvips 8.14 (Debian 12's libvips-dev, with libheif 1.15 for HEIF and AVIF). Only CVipsShim includes
+// it: Swift sees the shim's plain C functions, never GObject or vips's variadic calls.
+#include <vips/vips.h>
