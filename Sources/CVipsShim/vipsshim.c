@@ -117,9 +117,33 @@ int reel_vips_thumbnail(const char *path, int width, int height, int fill, ReelV
     return 0;
 }
 
-int reel_vips_save(ReelVipsImage *image, int format, int quality, int keep, void **buffer, size_t *length) {
+/// Whether the field `name` says where the photo was taken, with what, or which Live Photo it belongs to:
+/// the GPS IFD, the device's make, model, lens and serial numbers, the maker note (Apple's holds the
+/// content identifier), and XMP and IPTC packets (which may repeat them).
+static gboolean is_private(const char *name) {
+    static const char *const exact[] = {"exif-ifd0-Make", "exif-ifd0-Model", "exif-ifd0-Software",
+        "exif-ifd0-HostComputer", "exif-ifd2-MakerNote", "exif-ifd2-LensMake", "exif-ifd2-LensModel",
+        "exif-ifd2-LensSpecification", "exif-ifd2-BodySerialNumber", "exif-ifd2-LensSerialNumber",
+        "exif-ifd2-CameraOwnerName", "exif-ifd2-ImageUniqueID", "xmp-data", "iptc-data", NULL};
+    if (g_str_has_prefix(name, "exif-ifd3-")) return TRUE;
+    for (int index = 0; exact[index] != NULL; index++) {
+        if (strcmp(name, exact[index]) == 0) return TRUE;
+    }
+    return FALSE;
+}
+
+int reel_vips_save(ReelVipsImage *image, int format, int quality, int metadata, void **buffer, size_t *length) {
     VipsImage *in = vips_of(image);
-    gboolean strip = keep ? FALSE : TRUE;
+    gboolean strip = metadata == REEL_VIPS_STRIP ? TRUE : FALSE;
+    if (metadata == REEL_VIPS_SHARING) {
+        // The savers rebuild the EXIF block from the image's exif-* fields and drop the tags whose
+        // fields are gone.
+        gchar **fields = vips_image_get_fields(in);
+        for (int index = 0; fields[index] != NULL; index++) {
+            if (is_private(fields[index])) vips_image_remove(in, fields[index]);
+        }
+        g_strfreev(fields);
+    }
     *buffer = NULL;
     *length = 0;
     switch (format) {

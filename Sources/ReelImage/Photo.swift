@@ -24,6 +24,25 @@ public enum ImageOutputFormat: String, Sendable, Codable, CaseIterable {
     }
 }
 
+/// Which of a photo's metadata a render writes (the policy exports use).
+public enum PhotoMetadata: String, Sendable, Codable, CaseIterable {
+    /// All of it: EXIF (with Orientation 1, as the picture is upright), XMP, IPTC, the ICC profile.
+    case keep
+    /// As `keep` without location (the GPS IFD), device (make, model, lens, serial numbers, software),
+    /// the maker note (Apple's content identifier is there) and the XMP and IPTC packets.
+    case sharing
+    /// None (the picture is sRGB, which a file without a profile means).
+    case strip
+
+    var shimValue: Int32 {
+        switch self {
+        case .keep: Int32(REEL_VIPS_KEEP)
+        case .sharing: Int32(REEL_VIPS_SHARING)
+        case .strip: Int32(REEL_VIPS_STRIP)
+        }
+    }
+}
+
 /// What a photo's header says, as a viewer shows it.
 public struct PhotoInfo: Sendable, Codable, Equatable {
     public var format: PhotoFormat
@@ -64,19 +83,19 @@ public struct PhotoRenderOptions: Sendable, Equatable {
     public var format: ImageOutputFormat
     /// 1-100, for JPEG, WebP and AVIF.
     public var quality: Int
-    /// Keep the photo's metadata (EXIF with Orientation 1, XMP); off: strip it all.
-    public var keepMetadata: Bool
+    /// Which metadata to write (default none, as thumbnails).
+    public var metadata: PhotoMetadata
 
     public init(
         maxWidth: Int = 0, maxHeight: Int = 0, fill: Bool = false, format: ImageOutputFormat = .jpeg,
-        quality: Int = 90, keepMetadata: Bool = false
+        quality: Int = 90, metadata: PhotoMetadata = .strip
     ) {
         self.maxWidth = maxWidth
         self.maxHeight = maxHeight
         self.fill = fill
         self.format = format
         self.quality = quality
-        self.keepMetadata = keepMetadata
+        self.metadata = metadata
     }
 }
 
@@ -121,7 +140,7 @@ public enum PhotoRenderer {
         var buffer: UnsafeMutableRawPointer?
         var length = 0
         let saved = reel_vips_save(
-            image.pointer, options.format.shimValue, Int32(options.quality), options.keepMetadata ? 1 : 0, &buffer,
+            image.pointer, options.format.shimValue, Int32(options.quality), options.metadata.shimValue, &buffer,
             &length)
         defer { reel_vips_free(buffer) }
         guard saved == 0, let buffer, length > 0 else {

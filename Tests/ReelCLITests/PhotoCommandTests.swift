@@ -96,4 +96,95 @@ struct PhotoCommandTests {
             #expect(!FileManager.default.fileExists(atPath: output.path))
         }
     }
+
+    /// exiftool's EXIF and XMP tags of `file` by name (`-a`: else a Composite tag of the same name hides
+    /// the EXIF one, GPSLatitude).
+    static func tags(_ file: URL) async throws -> [String: String] {
+        let result = try await Tools.run("exiftool", ["-a", "-s", "-s", "-n", "-EXIF:all", "-XMP:all", file.path])
+        var tags: [String: String] = [:]
+        for line in result.stdout.split(separator: "\n") {
+            let parts = line.split(separator: ":", maxSplits: 1)
+            if parts.count == 2 { tags[String(parts[0])] = parts[1].trimmingCharacters(in: .whitespaces) }
+        }
+        return tags
+    }
+
+    @Test func imageRendersAtASizeLikeRequestImage() async throws {
+        let folder = Fixtures.scratchFolder("photo-image")
+        let heic = try PhoneFiles.heic
+        func image(_ arguments: [String]) async throws -> [String: Any] {
+            let result = try await ReelBinary.run(["image", heic] + arguments + ["--json"])
+            #expect(result.status == 0 && result.stderr.isEmpty, "\(arguments): \(result.stderr)")
+            return try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+        }
+        let fit = folder.appendingPathComponent("fit.jpg")
+        let fitLine = try await image(["--size", "400x400", "-o", fit.path])
+        #expect(
+            fitLine["width"] as? Int == 300 && fitLine["height"] as? Int == 400 && fitLine["degraded"] as? Bool == false
+        )
+        let fitted = try #require(try await ProbedFile.probe(fit).video)
+        #expect(fitted.width == 300 && fitted.height == 400)
+        #expect(try await Self.tags(fit)["Orientation"] == "1")
+
+        let fill = folder.appendingPathComponent("fill.webp")
+        _ = try await image(["--size", "400x400", "--content-mode", "fill", "-o", fill.path, "--quality", "80"])
+        let filled = try #require(try await ProbedFile.probe(fill).video)
+        #expect(filled.codec_name == "webp" && filled.width == 400 && filled.height == 400)
+
+        // max: the whole picture; a size beyond it is not enlarged.
+        let whole = folder.appendingPathComponent("whole.png")
+        let wholeLine = try await image(["--size", "max", "-o", whole.path, "--metadata", "strip"])
+        #expect(wholeLine["width"] as? Int == 3024 && wholeLine["height"] as? Int == 4032)
+        let big = folder.appendingPathComponent("big.avif")
+        let bigLine = try await image(["--size", "8000x8000", "-o", big.path, "--metadata", "strip"])
+        #expect(bigLine["width"] as? Int == 3024 && bigLine["format"] as? String == "avif")
+        let header = try await Tools.run("vipsheader", ["-f", "heif-compression", big.path])
+        #expect(header.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "av1", "\(header)")
+
+        let exists = try await ReelBinary.run(["image", heic, "--size", "100x100", "-o", fit.path])
+        #expect(exists.status == 74, "\(exists.stderr)")
+        let bad = try await ReelBinary.run(["image", heic, "--size", "100", "-o", fit.path])
+        #expect(bad.status == 64, "\(bad.stderr)")
+    }
+
+    @Test func sharingDropsLocationDeviceAndTheContentIdentifier() async throws {
+        let folder = Fixtures.scratchFolder("photo-sharing")
+        let jpeg = try await Self.jpeg(folder, name: "located.jpg")
+        let tagged = try await Tools.run(
+            "exiftool",
+            [
+                "-q", "-overwrite_original", "-Make=Pixel", "-Model=Pixel 8", "-GPSLatitude=48.8584",
+                "-GPSLatitudeRef=N", "-GPSLongitude=2.2945", "-GPSLongitudeRef=E",
+                "-DateTimeOriginal=2024:06:01 12:00:00", "-XMP-dc:Title=Tower", jpeg.path,
+            ])
+        #expect(tagged.status == 0, "\(tagged.stderr)")
+        var outputs: [String: [String: String]] = [:]
+        for policy in ["keep", "sharing", "strip"] {
+            let output = folder.appendingPathComponent("\(policy).jpg")
+            let result = try await ReelBinary.run([
+                "image", jpeg.path, "--size", "320x320", "--metadata", policy, "-o", output.path,
+            ])
+            #expect(result.status == 0, "\(policy): \(result.stderr)")
+            outputs[policy] = try await Self.tags(output)
+        }
+        let keep = try #require(outputs["keep"])
+        #expect(keep["Make"] == "Pixel" && keep["Model"] == "Pixel 8" && keep["GPSLatitude"] != nil, "\(keep)")
+        let sharing = try #require(outputs["sharing"])
+        #expect(sharing["Make"] == nil && sharing["Model"] == nil, "\(sharing)")
+        #expect(sharing.keys.allSatisfy { !$0.hasPrefix("GPS") }, "\(sharing)")
+        #expect(sharing["Title"] == nil, "\(sharing)")
+        #expect(sharing["DateTimeOriginal"] == "2024:06:01 12:00:00" && sharing["Orientation"] == "1", "\(sharing)")
+        let strip = try #require(outputs["strip"])
+        #expect(strip["Make"] == nil && strip["DateTimeOriginal"] == nil && strip["GPSLatitude"] == nil, "\(strip)")
+
+        // The iPhone's content identifier (Apple's maker note) and device go; the capture date stays.
+        let shared = folder.appendingPathComponent("iphone-sharing.jpg")
+        let result = try await ReelBinary.run([
+            "image", try PhoneFiles.heic, "--size", "320x320", "--metadata", "sharing", "-o", shared.path,
+        ])
+        #expect(result.status == 0, "\(result.stderr)")
+        let identifier = try await Tools.run("exiftool", ["-s3", "-ContentIdentifier", "-Make", shared.path])
+        #expect(identifier.stdout.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty, "\(identifier.stdout)")
+        #expect(try await Self.tags(shared)["DateTimeOriginal"] == "2020:05:04 18:39:11")
+    }
 }

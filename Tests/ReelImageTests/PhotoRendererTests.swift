@@ -69,7 +69,7 @@ struct PhotoRendererTests {
 
         // Shrunk to 80 wide, upright, with the EXIF block kept: its Orientation says 1.
         let rendered = try PhotoRenderer.render(
-            stored.path, PhotoRenderOptions(maxWidth: 80, maxHeight: 80, format: .jpeg, keepMetadata: true))
+            stored.path, PhotoRenderOptions(maxWidth: 80, maxHeight: 80, format: .jpeg, metadata: .keep))
         let output = try Self.write(rendered, folder, "upright")
         #expect(rendered.width == 80 && rendered.height == 60)
         let probed = try #require(try await ProbedFile.probe(output).video)

@@ -47,9 +47,14 @@ int reel_vips_thumbnail(const char *path, int width, int height, int fill, ReelV
 /// Saver formats.
 enum { REEL_VIPS_JPEG = 0, REEL_VIPS_WEBP = 1, REEL_VIPS_PNG = 2, REEL_VIPS_AVIF = 3 };
 
-/// `image` encoded in memory (`quality` 1-100 for JPEG, WebP and AVIF), metadata stripped unless `keep`;
-/// free *buffer with reel_vips_free. Decoding happens here: a damaged file fails here.
-int reel_vips_save(ReelVipsImage *image, int format, int quality, int keep, void **buffer, size_t *length);
+/// Metadata policies: none at all; all of it (EXIF with Orientation 1, XMP, IPTC); all but location,
+/// device and the maker note (Apple's content identifier), and no XMP or IPTC.
+enum { REEL_VIPS_STRIP = 0, REEL_VIPS_KEEP = 1, REEL_VIPS_SHARING = 2 };
+
+/// `image` encoded in memory (`quality` 1-100 for JPEG, WebP and AVIF) with `metadata` as the policy
+/// says (REEL_VIPS_SHARING removes fields from `image` itself); free *buffer with reel_vips_free.
+/// Decoding happens here: a damaged file fails here.
+int reel_vips_save(ReelVipsImage *image, int format, int quality, int metadata, void **buffer, size_t *length);
 
 void reel_vips_release(ReelVipsImage *image);
 void reel_vips_free(void *buffer);
