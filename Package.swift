@@ -63,7 +63,8 @@ let package = Package(
         // CVipsShim includes its header: Swift sees plain C functions, never GObject or variadic calls.
         .systemLibrary(
             name: "CVips", pkgConfig: "vips", providers: [.apt(["libvips-dev", "libheif-dev", "pkg-config"])]),
-        .target(name: "CVipsShim", dependencies: ["CVips"]),
+        // libheif is linked for the shim's own calls (vips's pkg-config names only libvips and GLib).
+        .target(name: "CVipsShim", dependencies: ["CVips"], linkerSettings: [.linkedLibrary("heif")]),
         // Photos: the only module that imports CVipsShim, as ReelMedia is FFmpeg's. Behind the Photos
         // trait in `reel`; an app that only exports never links libvips.
         .target(name: "ReelImage", dependencies: ["CVipsShim", "ReelSystem"]),

@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 #include <string.h>
+#include <libheif/heif.h>
 #include <vips/vips.h>
 
 struct ReelVipsImage;
@@ -156,6 +157,50 @@ int reel_vips_save(ReelVipsImage *image, int format, int quality, int metadata, 
             VIPS_FOREIGN_HEIF_COMPRESSION_AV1, NULL);
     default: vips_error("reel", "unknown output format %d", format); return -1;
     }
+}
+
+int reel_heif_facts(const char *path, ReelHeifFacts *facts) {
+    memset(facts, 0, sizeof *facts);
+    struct heif_context *context = heif_context_alloc();
+    if (context == NULL) return -1;
+    struct heif_image_handle *handle = NULL;
+    if (heif_context_read_from_file(context, path, NULL).code != heif_error_Ok
+        || heif_context_get_primary_image_handle(context, &handle).code != heif_error_Ok) {
+        heif_context_free(context);
+        return -1;
+    }
+    facts->luma_bits = heif_image_handle_get_luma_bits_per_pixel(handle);
+    facts->depth = heif_image_handle_has_depth_image(handle) ? 1 : 0;
+    facts->thumbnails = heif_image_handle_get_number_of_thumbnails(handle);
+    struct heif_color_profile_nclx *nclx = NULL;
+    if (heif_image_handle_get_nclx_color_profile(handle, &nclx).code == heif_error_Ok && nclx != NULL) {
+        facts->nclx = 1;
+        facts->primaries = (int)nclx->color_primaries;
+        facts->transfer = (int)nclx->transfer_characteristics;
+        facts->matrix = (int)nclx->matrix_coefficients;
+        facts->full_range = nclx->full_range_flag ? 1 : 0;
+        heif_nclx_color_profile_free(nclx);
+    }
+    const int filter = LIBHEIF_AUX_IMAGE_FILTER_OMIT_ALPHA | LIBHEIF_AUX_IMAGE_FILTER_OMIT_DEPTH;
+    int count = heif_image_handle_get_number_of_auxiliary_images(handle, filter);
+    facts->auxiliaries = count;
+    heif_item_id ids[64];
+    if (count > 64) count = 64;
+    int listed = count > 0 ? heif_image_handle_get_list_of_auxiliary_image_IDs(handle, filter, ids, count) : 0;
+    for (int index = 0; index < listed; index++) {
+        struct heif_image_handle *auxiliary = NULL;
+        if (heif_image_handle_get_auxiliary_image_handle(handle, ids[index], &auxiliary).code != heif_error_Ok)
+            continue;
+        const char *type = NULL;
+        if (heif_image_handle_get_auxiliary_type(auxiliary, &type).code == heif_error_Ok && type != NULL) {
+            if (strstr(type, "hdrgainmap") != NULL) facts->gain_map = 1;
+            heif_image_handle_free_auxiliary_types(auxiliary, &type);
+        }
+        heif_image_handle_release(auxiliary);
+    }
+    heif_image_handle_release(handle);
+    heif_context_free(context);
+    return 0;
 }
 
 void reel_vips_release(ReelVipsImage *image) {

@@ -63,6 +63,17 @@ public struct PhotoInfo: Sendable, Codable, Equatable {
     /// Pictures in the file (a GIF's frames, a HEIF's top-level images); renders use the first (or
     /// HEIF's primary).
     public var pages: Int
+    /// HEIF only, from libheif: the nclx colour box by name (`Display P3`, `sRGB`, `BT.2020 PQ`) or its
+    /// code points, when the file has one.
+    public var nclx: String? = nil
+    /// HEIF only: whether the primary image has a depth image, and an HDR gain map.
+    public var hasDepth: Bool? = nil
+    public var hasGainMap: Bool? = nil
+    /// HEIF only: embedded thumbnail images (an iPhone's is about 320x240).
+    public var embeddedThumbnails: Int? = nil
+
+    /// The colour as people name it: the ICC profile's description, else the nclx box's name.
+    public var colourName: String? { iccProfile ?? nclx }
 }
 
 /// A rendered picture, encoded in memory.
@@ -114,11 +125,39 @@ public enum PhotoRenderer {
         let interpretation = image.interpretation
         let alpha =
             image.bands == 2 || image.bands == 4 && interpretation != "cmyk" || image.bands == 5
-        return PhotoInfo(
+        var info = PhotoInfo(
             format: format, width: swaps ? image.height : image.width, height: swaps ? image.width : image.height,
             orientation: image.orientation, colourSpace: interpretation,
             iccProfile: image.blob("icc-profile-data").flatMap(ICCProfile.description), bitDepth: image.bits,
             hasAlpha: alpha, pages: max(1, image.pages))
+        if format == .heic || format == .avif {
+            var facts = ReelHeifFacts()
+            if reel_heif_facts(path, &facts) == 0 {
+                if facts.nclx != 0 {
+                    info.nclx = nclxName(
+                        primaries: Int(facts.primaries), transfer: Int(facts.transfer), matrix: Int(facts.matrix),
+                        fullRange: facts.full_range != 0)
+                }
+                info.hasDepth = facts.depth != 0
+                info.hasGainMap = facts.gain_map != 0
+                info.embeddedThumbnails = Int(facts.thumbnails)
+                if facts.luma_bits > 8 { info.bitDepth = Int(facts.luma_bits) }
+            }
+        }
+        return info
+    }
+
+    /// An nclx box (ITU-T H.273 code points) by the name people use, else its numbers.
+    static func nclxName(primaries: Int, transfer: Int, matrix: Int, fullRange: Bool) -> String {
+        switch (primaries, transfer) {
+        case (12, 13): return "Display P3"
+        case (1, 13): return "sRGB"
+        case (1, 1), (1, 6): return "BT.709"
+        case (9, 16): return "BT.2020 PQ"
+        case (9, 18): return "BT.2020 HLG"
+        default:
+            return "nclx \(primaries)/\(transfer)/\(matrix)" + (fullRange ? " full range" : " limited range")
+        }
     }
 
     /// The photo at `path` rendered as `options` say: decoded once with shrink-on-load, upright, sRGB.

@@ -17,6 +17,12 @@
         var orientation: Int
         var colourSpace: String
         var iccProfile: String?
+        /// HEIF's nclx colour box by name, when it has one.
+        var nclx: String?
+        /// HEIF: a depth image, an HDR gain map, embedded thumbnails.
+        var hasDepth: Bool?
+        var hasGainMap: Bool?
+        var embeddedThumbnails: Int?
         var bitDepth: Int
         var hasAlpha: Bool
         var pages: Int
@@ -45,6 +51,10 @@
             orientation = info.orientation
             colourSpace = info.colourSpace
             iccProfile = info.iccProfile
+            nclx = info.nclx
+            hasDepth = info.hasDepth
+            hasGainMap = info.hasGainMap
+            embeddedThumbnails = info.embeddedThumbnails
             bitDepth = info.bitDepth
             hasAlpha = info.hasAlpha
             pages = info.pages
@@ -96,7 +106,16 @@
                     + (orientation != 1 ? ", EXIF orientation \(orientation) applied" : ", upright"))
             CLI.printLine(
                 "  colour     \(colourSpace), \(bitDepth)-bit" + (iccProfile.map { ", ICC \($0)" } ?? "")
-                    + (hasAlpha ? ", alpha" : "") + (isHDR == true ? ", HDR" : ""))
+                    + (nclx.map { ", nclx \($0)" } ?? "") + (hasAlpha ? ", alpha" : "") + (isHDR == true ? ", HDR" : "")
+            )
+            if hasDepth != nil || hasGainMap != nil {
+                let parts = [
+                    hasDepth == true ? "a depth image" : "no depth image",
+                    hasGainMap == true ? "an HDR gain map" : "no gain map",
+                    "\(embeddedThumbnails ?? 0) embedded thumbnail(s)",
+                ]
+                CLI.printLine("  images     " + parts.joined(separator: ", "))
+            }
             if let creationDate { CLI.printLine("  created    \(creationDate)") }
             if let latitude, let longitude {
                 CLI.printLine(

@@ -79,6 +79,43 @@ struct PhotoRendererTests {
         #expect(written.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "1", "\(written.stdout)")
     }
 
+    /// HEIF transforms, each with what ffmpeg does to the upright picture to store it: `irot` turns
+    /// the stored picture anticlockwise by 90° steps for display; `imir` mirrors it, axis 0 top to
+    /// bottom and axis 1 left to right as libheif 1.15 reads the axis.
+    static let heifTransforms: [(box: String, value: UInt8, storedBy: String)] = [
+        ("irot", 1, "transpose=1"), ("irot", 2, "hflip,vflip"), ("irot", 3, "transpose=2"), ("imir", 0, "vflip"),
+        ("imir", 1, "hflip"),
+    ]
+
+    @Test(arguments: 0..<5) func heifRotationsAndMirrorsComeOutUpright(index: Int) async throws {
+        let (box, value, storedBy) = Self.heifTransforms[index]
+        let folder = Fixtures.scratchFolder("\(box)-\(value)")
+        let reference = try await Self.quadrants(folder)
+        let stored = folder.appendingPathComponent("stored.png")
+        try await Tools.ffmpeg(["-i", reference.path, "-vf", storedBy, stored.path])
+        let plain = folder.appendingPathComponent("plain.heic")
+        let made = try await Tools.run("heif-enc", ["-q", "90", stored.path, "-o", plain.path])
+        #expect(made.status == 0, "\(made.stderr)")
+        // heif-enc writes no transform; its `pixi` property (16 bytes, associated with the primary
+        // item) is overwritten by the transform's box of the same size (the value, then padding), so
+        // no offset in the file moves.
+        var bytes = [UInt8](try Data(contentsOf: plain))
+        let name = Array("pixi".utf8)
+        let at = try #require((4..<bytes.count - 4).first { Array(bytes[$0..<$0 + 4]) == name }) - 4
+        #expect(bytes[at..<at + 4].elementsEqual([0, 0, 0, 16]))
+        bytes.replaceSubrange(
+            at..<at + 16, with: [0, 0, 0, 16] + Array(box.utf8) + [value] + [UInt8](repeating: 0, count: 7))
+        let heic = folder.appendingPathComponent("\(box)\(value).heic")
+        try Data(bytes).write(to: heic)
+
+        let info = try PhotoRenderer.info(heic.path)
+        #expect(info.width == 160 && info.height == 120 && info.orientation == 1, "\(box) \(value): \(info)")
+        let rendered = try PhotoRenderer.render(
+            heic.path, PhotoRenderOptions(maxWidth: 160, maxHeight: 160, format: .png))
+        let output = try Self.write(rendered, folder, "upright")
+        #expect(try await Self.corners(output) == Self.upright, "\(box) \(value)")
+    }
+
     @Test func heicAvifWebpGifAndPngMadeByOtherToolsAreRead() async throws {
         let folder = Fixtures.scratchFolder("formats")
         let reference = try await Self.quadrants(folder)
@@ -86,7 +123,8 @@ struct PhotoRendererTests {
         let avif = folder.appendingPathComponent("made.avif")
         let webp = folder.appendingPathComponent("made.webp")
         let gif = folder.appendingPathComponent("made.gif")
-        for (file, arguments) in [(heic, ["-q", "90"]), (avif, ["-A", "-q", "90"])] {
+        // The HEIC with an embedded 64x48 thumbnail (heif-enc -t), which libheif counts.
+        for (file, arguments) in [(heic, ["-q", "90", "-t", "64"]), (avif, ["-A", "-q", "90"])] {
             let made = try await Tools.run("heif-enc", arguments + [reference.path, "-o", file.path])
             #expect(made.status == 0, "\(made.stderr)")
         }
@@ -101,6 +139,7 @@ struct PhotoRendererTests {
             #expect(PhotoSignature.detect(head) != nil, "\(file.lastPathComponent) is not recognised as a photo")
             let info = try PhotoRenderer.info(file.path)
             #expect(info.format == format && info.width == 160 && info.height == 120, "\(file.lastPathComponent)")
+            if format == .heic { #expect(info.embeddedThumbnails == 1 && info.hasDepth == false, "\(info)") }
             for output in [ImageOutputFormat.png, .webp, .avif] {
                 let rendered = try PhotoRenderer.render(
                     file.path, PhotoRenderOptions(maxWidth: 100, maxHeight: 100, format: output))
@@ -121,7 +160,9 @@ struct PhotoRendererTests {
         let info = try PhotoRenderer.info(heic)
         #expect(info.format == .heic && info.width == 3024 && info.height == 4032 && info.orientation == 1)
         #expect(info.iccProfile == "Display P3" && info.colourSpace == "srgb" && info.bitDepth == 8)
-        #expect(!info.hasAlpha)
+        #expect(!info.hasAlpha && info.colourName == "Display P3")
+        // libheif's reading (heif-info: "color profile: prof", no depth channel; an iPhone 11 has no gain map).
+        #expect(info.nclx == nil && info.hasDepth == false && info.hasGainMap == false, "\(info)")
 
         let folder = Fixtures.scratchFolder("iphone")
         let rendered = try PhotoRenderer.render(heic, PhotoRenderOptions(maxWidth: 250, maxHeight: 250, format: .png))

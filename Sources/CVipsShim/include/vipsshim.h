@@ -56,6 +56,29 @@ enum { REEL_VIPS_STRIP = 0, REEL_VIPS_KEEP = 1, REEL_VIPS_SHARING = 2 };
 /// Decoding happens here: a damaged file fails here.
 int reel_vips_save(ReelVipsImage *image, int format, int quality, int metadata, void **buffer, size_t *length);
 
+/// What libheif says about a HEIF file's primary image beyond what vips reports.
+typedef struct ReelHeifFacts {
+    /// 1 when the file has an nclx colour box, with its code points (ITU-T H.273).
+    int nclx;
+    int primaries;
+    int transfer;
+    int matrix;
+    int full_range;
+    /// 1 with a depth image.
+    int depth;
+    /// 1 with an HDR gain map (an auxiliary image whose type names hdrgainmap, Apple's among them).
+    int gain_map;
+    /// Auxiliary images other than alpha and depth (gain maps, mattes).
+    int auxiliaries;
+    /// Embedded thumbnail images.
+    int thumbnails;
+    /// Bits per luma sample as coded.
+    int luma_bits;
+} ReelHeifFacts;
+
+/// libheif's reading of `path`'s primary image (the metadata only; no picture is decoded).
+int reel_heif_facts(const char *path, ReelHeifFacts *facts);
+
 void reel_vips_release(ReelVipsImage *image);
 void reel_vips_free(void *buffer);
 
