@@ -9,6 +9,8 @@ let package = Package(
         .library(name: "ReelQueue", targets: ["ReelQueue"]),
         // The photo library in PhotoKit's words (its own GRDB dependency): `PhotoLibrary`.
         .library(name: "ReelLibrary", targets: ["ReelLibrary"]),
+        // Photos through libvips and libheif (HEIC, AVIF, JPEG, PNG, WebP, GIF): `PhotoRenderer`.
+        .library(name: "ReelImage", targets: ["ReelImage"]),
     ],
     // What only a service needs sits behind traits, all on by default (building Reel itself builds
     // everything). An app that wants the libraries alone depends on the package with `traits: []`:
@@ -18,7 +20,8 @@ let package = Package(
         .trait(name: "Fleet", description: "The PostgreSQL store (ReelFleet): postgres-nio and swift-nio-ssl."),
         .trait(name: "Server", description: "The worker's HTTP side (ReelServer): Hummingbird, swift-prometheus."),
         .trait(name: "PhotoLibrary", description: "The photo library's index (ReelLibrary): GRDB and SQLite."),
-        .default(enabledTraits: ["Fleet", "Server", "PhotoLibrary"]),
+        .trait(name: "Photos", description: "Photos in `reel` (ReelImage): libvips and libheif, C libraries."),
+        .default(enabledTraits: ["Fleet", "Server", "PhotoLibrary", "Photos"]),
     ],
     // Every dependency is pinned with `exact:` (PinTests checks it against the resolved graph): the
     // reproducibility a committed Package.resolved would give, without commit ids that exist only in
@@ -56,6 +59,15 @@ let package = Package(
         // Bridges for what Swift cannot import from FFmpeg (macros, the variadic log callback) and two
         // glibc calls; a C target so the log sink's state has one definition (shim.c).
         .target(name: "CFFmpegShim", dependencies: ["CFFmpeg"]),
+        // libvips 8.14 with libheif 1.15, as Debian 12 ships them (libvips-dev, libheif-dev). Only
+        // CVipsShim includes its header: Swift sees plain C functions, never GObject or variadic calls.
+        .systemLibrary(
+            name: "CVips", pkgConfig: "vips", providers: [.apt(["libvips-dev", "libheif-dev", "pkg-config"])]),
+        // libheif is linked for the shim's own calls (vips's pkg-config names only libvips and GLib).
+        .target(name: "CVipsShim", dependencies: ["CVips"], linkerSettings: [.linkedLibrary("heif")]),
+        // Photos: the only module that imports CVipsShim, as ReelMedia is FFmpeg's. Behind the Photos
+        // trait in `reel`; an app that only exports never links libvips.
+        .target(name: "ReelImage", dependencies: ["CVipsShim", "ReelSystem"]),
         // ISO-BMFF boxes (MP4, QuickTime, HEIC): the package's one bounds-checked reader and writer, no
         // dependencies. ReelMedia's MP4 surgery, ReelExport's layout check and the photo library read with it.
         .target(name: "ReelBoxes"),
@@ -142,6 +154,7 @@ let package = Package(
                 .target(name: "ReelLibraryFleet", condition: .when(traits: ["Fleet"])),
                 .target(name: "ReelFleet", condition: .when(traits: ["Fleet"])),
                 .target(name: "ReelServer", condition: .when(traits: ["Server"])),
+                .target(name: "ReelImage", condition: .when(traits: ["Photos"])),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -188,6 +201,9 @@ let package = Package(
         .testTarget(name: "ReelCLITests", dependencies: ["TestSupport"]),
         // The photo library's store contract as test cases any LibraryStore runs (SQLite in ReelLibraryTests).
         .target(name: "LibraryContract", dependencies: ["ReelLibrary", "TestSupport"], path: "Tests/LibraryContract"),
+        // Photos against vipsheader, ffprobe and ffmpeg's own upright renders; `reel probe`, `thumbnail`
+        // and `export` of photos.
+        .testTarget(name: "ReelImageTests", dependencies: ["ReelImage", "ReelMedia", "TestSupport"]),
         .testTarget(name: "ReelBoxesTests", dependencies: ["ReelBoxes", "ReelSystem", "TestSupport"]),
         // The base: the atomic writer's rules, on file systems with and without RENAME_NOREPLACE and links.
         .testTarget(name: "ReelSystemTests", dependencies: ["ReelSystem", "TestSupport"]),

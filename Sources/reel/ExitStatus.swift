@@ -38,8 +38,8 @@ enum ExitStatus: Int32, CaseIterable, Sendable {
             "bad arguments, unknown or invalid preset, a library predicate or change token Reel does not accept"
         case .badInput:
             "bad or incompatible input (unreadable, not media, over a limit, preset and type do not fit, no video for"
-                + " a video preset; a library asset, resource or album the library does not have, or a file that"
-                + " changed since it was scanned)"
+                + " a video preset, a photo given to a video command; a library asset, resource or album the library"
+                + " does not have, or a file that changed since it was scanned)"
         case .noInput: "`submit --manifest <file>`: the manifest cannot be read (missing, a folder, no permission)"
         case .unavailable:
             "the queue's store is unavailable (no spool where one is needed, permissions, database away), or the"
@@ -69,12 +69,13 @@ enum ExitStatus: Int32, CaseIterable, Sendable {
         }
     }
 
-    /// The status of every export code, each named (`ExitStatusTests` checks that none is missing, so
+    /// The status of every export code, each named (`CodeTests` checks that none is missing, so
     /// a new code cannot fall to `failure` unseen).
     static let ofExportCode: [ExportError.Code: ExitStatus] = [
         .invalidArgument: .usage, .unknownPreset: .usage, .invalidPreset: .usage,
         .unreadableInput: .badInput, .unsupportedCodec: .badInput, .incompatiblePreset: .badInput,
         .noVideo: .badInput, .limitExceeded: .badInput, .unknownAsset: .badInput, .assetChanged: .badInput,
+        .photoNotVideo: .badInput,
         .noSpace: .outputProblem, .outputFailed: .outputProblem, .outputExists: .outputProblem,
         .cancelled: .cancelled,
         .outputInvalid: .failure, .stalled: .failure, .saveFailed: .failure, .internal: .failure,

@@ -11,12 +11,15 @@ enum LeftOut {
     case fleet
     /// The ops HTTP server (ReelServer): `reel work --metrics-port`.
     case server
+    /// Photos (ReelImage, libvips): `reel probe` and `reel thumbnail` of a photo.
+    case photos
 
     var failure: CLIFailure {
         let (what, trait) =
             switch self {
             case .fleet: ("the fleet's PostgreSQL store (--store, REEL_STORE, reel db)", "Fleet")
             case .server: ("the ops server (--metrics-port)", "Server")
+            case .photos: ("photos (libvips: probing and rendering HEIC, JPEG, PNG, WebP, AVIF, GIF)", "Photos")
             }
         return CLIFailure(
             message:

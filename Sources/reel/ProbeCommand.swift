@@ -1,6 +1,11 @@
 import ArgumentParser
 import Foundation
 import ReelExport
+import ReelMedia
+
+#if Photos
+    import ReelImage
+#endif
 
 struct ProbeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -17,6 +22,9 @@ struct ProbeCommand: AsyncParsableCommand {
 
     func run() async throws {
         global.bootstrapLogging()
+        if let photo = PhotoInput.signature(asset) {
+            return try await probePhoto(photo)
+        }
         let probed = try await Asset.load(URL(fileURLWithPath: asset), limits: input.limits)
         let report = ProbeReport(probed)
         if json {
@@ -24,6 +32,25 @@ struct ProbeCommand: AsyncParsableCommand {
         } else {
             report.printText()
         }
+    }
+}
+
+extension ProbeCommand {
+    /// A photo: its picture as ReelImage (libvips, libheif) reads it, and its metadata as the photo
+    /// library's parsers read it when indexing (capture date with its zone, location, device, content
+    /// identifier).
+    func probePhoto(_ photo: PhotoSignature) async throws {
+        #if Photos
+            let info = try await PhotoInput.info(asset, limits: input.limits)
+            let report = PhotoProbeReport(path: asset, info: info, facts: PhotoProbeReport.facts(asset, input.limits))
+            if json {
+                CLI.printLine(String(decoding: try JSONCoding.prettyEncoder.encode(report), as: UTF8.self))
+            } else {
+                report.printText()
+            }
+        #else
+            throw LeftOut.photos.failure
+        #endif
     }
 }
 

@@ -20,7 +20,7 @@ struct Reel: AsyncParsableCommand {
             ExportCommand.self, SubmitCommand.self, WorkCommand.self, StatusCommand.self, ListCommand.self,
             WaitCommand.self, CancelCommand.self, RetryCommand.self, DatabaseCommand.self, ProbeCommand.self,
             PresetsCommand.self, PruneCommand.self, RunJobCommand.self, LibraryCommand.self,
-            ThumbnailCommand.self,
+            ThumbnailCommand.self, ImageCommand.self,
         ])
 
     /// The command line without the program's name. Swift's runtime sees no arguments under some

@@ -1,9 +1,14 @@
 import ArgumentParser
 import Foundation
 import ReelExport
+import ReelMedia
 import ReelQueue
 import ReelSystem
 import Synchronization
+
+#if Photos
+    import ReelImage
+#endif
 
 /// `reel thumbnail`: still images from a video, like `AVAssetImageGenerator`, and sprite sheets
 /// with a WebVTT track for scrubbing previews.
@@ -141,7 +146,8 @@ struct ThumbnailCommand: AsyncParsableCommand {
         let chosen = [!at.isEmpty, count != nil, every != nil].filter { $0 }.count
         if chosen > 1 { throw ValidationError("use one of --at, --count and --every") }
         let fromLibrary = LibraryReference.identifier(in: asset) != nil
-        if chosen == 0 && sheet == nil && !fromLibrary {
+        // A photo has one moment: no time needed (its file is read for its first bytes only).
+        if chosen == 0 && sheet == nil && !fromLibrary && PhotoInput.signature(asset) == nil {
             throw ValidationError("say when: --at, --count or --every")
         }
         if resource != nil && !fromLibrary {
@@ -173,6 +179,9 @@ struct ThumbnailCommand: AsyncParsableCommand {
             let resolved = try await link.resolve(identifier, resource: resource)
             try resolved.checkUnchanged()
             source = resolved
+        }
+        if source == nil, let photo = PhotoInput.signature(asset) {
+            return try await writePhoto(photo, limits: limits)
         }
         if submit { return try await queue(source) }
         let when: ThumbnailTimes
@@ -246,6 +255,61 @@ struct ThumbnailCommand: AsyncParsableCommand {
             naming.removeFolderIfEmpty()
             throw error
         }
+    }
+
+    /// A photo (HEIC, JPEG, PNG, WebP, AVIF, a one-frame GIF) rendered by ReelImage: one picture,
+    /// upright, sRGB, fitted into --max-size, never enlarged, no metadata (as video thumbnails).
+    private func writePhoto(_ photo: PhotoSignature, limits: InputLimits) async throws {
+        #if Photos
+            let what = "\(asset) is a \(photo.name) photo, one picture"
+            if submit {
+                throw ExportError(.invalidArgument, "\(what): --submit queues videos only; leave it out")
+            }
+            if count != nil || every != nil || sheet != nil {
+                throw ExportError(.invalidArgument, "\(what): use --at 0 or no time, not --count, --every or --sheet")
+            }
+            for text in at.flatMap({ $0.split(separator: ",").map(String.init) }) {
+                let instant = try ThumbnailTimes.instant(text)
+                guard instant == .seconds(0) || instant == .percent(0) || instant == .still else {
+                    throw ExportError(.invalidArgument, "\(what): its only moment is --at 0, not \(text)")
+                }
+            }
+            if noTransform {
+                throw ExportError(
+                    .invalidArgument, "\(what): it is always rendered upright (--no-transform is for videos)")
+            }
+            let naming = try Naming(output: output, asset: URL(fileURLWithPath: asset), format: format, sheets: false)
+            let file = naming.file(number: 1)
+            try checkFree([file])
+            let box = maxSize.flatMap(ThumbnailSetRequest.size) ?? (0, 0)
+            let outputFormat: ImageOutputFormat =
+                switch naming.format {
+                case .jpeg: .jpeg
+                case .png: .png
+                case .webp: .webp
+                }
+            let image = try await PhotoInput.render(
+                asset, PhotoRenderOptions(maxWidth: box.0, maxHeight: box.1, format: outputFormat, quality: quality),
+                limits: limits)
+            try naming.makeFolder()
+            do {
+                try AtomicFile.write(image.data, to: file, overwrite: overwrite)
+            } catch {
+                naming.removeFolderIfEmpty()
+                throw error
+            }
+            if json {
+                CLI.printLine(
+                    CLI.jsonLine(
+                        Line(
+                            requestedTime: 0, actualTime: 0, keyframe: true, file: file.path, width: image.width,
+                            height: image.height)))
+            } else {
+                CLI.printLine("wrote \(file.path) (\(image.width)x\(image.height), \(photo.name) photo)")
+            }
+        #else
+            throw LeftOut.photos.failure
+        #endif
     }
 
     private func writeImages(

@@ -108,6 +108,34 @@ struct PackageTraitTests {
             direct == pins, "resolved \(direct.sorted { $0.key < $1.key }) against \(pins.sorted { $0.key < $1.key })")
     }
 
+    /// Photos (ReelImage over libvips and libheif, C libraries no package resolve can show) sit behind
+    /// the Photos trait, on by default: `reel` depends on ReelImage only with it, no library an app
+    /// links (ReelExport, ReelQueue, ReelLibrary) depends on it, and the demo's setup list installs
+    /// no libvips or libheif while the full one installs them and their tools.
+    @Test func photosAreBehindTheirTraitAndOutOfTheDemo() throws {
+        let manifest = try String(contentsOf: Self.root.appendingPathComponent("Package.swift"), encoding: .utf8)
+        #expect(manifest.contains(".trait(name: \"Photos\""))
+        let defaults = try #require(manifest.split(separator: "\n").first { $0.contains(".default(enabledTraits:") })
+        #expect(defaults.contains("\"Photos\""), "\(defaults)")
+        // Every line that names ReelImage: its product, its own target, the test target, and `reel`'s
+        // dependency on it, which carries the trait.
+        let naming = manifest.split(separator: "\n").filter { $0.contains("\"ReelImage\"") }
+        let allowed = naming.filter {
+            $0.contains(".library(name: \"ReelImage\"") || $0.contains(".target(name: \"ReelImage\", dependencies:")
+                || $0.contains(".testTarget(name: \"ReelImageTests\"")
+                || $0.contains(".target(name: \"ReelImage\", condition: .when(traits: [\"Photos\"]))")
+        }
+        #expect(naming.count == allowed.count && naming.count == 4, "\(naming)")
+        #expect(manifest.contains("pkgConfig: \"vips\""))
+
+        let setup = try String(contentsOf: Self.root.appendingPathComponent("Scripts/setup"), encoding: .utf8)
+        let demoPart = try #require(setup.components(separatedBy: "if [ \"${REEL_SETUP:-}\" != demo ]").first)
+        #expect(!demoPart.contains("libvips") && !demoPart.contains("libheif"), "\(demoPart)")
+        for package in ["libvips-dev", "libheif-dev", "libvips-tools", "libheif-examples"] {
+            #expect(setup.contains(package), "Scripts/setup does not install \(package)")
+        }
+    }
+
     /// The `exact:` version of every package `Package.swift` names, by identity; a line without one is
     /// an issue.
     static func exactPins() throws -> [String: String] {

@@ -31,6 +31,10 @@ public struct ExportError: Error, Sendable, Equatable, CustomStringConvertible {
         public static let noVideo = Code("no-video")
         /// The input exceeds a configured limit.
         public static let limitExceeded = Code("limit-exceeded")
+        /// The input is a still photo (HEIC, JPEG, PNG, WebP, AVIF, a one-frame GIF), not a video: a
+        /// video preset cannot export it, and the message names the command that renders it. Never
+        /// retryable.
+        public static let photoNotVideo = Code("photo-not-video")
         /// The destination file system is full.
         public static let noSpace = Code("no-space")
         /// The output could not be written (permissions, missing folder, existing file).
@@ -64,9 +68,9 @@ public struct ExportError: Error, Sendable, Equatable, CustomStringConvertible {
 
         /// Every code, in the order the documentation lists them.
         public static let allCases: [Code] = [
-            .unreadableInput, .unsupportedCodec, .incompatiblePreset, .noVideo, .limitExceeded, .noSpace,
-            .outputFailed, .outputInvalid, .cancelled, .stalled, .outputExists, .unknownPreset, .invalidPreset,
-            .invalidArgument, .unknownAsset, .assetChanged, .saveFailed, .internal,
+            .unreadableInput, .unsupportedCodec, .incompatiblePreset, .noVideo, .limitExceeded, .photoNotVideo,
+            .noSpace, .outputFailed, .outputInvalid, .cancelled, .stalled, .outputExists, .unknownPreset,
+            .invalidPreset, .invalidArgument, .unknownAsset, .assetChanged, .saveFailed, .internal,
         ]
 
         /// Whether a failure with this code may pass when the same export runs again, unless its cause
@@ -105,6 +109,7 @@ public struct ExportError: Error, Sendable, Equatable, CustomStringConvertible {
         case .outputFailed: code = .outputFailed
         case .cancelled: code = .cancelled
         case .limitExceeded: code = .limitExceeded
+        case .photoNotVideo: code = .photoNotVideo
         case .invalidArgument: code = .invalidArgument
         default: code = .internal
         }

@@ -48,6 +48,18 @@ public enum FileInspector {
         return .notMedia
     }
 
+    /// The facts of the file at `path`, read from the file itself (`reel probe` of a photo): what a scan
+    /// would index for it.
+    public static func inspect(path: String, limits: InputLimits) throws(Refusal) -> FileFacts {
+        let source: FileSource
+        do {
+            source = try FileSource(path: path)
+        } catch {
+            throw Refusal(reason: "unreadable: \(error.message)")
+        }
+        return try inspect(path: path, source: source, limits: limits)
+    }
+
     /// The facts of the file at `path`, opened through `source`. Throws `Refusal` for files that are
     /// not photos or videos Reel reads, or whose headers are broken past use.
     public static func inspect(path: String, source: any ByteSource, limits: InputLimits) throws(Refusal) -> FileFacts {

@@ -9,7 +9,7 @@ public struct MediaError: Error, CustomStringConvertible, Sendable, Equatable {
     public struct Kind: Hashable, Sendable, CustomStringConvertible {
         private enum Value: String, Hashable, Sendable {
             case unreadableInput, unsupportedCodec, invalidArgument, noSpace, outputFailed, cancelled,
-                limitExceeded, internalFailure
+                limitExceeded, photoNotVideo, internalFailure
             // Internal: control flow between ReelMedia's own parts, never seen outside it.
             case pipelineStopped, moovReservationTooSmall
         }
@@ -29,6 +29,9 @@ public struct MediaError: Error, CustomStringConvertible, Sendable, Equatable {
         public static let cancelled = Kind(.cancelled)
         /// The input exceeds a configured limit (size, duration, dimensions, streams).
         public static let limitExceeded = Kind(.limitExceeded)
+        /// The input is a still photo (HEIC, JPEG, PNG, WebP, a one-frame GIF, AVIF), not a video:
+        /// FFmpeg's demuxers refuse it, and the message names the command that renders it.
+        public static let photoNotVideo = Kind(.photoNotVideo)
         /// Anything else: a bug or an out-of-memory condition.
         public static let internalFailure = Kind(.internalFailure)
         /// The other thread of a pipeline gave up (its own error is the cause): what a `BoundedQueue`

@@ -15,6 +15,15 @@ enum InputDiagnosis {
             MediaError(kind: .unreadableInput, call: "avformat_open_input", code: code, message: "\(path): \(message)")
         }
         let head = readHead(resolved, count: probeBytes)
+        // A photo is recognised by its bytes, whatever its name, before FFmpeg's guess (which calls a
+        // HEIC a corrupt QuickTime file and a JPEG an image sequence).
+        if let photo = PhotoSignature.detect(head) {
+            return MediaError(
+                kind: .photoNotVideo, call: "avformat_open_input", code: code,
+                message:
+                    "\(path): a \(photo.name) photo, not a video, so no video preset exports it; render it with `reel thumbnail \(path) --max-size WxH -o <folder>` (`reel probe` describes it)"
+            )
+        }
         if let playlist = playlistKind(head) {
             return refuse("\(thisFile(path)) is \(playlist); playlists are never followed")
         }

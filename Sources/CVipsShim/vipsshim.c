@@ -1,0 +1,230 @@
+#include "vipsshim.h"
+
+#include <pthread.h>
+#include <string.h>
+#include <libheif/heif.h>
+#include <vips/vips.h>
+
+struct ReelVipsImage;
+
+static VipsImage *vips_of(ReelVipsImage *image) { return (VipsImage *)image; }
+
+static pthread_once_t started_once = PTHREAD_ONCE_INIT;
+static int started_status = -1;
+
+/// vips's warnings (a truncated JPEG, a bad ICC profile) go nowhere: the renders that matter fail on
+/// them with fail_on, and their text reaches the caller through the error buffer.
+static void ignore_log(const gchar *domain, GLogLevelFlags level, const gchar *message, gpointer data) {
+    (void)domain;
+    (void)level;
+    (void)message;
+    (void)data;
+}
+
+static void start_once(void) {
+    if (VIPS_INIT("reel") != 0) {
+        started_status = -1;
+        return;
+    }
+    g_log_set_handler("VIPS", G_LOG_LEVEL_WARNING | G_LOG_LEVEL_MESSAGE | G_LOG_LEVEL_INFO, ignore_log, NULL);
+    // Only loaders that are safe for untrusted input (ReelImage accepts only photo loaders anyway).
+    vips_block_untrusted_set(TRUE);
+    // Photos are rendered once each: a small cache bounds memory in a long-running worker.
+    vips_cache_set_max(16);
+    vips_cache_set_max_mem(32 * 1024 * 1024);
+    vips_cache_set_max_files(8);
+    started_status = 0;
+}
+
+int reel_vips_start(void) {
+    pthread_once(&started_once, start_once);
+    return started_status;
+}
+
+const char *reel_vips_loader(const char *path) {
+    const char *name = vips_foreign_find_load(path);
+    if (name == NULL) vips_error_clear();
+    return name;
+}
+
+int reel_vips_open(const char *path, ReelVipsImage **out) {
+    VipsImage *image = vips_image_new_from_file(path, "fail_on", VIPS_FAIL_ON_TRUNCATED, NULL);
+    if (image == NULL) return -1;
+    *out = (ReelVipsImage *)image;
+    return 0;
+}
+
+int reel_vips_width(ReelVipsImage *image) { return vips_image_get_width(vips_of(image)); }
+int reel_vips_height(ReelVipsImage *image) { return vips_image_get_height(vips_of(image)); }
+int reel_vips_bands(ReelVipsImage *image) { return vips_image_get_bands(vips_of(image)); }
+int reel_vips_orientation(ReelVipsImage *image) { return vips_image_get_orientation(vips_of(image)); }
+int reel_vips_pages(ReelVipsImage *image) { return vips_image_get_n_pages(vips_of(image)); }
+
+int reel_vips_bits(ReelVipsImage *image) {
+    switch (vips_image_get_format(vips_of(image))) {
+    case VIPS_FORMAT_USHORT:
+    case VIPS_FORMAT_SHORT: return 16;
+    case VIPS_FORMAT_UINT:
+    case VIPS_FORMAT_INT:
+    case VIPS_FORMAT_FLOAT: return 32;
+    case VIPS_FORMAT_DOUBLE: return 64;
+    default: return 8;
+    }
+}
+
+const char *reel_vips_interpretation(ReelVipsImage *image) {
+    return vips_enum_nick(VIPS_TYPE_INTERPRETATION, vips_image_get_interpretation(vips_of(image)));
+}
+
+const char *reel_vips_string(ReelVipsImage *image, const char *name) {
+    const char *value = NULL;
+    GType type = vips_image_get_typeof(vips_of(image), name);
+    if (type != G_TYPE_STRING && type != VIPS_TYPE_REF_STRING) return NULL;
+    if (vips_image_get_string(vips_of(image), name, &value) != 0) {
+        vips_error_clear();
+        return NULL;
+    }
+    return value;
+}
+
+const void *reel_vips_blob(ReelVipsImage *image, const char *name, size_t *length) {
+    const void *data = NULL;
+    *length = 0;
+    if (vips_image_get_typeof(vips_of(image), name) == 0) return NULL;
+    if (vips_image_get_blob(vips_of(image), name, &data, length) != 0) {
+        vips_error_clear();
+        *length = 0;
+        return NULL;
+    }
+    return data;
+}
+
+int reel_vips_thumbnail(const char *path, int width, int height, int fill, ReelVipsImage **out) {
+    VipsImage *thumbnail = NULL;
+    if (vips_thumbnail(path, &thumbnail, width, "height", height, "size", VIPS_SIZE_DOWN, "crop",
+            fill ? VIPS_INTERESTING_CENTRE : VIPS_INTERESTING_NONE, "export_profile", "srgb", "fail_on",
+            VIPS_FAIL_ON_TRUNCATED, NULL)
+        != 0)
+        return -1;
+    // Upright now: a kept EXIF block says so (Orientation 1), so no viewer rotates it again.
+    VipsImage *copy = NULL;
+    if (vips_copy(thumbnail, &copy, NULL) != 0) {
+        g_object_unref(thumbnail);
+        return -1;
+    }
+    g_object_unref(thumbnail);
+    vips_image_set_int(copy, VIPS_META_ORIENTATION, 1);
+    *out = (ReelVipsImage *)copy;
+    return 0;
+}
+
+/// Whether the field `name` says where the photo was taken, with what, or which Live Photo it belongs to:
+/// the GPS IFD, the device's make, model, lens and serial numbers, the maker note (Apple's holds the
+/// content identifier), and XMP and IPTC packets (which may repeat them).
+static gboolean is_private(const char *name) {
+    static const char *const exact[] = {"exif-ifd0-Make", "exif-ifd0-Model", "exif-ifd0-Software",
+        "exif-ifd0-HostComputer", "exif-ifd2-MakerNote", "exif-ifd2-LensMake", "exif-ifd2-LensModel",
+        "exif-ifd2-LensSpecification", "exif-ifd2-BodySerialNumber", "exif-ifd2-LensSerialNumber",
+        "exif-ifd2-CameraOwnerName", "exif-ifd2-ImageUniqueID", "xmp-data", "iptc-data", NULL};
+    if (g_str_has_prefix(name, "exif-ifd3-")) return TRUE;
+    for (int index = 0; exact[index] != NULL; index++) {
+        if (strcmp(name, exact[index]) == 0) return TRUE;
+    }
+    return FALSE;
+}
+
+int reel_vips_save(ReelVipsImage *image, int format, int quality, int metadata, void **buffer, size_t *length) {
+    VipsImage *in = vips_of(image);
+    gboolean strip = metadata == REEL_VIPS_STRIP ? TRUE : FALSE;
+    if (metadata == REEL_VIPS_SHARING) {
+        // The savers rebuild the EXIF block from the image's exif-* fields and drop the tags whose
+        // fields are gone.
+        gchar **fields = vips_image_get_fields(in);
+        for (int index = 0; fields[index] != NULL; index++) {
+            if (is_private(fields[index])) vips_image_remove(in, fields[index]);
+        }
+        g_strfreev(fields);
+    }
+    *buffer = NULL;
+    *length = 0;
+    switch (format) {
+    case REEL_VIPS_JPEG:
+        return vips_jpegsave_buffer(in, buffer, length, "Q", quality, "strip", strip, "optimize_coding", TRUE, NULL);
+    case REEL_VIPS_WEBP: return vips_webpsave_buffer(in, buffer, length, "Q", quality, "strip", strip, NULL);
+    case REEL_VIPS_PNG: return vips_pngsave_buffer(in, buffer, length, "strip", strip, NULL);
+    case REEL_VIPS_AVIF:
+        return vips_heifsave_buffer(in, buffer, length, "Q", quality, "strip", strip, "compression",
+            VIPS_FOREIGN_HEIF_COMPRESSION_AV1, NULL);
+    default: vips_error("reel", "unknown output format %d", format); return -1;
+    }
+}
+
+int reel_heif_facts(const char *path, ReelHeifFacts *facts) {
+    memset(facts, 0, sizeof *facts);
+    struct heif_context *context = heif_context_alloc();
+    if (context == NULL) return -1;
+    struct heif_image_handle *handle = NULL;
+    if (heif_context_read_from_file(context, path, NULL).code != heif_error_Ok
+        || heif_context_get_primary_image_handle(context, &handle).code != heif_error_Ok) {
+        heif_context_free(context);
+        return -1;
+    }
+    facts->luma_bits = heif_image_handle_get_luma_bits_per_pixel(handle);
+    facts->depth = heif_image_handle_has_depth_image(handle) ? 1 : 0;
+    facts->thumbnails = heif_image_handle_get_number_of_thumbnails(handle);
+    struct heif_color_profile_nclx *nclx = NULL;
+    if (heif_image_handle_get_nclx_color_profile(handle, &nclx).code == heif_error_Ok && nclx != NULL) {
+        facts->nclx = 1;
+        facts->primaries = (int)nclx->color_primaries;
+        facts->transfer = (int)nclx->transfer_characteristics;
+        facts->matrix = (int)nclx->matrix_coefficients;
+        facts->full_range = nclx->full_range_flag ? 1 : 0;
+        heif_nclx_color_profile_free(nclx);
+    }
+    const int filter = LIBHEIF_AUX_IMAGE_FILTER_OMIT_ALPHA | LIBHEIF_AUX_IMAGE_FILTER_OMIT_DEPTH;
+    int count = heif_image_handle_get_number_of_auxiliary_images(handle, filter);
+    facts->auxiliaries = count;
+    heif_item_id ids[64];
+    if (count > 64) count = 64;
+    int listed = count > 0 ? heif_image_handle_get_list_of_auxiliary_image_IDs(handle, filter, ids, count) : 0;
+    for (int index = 0; index < listed; index++) {
+        struct heif_image_handle *auxiliary = NULL;
+        if (heif_image_handle_get_auxiliary_image_handle(handle, ids[index], &auxiliary).code != heif_error_Ok)
+            continue;
+        const char *type = NULL;
+        if (heif_image_handle_get_auxiliary_type(auxiliary, &type).code == heif_error_Ok && type != NULL) {
+            if (strstr(type, "hdrgainmap") != NULL) facts->gain_map = 1;
+            heif_image_handle_free_auxiliary_types(auxiliary, &type);
+        }
+        heif_image_handle_release(auxiliary);
+    }
+    heif_image_handle_release(handle);
+    heif_context_free(context);
+    return 0;
+}
+
+void reel_vips_release(ReelVipsImage *image) {
+    if (image != NULL) g_object_unref(vips_of(image));
+}
+
+void reel_vips_free(void *buffer) { g_free(buffer); }
+
+char *reel_vips_take_error(void) {
+    char *text = vips_error_buffer_copy();
+    if (text == NULL) return NULL;
+    size_t length = strlen(text);
+    while (length > 0 && (text[length - 1] == '\n' || text[length - 1] == ' ')) text[--length] = '\0';
+    if (length == 0) {
+        g_free(text);
+        return NULL;
+    }
+    // One line: later lines joined with "; ".
+    GString *line = g_string_new(NULL);
+    char *state = NULL;
+    for (char *part = strtok_r(text, "\n", &state); part != NULL; part = strtok_r(NULL, "\n", &state)) {
+        if (line->len > 0) g_string_append(line, "; ");
+        g_string_append(line, part);
+    }
+    g_free(text);
+    return g_string_free(line, FALSE);
+}

@@ -1,0 +1,250 @@
+internal import CVipsShim
+import Foundation
+import ReelSystem
+
+/// A photo's format, as the file's content says (never its name).
+public enum PhotoFormat: String, Sendable, Codable, CaseIterable {
+    case heic, avif, jpeg, png, webp, gif
+}
+
+/// An encoded picture's format.
+public enum ImageOutputFormat: String, Sendable, Codable, CaseIterable {
+    case jpeg, webp, png, avif
+
+    /// The file extension it is written with.
+    public var fileExtension: String { self == .jpeg ? "jpg" : rawValue }
+
+    var shimValue: Int32 {
+        switch self {
+        case .jpeg: Int32(REEL_VIPS_JPEG)
+        case .webp: Int32(REEL_VIPS_WEBP)
+        case .png: Int32(REEL_VIPS_PNG)
+        case .avif: Int32(REEL_VIPS_AVIF)
+        }
+    }
+}
+
+/// Which of a photo's metadata a render writes (the policy exports use).
+public enum PhotoMetadata: String, Sendable, Codable, CaseIterable {
+    /// All of it: EXIF (with Orientation 1, as the picture is upright), XMP, IPTC, the ICC profile.
+    case keep
+    /// As `keep` without location (the GPS IFD), device (make, model, lens, serial numbers, software),
+    /// the maker note (Apple's content identifier is there) and the XMP and IPTC packets.
+    case sharing
+    /// None (the picture is sRGB, which a file without a profile means).
+    case strip
+
+    var shimValue: Int32 {
+        switch self {
+        case .keep: Int32(REEL_VIPS_KEEP)
+        case .sharing: Int32(REEL_VIPS_SHARING)
+        case .strip: Int32(REEL_VIPS_STRIP)
+        }
+    }
+}
+
+/// What a photo's header says, as a viewer shows it.
+public struct PhotoInfo: Sendable, Codable, Equatable {
+    public var format: PhotoFormat
+    /// Width and height as displayed: after the EXIF orientation (JPEG, PNG, WebP) or HEIF's
+    /// `irot`/`imir` (which libheif applies as it decodes).
+    public var width: Int
+    public var height: Int
+    /// The EXIF orientation (1-8) a render applies; 1 when the picture is stored upright or the
+    /// container's transform is already applied (HEIF).
+    public var orientation: Int
+    /// libvips's interpretation of the decoded pixels (`srgb`, `b-w`, `rgb16`, `cmyk`).
+    public var colourSpace: String
+    /// The embedded ICC profile's description (`Display P3`, `sRGB IEC61966-2.1`), nil without one.
+    public var iccProfile: String?
+    /// Bits per sample of the decoded pixels.
+    public var bitDepth: Int
+    public var hasAlpha: Bool
+    /// Pictures in the file (a GIF's frames, a HEIF's top-level images); renders use the first (or
+    /// HEIF's primary).
+    public var pages: Int
+    /// HEIF only, from libheif: the nclx colour box by name (`Display P3`, `sRGB`, `BT.2020 PQ`) or its
+    /// code points, when the file has one.
+    public var nclx: String? = nil
+    /// HEIF only: whether the primary image has a depth image, and an HDR gain map.
+    public var hasDepth: Bool? = nil
+    public var hasGainMap: Bool? = nil
+    /// HEIF only: embedded thumbnail images (an iPhone's is about 320x240).
+    public var embeddedThumbnails: Int? = nil
+
+    /// The colour as people name it: the ICC profile's description, else the nclx box's name.
+    public var colourName: String? { iccProfile ?? nclx }
+}
+
+/// A rendered picture, encoded in memory.
+public struct RenderedPhoto: Sendable {
+    public var data: Data
+    public var width: Int
+    public var height: Int
+    public var format: ImageOutputFormat
+}
+
+/// How to render a photo: a box to fit (or fill), never enlarged, upright and in sRGB.
+public struct PhotoRenderOptions: Sendable, Equatable {
+    /// The box; 0 leaves a side unbounded (both 0: the whole picture, no scaling).
+    public var maxWidth: Int
+    public var maxHeight: Int
+    /// Fill the box and crop the centre, instead of fitting inside it.
+    public var fill: Bool
+    public var format: ImageOutputFormat
+    /// 1-100, for JPEG, WebP and AVIF.
+    public var quality: Int
+    /// Which metadata to write (default none, as thumbnails).
+    public var metadata: PhotoMetadata
+
+    public init(
+        maxWidth: Int = 0, maxHeight: Int = 0, fill: Bool = false, format: ImageOutputFormat = .jpeg,
+        quality: Int = 90, metadata: PhotoMetadata = .strip
+    ) {
+        self.maxWidth = maxWidth
+        self.maxHeight = maxHeight
+        self.fill = fill
+        self.format = format
+        self.quality = quality
+        self.metadata = metadata
+    }
+}
+
+/// Photos through libvips (with libheif for HEIC and AVIF): the header's facts and resized, upright
+/// sRGB renders. Thread-safe and stateless; the async forms run the blocking work on a thread of their
+/// own, off Swift's cooperative pool.
+public enum PhotoRenderer {
+    /// The most pixels a photo may have (a 200 MP phone photo has 200 million).
+    public static let defaultMaxPixels = 250_000_000
+
+    /// What the header of the photo at `path` says. Throws `unreadable` for a file libvips does not
+    /// read as a photo, `limit-exceeded` for one over `maxPixels`.
+    public static func info(_ path: String, maxPixels: Int = defaultMaxPixels) throws(PhotoError) -> PhotoInfo {
+        let (image, format) = try open(path, maxPixels: maxPixels)
+        let swaps = (5...8).contains(image.orientation)
+        let interpretation = image.interpretation
+        let alpha =
+            image.bands == 2 || image.bands == 4 && interpretation != "cmyk" || image.bands == 5
+        var info = PhotoInfo(
+            format: format, width: swaps ? image.height : image.width, height: swaps ? image.width : image.height,
+            orientation: image.orientation, colourSpace: interpretation,
+            iccProfile: image.blob("icc-profile-data").flatMap(ICCProfile.description), bitDepth: image.bits,
+            hasAlpha: alpha, pages: max(1, image.pages))
+        if format == .heic || format == .avif {
+            var facts = ReelHeifFacts()
+            if reel_heif_facts(path, &facts) == 0 {
+                if facts.nclx != 0 {
+                    info.nclx = nclxName(
+                        primaries: Int(facts.primaries), transfer: Int(facts.transfer), matrix: Int(facts.matrix),
+                        fullRange: facts.full_range != 0)
+                }
+                info.hasDepth = facts.depth != 0
+                info.hasGainMap = facts.gain_map != 0
+                info.embeddedThumbnails = Int(facts.thumbnails)
+                if facts.luma_bits > 8 { info.bitDepth = Int(facts.luma_bits) }
+            }
+        }
+        return info
+    }
+
+    /// An nclx box (ITU-T H.273 code points) by the name people use, else its numbers.
+    static func nclxName(primaries: Int, transfer: Int, matrix: Int, fullRange: Bool) -> String {
+        switch (primaries, transfer) {
+        case (12, 13): return "Display P3"
+        case (1, 13): return "sRGB"
+        case (1, 1), (1, 6): return "BT.709"
+        case (9, 16): return "BT.2020 PQ"
+        case (9, 18): return "BT.2020 HLG"
+        default:
+            return "nclx \(primaries)/\(transfer)/\(matrix)" + (fullRange ? " full range" : " limited range")
+        }
+    }
+
+    /// The photo at `path` rendered as `options` say: decoded once with shrink-on-load, upright, sRGB.
+    public static func render(_ path: String, _ options: PhotoRenderOptions, maxPixels: Int = defaultMaxPixels)
+        throws(PhotoError) -> RenderedPhoto
+    {
+        guard (1...100).contains(options.quality) else {
+            throw PhotoError(.encodeFailed, "quality must be between 1 and 100, not \(options.quality)")
+        }
+        _ = try open(path, maxPixels: maxPixels)
+        let unbounded: Int32 = 10_000_000
+        let width = options.maxWidth > 0 ? Int32(clamping: options.maxWidth) : unbounded
+        let height = options.maxHeight > 0 ? Int32(clamping: options.maxHeight) : unbounded
+        var pointer: OpaquePointer?
+        guard reel_vips_thumbnail(path, width, height, options.fill ? 1 : 0, &pointer) == 0, let pointer else {
+            throw Vips.failure(.unreadable, path, "could not be decoded")
+        }
+        let image = VipsImage(pointer)
+        var buffer: UnsafeMutableRawPointer?
+        var length = 0
+        let saved = reel_vips_save(
+            image.pointer, options.format.shimValue, Int32(options.quality), options.metadata.shimValue, &buffer,
+            &length)
+        defer { reel_vips_free(buffer) }
+        guard saved == 0, let buffer, length > 0 else {
+            // Pixels are decoded as they are encoded: a damaged file fails here, and is the file's fault.
+            let message = Vips.takeError().map(Vips.tidy) ?? "could not be encoded as \(options.format.rawValue)"
+            let name = (path as NSString).lastPathComponent
+            let decoding = ["load", "truncated", "premature", "corrupt", "decode", "heif", "read"]
+                .contains { message.lowercased().contains($0) }
+            throw PhotoError(decoding ? .unreadable : .encodeFailed, "\(name): \(message)")
+        }
+        return RenderedPhoto(
+            data: Data(bytes: buffer, count: length), width: image.width, height: image.height, format: options.format)
+    }
+
+    /// `info` on a thread of its own.
+    public static func loadInfo(_ path: String, maxPixels: Int = defaultMaxPixels) async throws(PhotoError)
+        -> PhotoInfo
+    {
+        try await onOwnThread(named: "reel-photo") { () throws(PhotoError) in try info(path, maxPixels: maxPixels) }
+    }
+
+    /// `render` on a thread of its own.
+    public static func rendering(
+        _ path: String, _ options: PhotoRenderOptions, maxPixels: Int = defaultMaxPixels
+    ) async throws(PhotoError) -> RenderedPhoto {
+        try await onOwnThread(named: "reel-photo") { () throws(PhotoError) in
+            try render(path, options, maxPixels: maxPixels)
+        }
+    }
+
+    /// The header, after checking that a photo loader reads it and that it is within the limit.
+    static func open(_ path: String, maxPixels: Int) throws(PhotoError) -> (VipsImage, PhotoFormat) {
+        try Vips.start()
+        let name = (path as NSString).lastPathComponent
+        guard FileManager.default.isReadableFile(atPath: path) else {
+            throw PhotoError(.unreadable, "\(name): no such file, or it cannot be read")
+        }
+        guard let loader = reel_vips_loader(path).map({ String(cString: $0) }) else {
+            throw PhotoError(.unreadable, "\(name): not a photo libvips reads (HEIC, AVIF, JPEG, PNG, WebP, GIF)")
+        }
+        guard let base = loaderFormat(loader) else {
+            throw PhotoError(.unreadable, "\(name): not a photo Reel renders (libvips reads it with \(loader))")
+        }
+        var pointer: OpaquePointer?
+        guard reel_vips_open(path, &pointer) == 0, let pointer else {
+            throw Vips.failure(.unreadable, path, "its header could not be read")
+        }
+        let image = VipsImage(pointer)
+        var format = base
+        if base == .heic, image.string("heif-compression") == "av1" { format = .avif }
+        let pixels = image.width.multipliedReportingOverflow(by: image.height)
+        if pixels.overflow || pixels.partialValue > maxPixels {
+            throw PhotoError(
+                .limitExceeded,
+                "\(name): \(image.width)x\(image.height) is over the limit of \(maxPixels / 1_000_000) megapixels")
+        }
+        return (image, format)
+    }
+
+    /// The photo format a libvips loader class reads, nil for loaders Reel does not render with.
+    static func loaderFormat(_ loader: String) -> PhotoFormat? {
+        let table: [(String, PhotoFormat)] = [
+            ("VipsForeignLoadJpeg", .jpeg), ("VipsForeignLoadPng", .png), ("VipsForeignLoadWebp", .webp),
+            ("VipsForeignLoadNsgif", .gif), ("VipsForeignLoadGif", .gif), ("VipsForeignLoadHeif", .heic),
+        ]
+        return table.first { loader.hasPrefix($0.0) }?.1
+    }
+}

@@ -1,0 +1,161 @@
+import ArgumentParser
+import Foundation
+import ReelExport
+import ReelSystem
+
+#if Photos
+    import ReelImage
+#endif
+
+/// `reel image`: a photo as `PHImageManager.requestImage(for:targetSize:contentMode:options:)` gives
+/// it: a target size in pixels or `max`, fit or fill, upright, sRGB, with the exports' metadata policy.
+struct ImageCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "image",
+        abstract: "Render a photo (HEIC, AVIF, JPEG, PNG, WebP, a GIF's one frame) at a size, upright and sRGB.")
+
+    @OptionGroup var global: GlobalOptions
+    @OptionGroup var input: InputOptions
+
+    @Argument(help: "The photo file.")
+    var asset: String
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "The target size in pixels (WxH), or max: the whole picture, no scaling or cropping. Never enlarged.",
+            valueName: "WxH|max"))
+    var size: String
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "fit (default): the picture fits inside the size; fill: it covers the size, cropped to it from the centre.",
+            valueName: "fit|fill"))
+    var contentMode = "fit"
+
+    @Option(name: [.short, .long], help: ArgumentHelp("The image file to write.", valueName: "file"))
+    var output: String
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp("jpeg, webp, png or avif. Default: the file's extension, else jpeg.", valueName: "format"))
+    var format: String?
+
+    @Option(name: .long, help: ArgumentHelp("1-100, higher is better (JPEG, WebP, AVIF).", valueName: "1-100"))
+    var quality = 90
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Metadata to write: keep (all of it, EXIF Orientation 1), sharing (no location, device or content identifier), strip (none). Default: $REEL_METADATA, else keep.",
+            valueName: "policy"))
+    var metadata: String?
+
+    @Flag(name: .long, help: "Replace the file if it exists.")
+    var overwrite = false
+
+    @Flag(name: .long, help: "Print the result as one JSON line (file, width, height, format, degraded).")
+    var json = false
+
+    /// `--size`: (0, 0) for max.
+    static func box(_ text: String) -> (Int, Int)? {
+        if text.lowercased() == "max" { return (0, 0) }
+        let parts = text.lowercased().split(separator: "x", omittingEmptySubsequences: false)
+        guard parts.count == 2, let width = Int(parts[0]), let height = Int(parts[1]), width > 0, height > 0 else {
+            return nil
+        }
+        return (width, height)
+    }
+
+    static let formats = ["jpeg", "webp", "png", "avif"]
+
+    /// The format `name` (jpeg, jpg, webp, png, avif), or nil.
+    static func formatName(_ name: String) -> String? {
+        let lowered = name.lowercased()
+        if lowered == "jpg" { return "jpeg" }
+        return formats.contains(lowered) ? lowered : nil
+    }
+
+    func validate() throws {
+        if Self.box(size) == nil { throw ValidationError("cannot read --size '\(size)'; write WxH (1280x720) or max") }
+        if !["fit", "fill"].contains(contentMode) {
+            throw ValidationError("--content-mode is fit or fill, not '\(contentMode)'")
+        }
+        if !(1...100).contains(quality) { throw ValidationError("--quality must be between 1 and 100, not \(quality)") }
+        if let format, Self.formatName(format) == nil {
+            throw ValidationError("unknown image format '\(format)'; use jpeg, webp, png or avif")
+        }
+        if let metadata, MetadataPolicy(rawValue: metadata) == nil {
+            throw ValidationError("--metadata is keep, sharing or strip, not '\(metadata)'")
+        }
+        let named = Self.formatName(URL(fileURLWithPath: output).pathExtension)
+        if let format, let named, Self.formatName(format) != named {
+            throw ValidationError("the file's extension says \(named) but --format says \(format)")
+        }
+    }
+
+    /// One `--json` line.
+    struct Line: Encodable {
+        var file: String
+        var width: Int
+        var height: Int
+        var format: String
+        var contentMode: String
+        var metadata: String
+        /// Always false: the image written is the final one (no degraded image first).
+        var degraded = false
+    }
+
+    func run() async throws {
+        global.bootstrapLogging()
+        #if Photos
+            guard let photo = PhotoInput.signature(asset) else {
+                throw ExportError(
+                    .unreadableInput,
+                    "\(asset) is not a photo Reel renders (HEIC, AVIF, JPEG, PNG, WebP, a GIF of one picture); a video's frames: reel thumbnail"
+                )
+            }
+            let policy =
+                try metadata.flatMap(MetadataPolicy.init(rawValue:)) ?? MetadataDefault.fromEnvironment() ?? .keep
+            let chosen =
+                format.flatMap(Self.formatName) ?? Self.formatName(URL(fileURLWithPath: output).pathExtension) ?? "jpeg"
+            let outputFormat = ImageOutputFormat(rawValue: chosen) ?? .jpeg
+            let file = URL(fileURLWithPath: output)
+            var isDirectory: ObjCBool = false
+            let folder = file.deletingLastPathComponent()
+            guard FileManager.default.fileExists(atPath: folder.path, isDirectory: &isDirectory), isDirectory.boolValue
+            else {
+                throw ExportError(.outputFailed, "the output folder \(folder.path) does not exist", retryable: false)
+            }
+            if !overwrite && FileManager.default.fileExists(atPath: file.path) {
+                throw ExportError(.outputExists, "\(file.path) already exists (ask to overwrite it: --overwrite)")
+            }
+            let box = Self.box(size) ?? (0, 0)
+            let photoMetadata: PhotoMetadata =
+                switch policy {
+                case .keep: .keep
+                case .forSharing: .sharing
+                case .strip: .strip
+                }
+            let options = PhotoRenderOptions(
+                maxWidth: box.0, maxHeight: box.1, fill: contentMode == "fill" && box != (0, 0),
+                format: outputFormat, quality: quality, metadata: photoMetadata)
+            let image = try await PhotoInput.render(asset, options, limits: input.limits)
+            try AtomicFile.write(image.data, to: file, overwrite: overwrite)
+            if json {
+                CLI.printLine(
+                    CLI.jsonLine(
+                        Line(
+                            file: file.path, width: image.width, height: image.height, format: outputFormat.rawValue,
+                            contentMode: contentMode, metadata: policy.rawValue)))
+            } else {
+                CLI.printLine(
+                    "wrote \(file.path) (\(image.width)x\(image.height) \(outputFormat.rawValue), from a \(photo.name) photo)"
+                )
+            }
+        #else
+            throw LeftOut.photos.failure
+        #endif
+    }
+}

@@ -1,0 +1,56 @@
+import Foundation
+import ReelExport
+import ReelMedia
+import ReelSystem
+
+#if Photos
+    import ReelImage
+#endif
+
+/// Photos on the command line: a file is a photo by its first bytes (ReelMedia's `PhotoSignature`),
+/// whatever its name, and is then described and rendered by ReelImage (the Photos trait) instead of
+/// FFmpeg. A build without the trait refuses in one line naming the flag.
+enum PhotoInput {
+    /// The photo format `path` starts with, nil for anything else (a video, a missing file).
+    static func signature(_ path: String) -> PhotoSignature? {
+        guard let handle = FileHandle(forReadingAtPath: path) else { return nil }
+        defer { try? handle.close() }
+        // A GIF's frames are counted in its first megabyte, as the export's diagnosis counts them.
+        guard let head = try? handle.read(upToCount: 1 << 20) else { return nil }
+        return PhotoSignature.detect([UInt8](head))
+    }
+
+    #if Photos
+        /// A photo's error as the export's, so the exit statuses and codes are the ones documented.
+        static func exportError(_ error: PhotoError) -> ExportError {
+            switch error.code {
+            case .unreadable: ExportError(.unreadableInput, error.message)
+            case .limitExceeded: ExportError(.limitExceeded, error.message)
+            case .encodeFailed: ExportError(.unsupportedCodec, error.message)
+            default: ExportError(.internal, error.message)
+            }
+        }
+
+        /// Facts the header gives, after the limits' checks on the path (allowed roots, file size).
+        static func info(_ path: String, limits: InputLimits) async throws -> PhotoInfo {
+            try Asset.checkAccess(URL(fileURLWithPath: path), limits: limits)
+            do {
+                return try await PhotoRenderer.loadInfo(path)
+            } catch {
+                throw exportError(error)
+            }
+        }
+
+        /// The photo rendered, after the same checks.
+        static func render(_ path: String, _ options: PhotoRenderOptions, limits: InputLimits) async throws
+            -> RenderedPhoto
+        {
+            try Asset.checkAccess(URL(fileURLWithPath: path), limits: limits)
+            do {
+                return try await PhotoRenderer.rendering(path, options)
+            } catch {
+                throw exportError(error)
+            }
+        }
+    #endif
+}
