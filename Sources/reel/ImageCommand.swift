@@ -16,8 +16,11 @@ struct ImageCommand: AsyncParsableCommand {
 
     @OptionGroup var global: GlobalOptions
     @OptionGroup var input: InputOptions
+    @OptionGroup var library: LibraryOptions
 
-    @Argument(help: "The photo file.")
+    @Argument(
+        help:
+            "The photo file, or library:<localIdentifier> for a photo of the library (a Live or Motion Photo's still).")
     var asset: String
 
     @Option(
@@ -105,12 +108,25 @@ struct ImageCommand: AsyncParsableCommand {
         var metadata: String
         /// Always false: the image written is the final one (no degraded image first).
         var degraded = false
+        /// The library asset rendered, for a `library:<id>` request.
+        var localIdentifier: String? = nil
     }
 
     func run() async throws {
         global.bootstrapLogging()
         #if Photos
-            guard let photo = PhotoInput.signature(asset) else {
+            // A library asset is its photo resource (a Live or Motion Photo's still), checked to be
+            // the file the library indexed.
+            var path = asset
+            let identifier = LibraryReference.identifier(in: asset)
+            if let identifier {
+                let link = library.link(limits: input.limits, queueDatabase: StoreOptions.environmentDatabaseURL)
+                try link.openNow()
+                let resolved = try await link.resolve(identifier, resource: "photo")
+                try resolved.checkUnchanged()
+                path = resolved.path
+            }
+            guard let photo = PhotoInput.signature(path) else {
                 throw ExportError(
                     .unreadableInput,
                     "\(asset) is not a photo Reel renders (HEIC, AVIF, JPEG, PNG, WebP, a GIF of one picture); a video's frames: reel thumbnail"
@@ -141,14 +157,14 @@ struct ImageCommand: AsyncParsableCommand {
             let options = PhotoRenderOptions(
                 maxWidth: box.0, maxHeight: box.1, fill: contentMode == "fill" && box != (0, 0),
                 format: outputFormat, quality: quality, metadata: photoMetadata)
-            let image = try await PhotoInput.render(asset, options, limits: input.limits)
+            let image = try await PhotoInput.render(path, options, limits: input.limits)
             try AtomicFile.write(image.data, to: file, overwrite: overwrite)
             if json {
                 CLI.printLine(
                     CLI.jsonLine(
                         Line(
                             file: file.path, width: image.width, height: image.height, format: outputFormat.rawValue,
-                            contentMode: contentMode, metadata: policy.rawValue)))
+                            contentMode: contentMode, metadata: policy.rawValue, localIdentifier: identifier)))
             } else {
                 CLI.printLine(
                     "wrote \(file.path) (\(image.width)x\(image.height) \(outputFormat.rawValue), from a \(photo.name) photo)"

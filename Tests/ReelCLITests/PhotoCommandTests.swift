@@ -147,6 +147,46 @@ struct PhotoCommandTests {
         #expect(bad.status == 64, "\(bad.stderr)")
     }
 
+    /// `reel image library:<id>`: the library's photo resource, a Live or Motion Photo's still; a video
+    /// asset has none, refused in one line.
+    @Test func imageRendersALibraryPhotoAndAMotionPhotosStill() async throws {
+        let folder = Fixtures.scratchFolder("photo-image-library")
+        let photos = folder.appendingPathComponent("photos")
+        try FileManager.default.createDirectory(at: photos, withIntermediateDirectories: true)
+        for (file, name) in [(try PhoneFiles.heic, "IMG_2927.HEIC"), (try PhoneFiles.motionPhoto, "PXL_0001.jpg")] {
+            try FileManager.default.copyItem(atPath: file, toPath: photos.appendingPathComponent(name).path)
+        }
+        try FileManager.default.copyItem(
+            atPath: try await Fixtures.url(Fixtures.landscape).path,
+            toPath: photos.appendingPathComponent("clip.mov").path)
+        let environment = ["REEL_LIBRARY": folder.appendingPathComponent("library.sqlite").path]
+        let scan = try await ReelBinary.run(["library", "scan", photos.path], environment: environment)
+        #expect(scan.status == 0, "\(scan.stderr)")
+        let listed = try await ReelBinary.run(["library", "list", "--json"], environment: environment)
+        var ids: [String: String] = [:]
+        for line in listed.stdout.split(separator: "\n") {
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            ids[object["originalFilename"] as? String ?? ""] = object["localIdentifier"] as? String
+        }
+        for name in ["IMG_2927.HEIC", "PXL_0001.jpg"] {
+            let id = try #require(ids[name], "\(ids)")
+            let out = folder.appendingPathComponent(name + ".jpg")
+            let result = try await ReelBinary.run(
+                ["image", "library:\(id)", "--size", "250x250", "-o", out.path, "--json"], environment: environment)
+            #expect(result.status == 0, "\(name): \(result.stderr)")
+            let line = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+            #expect(line["localIdentifier"] as? String == id)
+            let picture = try #require(try await ProbedFile.probe(out).video)
+            #expect(picture.codec_name == "mjpeg", "\(name)")
+            #expect(max(picture.width ?? 0, picture.height ?? 0) == 250, "\(name): \(picture)")
+        }
+        let video = try #require(ids["clip.mov"])
+        let refused = try await ReelBinary.run(
+            ["image", "library:\(video)", "--size", "250x250", "-o", folder.appendingPathComponent("v.jpg").path],
+            environment: environment)
+        #expect(refused.status == 65 && refused.stderr.split(separator: "\n").count == 1, "\(refused.stderr)")
+    }
+
     @Test func sharingDropsLocationDeviceAndTheContentIdentifier() async throws {
         let folder = Fixtures.scratchFolder("photo-sharing")
         let jpeg = try await Self.jpeg(folder, name: "located.jpg")
