@@ -99,13 +99,29 @@ const void *reel_vips_blob(ReelVipsImage *image, const char *name, size_t *lengt
     return data;
 }
 
+/// Whether the photo at `path` embeds an ICC profile (read from its header alone). A photo without one
+/// is sRGB already, as browsers read it: converting it "from sRGB to sRGB" through lcms shifted pure
+/// colours (blue 0,0,255 came out 84,15,253), so only a photo with a profile is converted.
+static int has_profile(const char *path) {
+    VipsImage *header = vips_image_new_from_file(path, NULL);
+    if (header == NULL) {
+        vips_error_clear();
+        return 0;
+    }
+    int found = vips_image_get_typeof(header, VIPS_META_ICC_NAME) != 0;
+    g_object_unref(header);
+    return found;
+}
+
 int reel_vips_thumbnail(const char *path, int width, int height, int fill, ReelVipsImage **out) {
     VipsImage *thumbnail = NULL;
-    if (vips_thumbnail(path, &thumbnail, width, "height", height, "size", VIPS_SIZE_DOWN, "crop",
-            fill ? VIPS_INTERESTING_CENTRE : VIPS_INTERESTING_NONE, "export_profile", "srgb", "fail_on",
-            VIPS_FAIL_ON_TRUNCATED, NULL)
-        != 0)
-        return -1;
+    int converted = has_profile(path)
+        ? vips_thumbnail(path, &thumbnail, width, "height", height, "size", VIPS_SIZE_DOWN, "crop",
+              fill ? VIPS_INTERESTING_CENTRE : VIPS_INTERESTING_NONE, "export_profile", "srgb", "fail_on",
+              VIPS_FAIL_ON_TRUNCATED, NULL)
+        : vips_thumbnail(path, &thumbnail, width, "height", height, "size", VIPS_SIZE_DOWN, "crop",
+              fill ? VIPS_INTERESTING_CENTRE : VIPS_INTERESTING_NONE, "fail_on", VIPS_FAIL_ON_TRUNCATED, NULL);
+    if (converted != 0) return -1;
     // Upright now: a kept EXIF block says so (Orientation 1), so no viewer rotates it again.
     VipsImage *copy = NULL;
     if (vips_copy(thumbnail, &copy, NULL) != 0) {
@@ -113,6 +129,48 @@ int reel_vips_thumbnail(const char *path, int width, int height, int fill, ReelV
         return -1;
     }
     g_object_unref(thumbnail);
+    vips_image_set_int(copy, VIPS_META_ORIENTATION, 1);
+    *out = (ReelVipsImage *)copy;
+    return 0;
+}
+
+int reel_vips_crop_thumbnail(const char *path, double x, double y, double w, double h, int width, int height,
+    int fill, ReelVipsImage **out) {
+    VipsImage *loaded = vips_image_new_from_file(path, "fail_on", VIPS_FAIL_ON_TRUNCATED, NULL);
+    if (loaded == NULL) return -1;
+    // HEIF's irot/imir are applied by the loader; EXIF's orientation by autorot.
+    VipsImage *upright = NULL;
+    int failed = vips_autorot(loaded, &upright, NULL);
+    g_object_unref(loaded);
+    if (failed != 0) return -1;
+    int full_width = vips_image_get_width(upright), full_height = vips_image_get_height(upright);
+    int left = (int)(x * full_width + 0.5), top = (int)(y * full_height + 0.5);
+    int right = (int)((x + w) * full_width + 0.5), bottom = (int)((y + h) * full_height + 0.5);
+    if (left < 0) left = 0;
+    if (top < 0) top = 0;
+    if (right > full_width) right = full_width;
+    if (bottom > full_height) bottom = full_height;
+    if (right - left < 1 || bottom - top < 1) {
+        g_object_unref(upright);
+        vips_error("reel", "the crop rectangle holds no pixel of the %dx%d picture", full_width, full_height);
+        return -1;
+    }
+    VipsImage *area = NULL;
+    failed = vips_extract_area(upright, &area, left, top, right - left, bottom - top, NULL);
+    g_object_unref(upright);
+    if (failed != 0) return -1;
+    VipsImage *thumbnail = NULL;
+    failed = vips_image_get_typeof(area, VIPS_META_ICC_NAME) != 0
+        ? vips_thumbnail_image(area, &thumbnail, width, "height", height, "size", VIPS_SIZE_DOWN, "crop",
+              fill ? VIPS_INTERESTING_CENTRE : VIPS_INTERESTING_NONE, "export_profile", "srgb", NULL)
+        : vips_thumbnail_image(area, &thumbnail, width, "height", height, "size", VIPS_SIZE_DOWN, "crop",
+              fill ? VIPS_INTERESTING_CENTRE : VIPS_INTERESTING_NONE, NULL);
+    g_object_unref(area);
+    if (failed != 0) return -1;
+    VipsImage *copy = NULL;
+    failed = vips_copy(thumbnail, &copy, NULL);
+    g_object_unref(thumbnail);
+    if (failed != 0) return -1;
     vips_image_set_int(copy, VIPS_META_ORIENTATION, 1);
     *out = (ReelVipsImage *)copy;
     return 0;

@@ -96,6 +96,9 @@ public struct PhotoRenderOptions: Sendable, Equatable {
     public var quality: Int
     /// Which metadata to write (default none, as thumbnails).
     public var metadata: PhotoMetadata
+    /// The part of the upright picture to render, in unit coordinates (PhotoKit's `normalizedCropRect`:
+    /// x, y, width, height from the top left); nil for all of it. The box then applies to that part.
+    public var crop: (x: Double, y: Double, width: Double, height: Double)? = nil
 
     public init(
         maxWidth: Int = 0, maxHeight: Int = 0, fill: Bool = false, format: ImageOutputFormat = .jpeg,
@@ -107,6 +110,13 @@ public struct PhotoRenderOptions: Sendable, Equatable {
         self.format = format
         self.quality = quality
         self.metadata = metadata
+    }
+
+    public static func == (a: PhotoRenderOptions, b: PhotoRenderOptions) -> Bool {
+        a.maxWidth == b.maxWidth && a.maxHeight == b.maxHeight && a.fill == b.fill && a.format == b.format
+            && a.quality == b.quality && a.metadata == b.metadata
+            && a.crop.map { [$0.x, $0.y, $0.width, $0.height] }
+                == b.crop.map { [$0.x, $0.y, $0.width, $0.height] }
     }
 }
 
@@ -172,7 +182,20 @@ public enum PhotoRenderer {
         let width = options.maxWidth > 0 ? Int32(clamping: options.maxWidth) : unbounded
         let height = options.maxHeight > 0 ? Int32(clamping: options.maxHeight) : unbounded
         var pointer: OpaquePointer?
-        guard reel_vips_thumbnail(path, width, height, options.fill ? 1 : 0, &pointer) == 0, let pointer else {
+        let made: Int32
+        if let crop = options.crop {
+            guard crop.x >= 0, crop.y >= 0, crop.width > 0, crop.height > 0, crop.x + crop.width <= 1 + 1e-9,
+                crop.y + crop.height <= 1 + 1e-9
+            else {
+                throw PhotoError(
+                    .invalidArgument, "the crop rectangle must lie within the unit square (x,y,w,h from 0 to 1)")
+            }
+            made = reel_vips_crop_thumbnail(
+                path, crop.x, crop.y, crop.width, crop.height, width, height, options.fill ? 1 : 0, &pointer)
+        } else {
+            made = reel_vips_thumbnail(path, width, height, options.fill ? 1 : 0, &pointer)
+        }
+        guard made == 0, let pointer else {
             throw Vips.failure(.unreadable, path, "could not be decoded")
         }
         let image = VipsImage(pointer)

@@ -11,6 +11,8 @@ public struct PhotoError: Error, Sendable, Equatable, CustomStringConvertible {
         public static let limitExceeded = Code("limit-exceeded")
         /// The picture was decoded but could not be encoded in the format asked for.
         public static let encodeFailed = Code("encode-failed")
+        /// A render option out of range (a crop outside the picture).
+        public static let invalidArgument = Code("invalid-argument")
         /// libvips could not start (its modules or GLib's type system).
         public static let unavailable = Code("unavailable")
         public var description: String { rawValue }

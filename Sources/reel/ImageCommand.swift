@@ -37,6 +37,13 @@ struct ImageCommand: AsyncParsableCommand {
             valueName: "fit|fill"))
     var contentMode = "fit"
 
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Render only this part of the upright picture, x,y,w,h in unit coordinates from the top left (PhotoKit's normalizedCropRect, e.g. 0.25,0.25,0.5,0.5); --size then applies to it.",
+            valueName: "x,y,w,h"))
+    var crop: String?
+
     @Option(name: [.short, .long], help: ArgumentHelp("The image file to write.", valueName: "file"))
     var output: String
 
@@ -71,6 +78,15 @@ struct ImageCommand: AsyncParsableCommand {
         return (width, height)
     }
 
+    /// `--crop`: four numbers, a rectangle inside the unit square with a width and height; nil otherwise.
+    static func cropRect(_ text: String) -> (x: Double, y: Double, width: Double, height: Double)? {
+        let numbers = text.split(separator: ",").compactMap { Double($0.trimmingCharacters(in: .whitespaces)) }
+        guard numbers.count == 4, numbers.allSatisfy(\.isFinite) else { return nil }
+        let (x, y, w, h) = (numbers[0], numbers[1], numbers[2], numbers[3])
+        guard x >= 0, y >= 0, w > 0, h > 0, x + w <= 1 + 1e-9, y + h <= 1 + 1e-9 else { return nil }
+        return (x, y, w, h)
+    }
+
     static let formats = ["jpeg", "webp", "png", "avif"]
 
     /// The format `name` (jpeg, jpg, webp, png, avif), or nil.
@@ -84,6 +100,10 @@ struct ImageCommand: AsyncParsableCommand {
         if Self.box(size) == nil { throw ValidationError("cannot read --size '\(size)'; write WxH (1280x720) or max") }
         if !["fit", "fill"].contains(contentMode) {
             throw ValidationError("--content-mode is fit or fill, not '\(contentMode)'")
+        }
+        if let crop, Self.cropRect(crop) == nil {
+            throw ValidationError(
+                "cannot use --crop '\(crop)'; write x,y,w,h inside the unit square, e.g. 0.25,0.25,0.5,0.5")
         }
         if !(1...100).contains(quality) { throw ValidationError("--quality must be between 1 and 100, not \(quality)") }
         if let format, Self.formatName(format) == nil {
@@ -154,9 +174,10 @@ struct ImageCommand: AsyncParsableCommand {
                 case .forSharing: .sharing
                 case .strip: .strip
                 }
-            let options = PhotoRenderOptions(
+            var options = PhotoRenderOptions(
                 maxWidth: box.0, maxHeight: box.1, fill: contentMode == "fill" && box != (0, 0),
                 format: outputFormat, quality: quality, metadata: photoMetadata)
+            options.crop = crop.flatMap(Self.cropRect)
             let image = try await PhotoInput.render(path, options, limits: input.limits)
             try AtomicFile.write(image.data, to: file, overwrite: overwrite)
             if json {

@@ -27,6 +27,7 @@ enum PhotoInput {
             case .unreadable: ExportError(.unreadableInput, error.message)
             case .limitExceeded: ExportError(.limitExceeded, error.message)
             case .encodeFailed: ExportError(.unsupportedCodec, error.message)
+            case .invalidArgument: ExportError(.invalidArgument, error.message)
             default: ExportError(.internal, error.message)
             }
         }

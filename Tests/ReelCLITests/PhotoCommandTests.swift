@@ -187,6 +187,48 @@ struct PhotoCommandTests {
         #expect(refused.status == 65 && refused.stderr.split(separator: "\n").count == 1, "\(refused.stderr)")
     }
 
+    /// `--crop x,y,w,h` is PhotoKit's normalizedCropRect: unit coordinates of the upright picture. A
+    /// JPEG of four coloured quadrants stored sideways (EXIF Orientation 6) is cut in its upright
+    /// top-left quarter, which is the stored bottom-left one (blue); ffmpeg reads the pixel back.
+    @Test func cropCutsTheUprightPicture() async throws {
+        let folder = Fixtures.scratchFolder("photo-crop")
+        let photo = folder.appendingPathComponent("quadrants.jpg")
+        let colours = ["red", "lime", "blue", "yellow"].flatMap { ["-f", "lavfi", "-i", "color=\($0):s=100x50"] }
+        try await Tools.ffmpeg(
+            colours + [
+                "-filter_complex", "[0][1]hstack[top];[2][3]hstack[bottom];[top][bottom]vstack", "-frames:v", "1",
+                "-q:v", "2", photo.path,
+            ])
+        let rotated = try await Tools.run(
+            "exiftool", ["-q", "-overwrite_original", "-n", "-Orientation=6", photo.path])
+        try #require(rotated.status == 0, "\(rotated.stderr)")
+        let out = folder.appendingPathComponent("corner.png")
+        let result = try await ReelBinary.run([
+            "image", photo.path, "--size", "max", "--crop", "0,0,0.5,0.5", "-o", out.path, "--json",
+        ])
+        #expect(result.status == 0, "\(result.stderr)")
+        let line = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+        // Upright the picture is 100x200; its top-left quarter is 50x100.
+        #expect(line["width"] as? Int == 50 && line["height"] as? Int == 100, "\(line)")
+        let raw = folder.appendingPathComponent("corner.rgb")
+        try await Tools.ffmpeg([
+            "-y", "-v", "error", "-i", out.path, "-vf", "crop=10:10:20:45", "-frames:v", "1", "-f", "rawvideo",
+            "-pix_fmt", "rgb24", raw.path,
+        ])
+        let bytes = [UInt8](try Data(contentsOf: raw))
+        let mean = [0, 1, 2].map { channel in
+            stride(from: channel, to: bytes.count, by: 3).map { Int(bytes[$0]) }.reduce(0, +) / max(1, bytes.count / 3)
+        }
+        // Pure blue stays pure: a photo without an ICC profile is sRGB and is not converted (an sRGB to
+        // sRGB pass through lcms gave 84,15,253).
+        #expect(mean[2] > 240 && mean[0] < 16 && mean[1] < 16, "blue expected, got \(mean)")
+        let refused = try await ReelBinary.run([
+            "image", photo.path, "--size", "max", "--crop", "0.5,0,0.75,1", "-o",
+            folder.appendingPathComponent("x.png").path,
+        ])
+        #expect(refused.status == 64 && refused.stderr.contains("--crop"), "\(refused.stderr)")
+    }
+
     @Test func sharingDropsLocationDeviceAndTheContentIdentifier() async throws {
         let folder = Fixtures.scratchFolder("photo-sharing")
         let jpeg = try await Self.jpeg(folder, name: "located.jpg")

@@ -43,6 +43,10 @@ const void *reel_vips_blob(ReelVipsImage *image, const char *name, size_t *lengt
 /// fit `width`x`height` (`fill` = cover the box and crop the centre), never enlarged, in sRGB (an
 /// embedded profile is imported). The result's EXIF orientation is 1.
 int reel_vips_thumbnail(const char *path, int width, int height, int fill, ReelVipsImage **out);
+/// As reel_vips_thumbnail, of the part of the upright picture the unit rectangle (x, y, w, h) names
+/// (PhotoKit's normalizedCropRect): decoded whole, turned upright, cut, then fitted or filled.
+int reel_vips_crop_thumbnail(const char *path, double x, double y, double w, double h, int width, int height,
+    int fill, ReelVipsImage **out);
 
 /// Saver formats.
 enum { REEL_VIPS_JPEG = 0, REEL_VIPS_WEBP = 1, REEL_VIPS_PNG = 2, REEL_VIPS_AVIF = 3 };
