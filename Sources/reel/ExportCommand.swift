@@ -165,8 +165,9 @@ struct ExportCommand: AsyncParsableCommand {
                 facts.append(
                     String(format: "%.3f-%.3f s of the asset", range.start, range.end ?? 0) + " (asked \(requested))")
             }
-            if let metadata = result.metadata, !(metadata.location + metadata.device).isEmpty {
-                facts.append("metadata: " + (metadata.location + metadata.device).joined(separator: ", "))
+            if let metadata = result.metadata, !(metadata.location + metadata.device + metadata.identifiers).isEmpty {
+                facts.append(
+                    "metadata: " + (metadata.location + metadata.device + metadata.identifiers).joined(separator: ", "))
             }
             facts.append(String(format: "in %.1f s", result.elapsedSeconds))
             if let source {

@@ -64,7 +64,7 @@ enum PlanPrinter {
         let metadata = plan.metadata
         let list = { (keys: [String]) in keys.isEmpty ? "none" : keys.joined(separator: ", ") }
         lines.append(
-            "  metadata  \(metadata.policy.rawValue) (\(metadata.written.count) keys; location: \(list(metadata.location)); device: \(list(metadata.device)))"
+            "  metadata  \(metadata.policy.rawValue) (\(metadata.written.count) keys; location: \(list(metadata.location)); device: \(list(metadata.device)); identifiers: \(list(metadata.identifiers)))"
         )
         lines.append("  estimate  \(CLI.formatBytes(plan.estimatedBytes)) (\(plan.estimatedBytes) bytes)")
         if let limit = plan.sizeLimit {

@@ -113,6 +113,16 @@ struct MetadataDefaultTests {
         let plan = try #require(try JSONSerialization.jsonObject(with: Data(estimate.stdout.utf8)) as? [String: Any])
         let written = try #require((plan["metadata"] as? [String: Any])?["written"] as? [String: String])
         #expect(!written.keys.contains { $0.contains("identifier") || $0.contains("signature") }, "\(written)")
+        #expect((plan["metadata"] as? [String: Any])?["identifiers"] as? [String] == [], "\(plan)")
+        // Under keep, the plan and the result name the identifiers written.
+        let keptPlan = try await ReelBinary.run(
+            ["export", source, "--preset", "640x480", "--metadata", "keep", "--estimate", "--json"] + extra)
+        let keptObject = try #require(
+            try JSONSerialization.jsonObject(with: Data(keptPlan.stdout.utf8)) as? [String: Any])
+        let named = try #require((keptObject["metadata"] as? [String: Any])?["identifiers"] as? [String])
+        #expect(named.contains("com.apple.quicktime.content.identifier"), "\(named)")
+        #expect(
+            keep.stdout.contains("com.apple.quicktime.content.identifier"), "the human line names it: \(keep.stdout)")
     }
 
     /// A job that did not choose takes its worker's default (`--metadata`, or `$REEL_METADATA`), in an

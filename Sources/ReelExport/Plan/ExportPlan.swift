@@ -190,12 +190,30 @@ public struct ExportPlan: Sendable, Codable, Equatable {
         public var location: [String]
         /// The keys written that name the device or its software (`MetadataPolicy.isDeviceKey`), sorted.
         public var device: [String]
+        /// The keys written that tie the file to a library, device or person (the content identifier;
+        /// `MetadataPolicy.isIdentifierKey`), sorted; empty under `sharing` and `strip`.
+        public var identifiers: [String]
 
         public init(policy: MetadataPolicy, written: [String: String]) {
             self.policy = policy
             self.written = written
             location = written.keys.filter(MetadataPolicy.isLocationKey).sorted()
             device = written.keys.filter(MetadataPolicy.isDeviceKey).sorted()
+            identifiers = written.keys.filter(MetadataPolicy.isIdentifierKey).sorted()
+        }
+
+        private enum CodingKeys: String, CodingKey { case policy, written, location, device, identifiers }
+
+        /// Plans written before `identifiers` existed read with the list made from `written`.
+        public init(from decoder: any Decoder) throws {
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            policy = try c.decode(MetadataPolicy.self, forKey: .policy)
+            written = try c.decode([String: String].self, forKey: .written)
+            location = try c.decode([String].self, forKey: .location)
+            device = try c.decode([String].self, forKey: .device)
+            identifiers =
+                try c.decodeIfPresent([String].self, forKey: .identifiers)
+                ?? written.keys.filter(MetadataPolicy.isIdentifierKey).sorted()
         }
     }
 }

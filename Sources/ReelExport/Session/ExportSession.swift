@@ -140,10 +140,24 @@ public final class ExportSession: Sendable {
             public var location: [String]
             /// Keys that name the device or its software (`MetadataPolicy.isDeviceKey`), sorted.
             public var device: [String]
+            /// Keys that tie the file to a library, device or person (`MetadataPolicy.isIdentifierKey`),
+            /// sorted.
+            public var identifiers: [String]
 
             public init(_ metadata: [String: String]) {
                 location = metadata.keys.filter(MetadataPolicy.isLocationKey).sorted()
                 device = metadata.keys.filter(MetadataPolicy.isDeviceKey).sorted()
+                identifiers = metadata.keys.filter(MetadataPolicy.isIdentifierKey).sorted()
+            }
+
+            private enum CodingKeys: String, CodingKey { case location, device, identifiers }
+
+            /// Results written before `identifiers` existed read with an empty list.
+            public init(from decoder: any Decoder) throws {
+                let c = try decoder.container(keyedBy: CodingKeys.self)
+                location = try c.decode([String].self, forKey: .location)
+                device = try c.decode([String].self, forKey: .device)
+                identifiers = try c.decodeIfPresent([String].self, forKey: .identifiers) ?? []
             }
         }
 
