@@ -99,23 +99,11 @@ const void *reel_vips_blob(ReelVipsImage *image, const char *name, size_t *lengt
     return data;
 }
 
-/// Whether the photo at `path` embeds an ICC profile (read from its header alone). A photo without one
-/// is sRGB already, as browsers read it: converting it "from sRGB to sRGB" through lcms shifted pure
-/// colours (blue 0,0,255 came out 84,15,253), so only a photo with a profile is converted.
-static int has_profile(const char *path) {
-    VipsImage *header = vips_image_new_from_file(path, NULL);
-    if (header == NULL) {
-        vips_error_clear();
-        return 0;
-    }
-    int found = vips_image_get_typeof(header, VIPS_META_ICC_NAME) != 0;
-    g_object_unref(header);
-    return found;
-}
-
-int reel_vips_thumbnail(const char *path, int width, int height, int fill, ReelVipsImage **out) {
+int reel_vips_thumbnail(const char *path, int width, int height, int fill, int convert, ReelVipsImage **out) {
     VipsImage *thumbnail = NULL;
-    int converted = has_profile(path)
+    // Only a photo with an ICC profile is converted: one without is sRGB already, as browsers read it,
+    // and an "sRGB to sRGB" pass through lcms shifted pure colours (blue 0,0,255 came out 84,15,253).
+    int converted = convert
         ? vips_thumbnail(path, &thumbnail, width, "height", height, "size", VIPS_SIZE_DOWN, "crop",
               fill ? VIPS_INTERESTING_CENTRE : VIPS_INTERESTING_NONE, "export_profile", "srgb", "fail_on",
               VIPS_FAIL_ON_TRUNCATED, NULL)

@@ -177,7 +177,8 @@ public enum PhotoRenderer {
         guard (1...100).contains(options.quality) else {
             throw PhotoError(.encodeFailed, "quality must be between 1 and 100, not \(options.quality)")
         }
-        _ = try open(path, maxPixels: maxPixels)
+        // The header read for the checks says whether there is a profile to convert from.
+        let hasProfile = try open(path, maxPixels: maxPixels).0.blob("icc-profile-data") != nil
         let unbounded: Int32 = 10_000_000
         let width = options.maxWidth > 0 ? Int32(clamping: options.maxWidth) : unbounded
         let height = options.maxHeight > 0 ? Int32(clamping: options.maxHeight) : unbounded
@@ -193,7 +194,7 @@ public enum PhotoRenderer {
             made = reel_vips_crop_thumbnail(
                 path, crop.x, crop.y, crop.width, crop.height, width, height, options.fill ? 1 : 0, &pointer)
         } else {
-            made = reel_vips_thumbnail(path, width, height, options.fill ? 1 : 0, &pointer)
+            made = reel_vips_thumbnail(path, width, height, options.fill ? 1 : 0, hasProfile ? 1 : 0, &pointer)
         }
         guard made == 0, let pointer else {
             throw Vips.failure(.unreadable, path, "could not be decoded")

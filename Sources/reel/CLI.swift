@@ -9,21 +9,18 @@ import Synchronization
 
 /// Presentation helpers shared by the commands.
 enum CLI {
-    static func printError(_ message: String) {
-        let line = message.replacingOccurrences(of: "\n", with: " ")
-        try? FileHandle.standardError.write(contentsOf: Data("reel: error: \(line)\n".utf8))
-    }
+    static func printError(_ message: String) { printToStderr("error", message) }
 
     /// A note on stderr: something the user should know that is not an error (a fallback taken).
-    static func printNote(_ message: String) {
-        let line = message.replacingOccurrences(of: "\n", with: " ")
-        try? FileHandle.standardError.write(contentsOf: Data("reel: note: \(line)\n".utf8))
-    }
+    static func printNote(_ message: String) { printToStderr("note", message) }
 
     /// A warning on stderr: something that may go wrong later, which this command cannot check.
-    static func printWarning(_ message: String) {
+    static func printWarning(_ message: String) { printToStderr("warning", message) }
+
+    /// One `reel: <kind>: …` line on stderr, whatever newlines the message holds.
+    private static func printToStderr(_ kind: String, _ message: String) {
         let line = message.replacingOccurrences(of: "\n", with: " ")
-        try? FileHandle.standardError.write(contentsOf: Data("reel: warning: \(line)\n".utf8))
+        try? FileHandle.standardError.write(contentsOf: Data("reel: \(kind): \(line)\n".utf8))
     }
 
     /// How logging was set up, once per process.

@@ -41,8 +41,9 @@ const void *reel_vips_blob(ReelVipsImage *image, const char *name, size_t *lengt
 
 /// `path` decoded upright (EXIF orientation or HEIF irot/imir applied), shrunk on load and resampled to
 /// fit `width`x`height` (`fill` = cover the box and crop the centre), never enlarged, in sRGB (an
-/// embedded profile is imported). The result's EXIF orientation is 1.
-int reel_vips_thumbnail(const char *path, int width, int height, int fill, ReelVipsImage **out);
+/// embedded profile is imported; `convert` 0 for a photo without one, which is kept as it is). The
+/// result's EXIF orientation is 1.
+int reel_vips_thumbnail(const char *path, int width, int height, int fill, int convert, ReelVipsImage **out);
 /// As reel_vips_thumbnail, of the part of the upright picture the unit rectangle (x, y, w, h) names
 /// (PhotoKit's normalizedCropRect): decoded whole, turned upright, cut, then fitted or filled.
 int reel_vips_crop_thumbnail(const char *path, double x, double y, double w, double h, int width, int height,
