@@ -66,11 +66,30 @@ enum PlanPrinter {
         lines.append(
             "  metadata  \(metadata.policy.rawValue) (\(metadata.written.count) keys; location: \(list(metadata.location)); device: \(list(metadata.device)); identifiers: \(list(metadata.identifiers)))"
         )
-        lines.append("  estimate  \(CLI.formatBytes(plan.estimatedBytes)) (\(plan.estimatedBytes) bytes)")
+        lines.append(
+            "  estimate  \(CLI.formatBytes(plan.estimatedBytes)) (\(plan.estimatedBytes) bytes\(estimateSource(plan)))")
         if let limit = plan.sizeLimit {
             lines.append("  limit     \(CLI.formatBytes(limit.bytes)) (\(limit.bytes) bytes): \(limit.summary)")
         }
         return lines.joined(separator: "\n")
+    }
+
+    /// How the estimate was found, as a clause after its bytes.
+    static func estimateSource(_ plan: ExportPlan) -> String {
+        let samples = plan.estimateSamples
+        switch plan.estimateMethod {
+        case .copy?: return "; the source's bytes, no frame read"
+        case .model?: return "; Reel's model of the encoder, no frame read"
+        case .encoded?:
+            return "; the whole export encoded"
+                + (samples.map { String(format: ", took %.1f s", $0.elapsedSeconds) } ?? "")
+        case .samples?:
+            guard let samples else { return "; sample encodes" }
+            return "; \(samples.count) sample encodes, "
+                + String(format: "%.1f s in all, ", samples.seconds) + CLI.formatBytes(samples.bytes)
+                + String(format: ", extrapolated to %.1f s; took %.1f s", plan.durationSeconds, samples.elapsedSeconds)
+        case nil: return ""
+        }
     }
 
     private static func size(_ width: Int?, _ height: Int?) -> String {

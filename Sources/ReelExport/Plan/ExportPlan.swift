@@ -45,6 +45,42 @@ public struct ExportPlan: Sendable, Codable, Equatable {
     public var estimatedBytes: Int64
     /// How the export fits a file size limit, when one was given (`fileLengthLimit`, `--max-size`).
     public var sizeLimit: SizeLimit? = nil
+    /// How `estimatedBytes` was found; nil in plans written before the method was recorded.
+    public var estimateMethod: EstimateMethod? = nil
+    /// The encodes a measured estimate comes from (`ExportSession.measuredPlan()`); nil otherwise.
+    public var estimateSamples: EstimateSamples? = nil
+
+    /// Where `estimatedBytes` comes from.
+    public enum EstimateMethod: String, Sendable, Codable {
+        /// A copy: the source's bytes for the streams and the duration kept. No frame is read.
+        case copy
+        /// A re-encode: `SizeEstimate`'s model of the encoder from the source's probed facts. No
+        /// frame is read; content unlike the model's calibration can miss by half or more.
+        case model
+        /// Short encodes at the plan's own settings, spread over the duration, extrapolated.
+        case samples
+        /// The whole export encoded once (an export no longer than the samples would be).
+        case encoded
+    }
+
+    /// The encodes a measured estimate extrapolates.
+    public struct EstimateSamples: Sendable, Codable, Equatable {
+        /// Encodes made (1 when the whole export was encoded).
+        public var count: Int
+        /// Seconds of output they hold, together.
+        public var seconds: Double
+        /// Bytes they wrote, together.
+        public var bytes: Int64
+        /// Wall time they took, in seconds.
+        public var elapsedSeconds: Double
+
+        public init(count: Int, seconds: Double, bytes: Int64, elapsedSeconds: Double) {
+            self.count = count
+            self.seconds = seconds
+            self.bytes = bytes
+            self.elapsedSeconds = elapsedSeconds
+        }
+    }
 
     /// Why the export is done this way.
     public struct Decision: Sendable, Codable, Equatable, CustomStringConvertible {

@@ -60,6 +60,7 @@ public enum ExportPlanner {
                 )
             }
             try fit(&plan, limit: limit, asset: asset, preset: preset)
+            plan.estimateMethod = SizeEstimate.method(for: plan)
             return plan
         }
         try check(timeRange, asset: asset)
@@ -111,6 +112,7 @@ public enum ExportPlanner {
         plan.height = plan.video?.height
         plan.frameRate = plan.video?.frameRate
         plan.estimatedBytes = SizeEstimate.bytes(for: plan, asset: asset)
+        plan.estimateMethod = SizeEstimate.method(for: plan)
         return plan
     }
 

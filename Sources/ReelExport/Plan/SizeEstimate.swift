@@ -35,6 +35,11 @@ enum SizeEstimate {
         }
     }
 
+    /// How `bytes(for:asset:)` arrives at its figure for `plan`.
+    static func method(for plan: ExportPlan) -> ExportPlan.EstimateMethod {
+        plan.method == .transcode ? .model : .copy
+    }
+
     /// A copy: the source's bytes, less the streams left out, scaled by the share of the duration kept;
     /// plus, for a network-optimised file, the room the remux reserves in front for the moov (which
     /// replaces the source's own index, about 12 bytes a sample).

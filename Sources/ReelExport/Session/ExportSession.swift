@@ -304,6 +304,8 @@ public final class ExportSession: Sendable {
         var handler: (@Sendable (Progress) -> Void)?
         var nextObserver = 0
         var lastPublished: ContinuousClock.Instant?
+        /// The sample encode `measuredPlan()` is running, cancelled with this session.
+        var sample: ExportSession?
     }
 
     /// The asset being exported.
@@ -321,6 +323,13 @@ public final class ExportSession: Sendable {
     ) throws(ExportError) {
         self.asset = asset
         self.preset = try presets.preset(named: presetName)
+        self.limits = limits
+    }
+
+    /// A session for a preset already resolved (a sample encode of `measuredPlan()`).
+    init(asset: Asset, preset: Preset, limits: InputLimits) {
+        self.asset = asset
+        self.preset = preset
         self.limits = limits
     }
 
@@ -551,6 +560,7 @@ public final class ExportSession: Sendable {
     /// Cancelling before `export()` makes it end cancelled at once.
     public func cancelExport() {
         cancelFlag.raise()
+        state.withLock { $0.sample }?.cancelExport()
     }
 
     /// Runs the export on a dedicated thread and returns when it is done. Cancelling the calling task
