@@ -399,6 +399,10 @@ enum JobPrinter {
             CLI.printLine(
                 "\(id)  \(state.padding(toLength: 9, withPad: " ", startingAt: 0))  \(progress)    \(tries)    \(preset)  \(detail)"
             )
+            // What submit warned of stays with the job (`reel status ID`; a listing keeps one line a job).
+            if !table, status.state != .completed {
+                for warning in status.spec?.warnings ?? [] { CLI.printLine("    warning: \(warning)") }
+            }
         }
     }
 }

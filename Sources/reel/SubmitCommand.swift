@@ -207,6 +207,8 @@ struct SubmitReport: Encodable {
     /// Queues `spec` in `store` and prints what `reel submit` prints of it: a JSON line with `json`,
     /// else the job's id, whether it was queued or already there, and its output.
     static func submit(_ spec: JobSpec, to store: any JobStore, json: Bool, warnings: [String] = []) async throws {
+        var spec = spec
+        spec.warnings = warnings
         let submission = try await store.submit(spec)
         let (status, created) = (submission.status, submission.created)
         if json {

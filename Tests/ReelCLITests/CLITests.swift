@@ -96,7 +96,8 @@ struct CLITests {
             false, 65
         ),
         (
-            ["library", "show", "--json", "--library", "OUT/lib.sqlite", "no-such-asset"], "library show", "not-found",
+            ["library", "show", "--json", "--library", "OUT/lib.sqlite", "no-such-asset"], "library show",
+            "unknown-asset",
             false, 65
         ),
         (
@@ -217,6 +218,64 @@ struct CLITests {
         #expect(last["event"] as? String == "failed")
         #expect((last["error"] as? [String: Any])?["code"] as? String == "cancelled", "\(last)")
         #expect((try? FileManager.default.contentsOfDirectory(atPath: folder.path))?.isEmpty == true)
+    }
+
+    /// A terminal really closed (its pseudo-terminal hung up, not a signal from a test): the
+    /// foreground export is cancelled as by Ctrl-C (exit 130) and leaves no hidden `.partial`,
+    /// although its progress bar can no longer be written.
+    @Test func aClosedTerminalCancelsTheExportAndLeavesNothing() async throws {
+        let folder = Fixtures.scratchFolder("cli-hang-up")
+        let terminal = try Terminal(
+            ReelBinary.path,
+            [
+                "export", try await Fixtures.url(Fixtures.long).path, "--preset", "HighestQuality", "-o",
+                folder.appendingPathComponent("out.mp4").path, "--force-transcode",
+            ])
+        // The hidden temporary file is there once the export is under way.
+        let writing = await eventually(within: .seconds(120)) {
+            ((try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []).isEmpty ? nil : true
+        }
+        #expect(writing != nil, "no export began: \(terminal.screen.suffix(400))")
+        try terminal.hangUp()
+        let ended = try await terminal.ended()
+        #expect(ended == "exited 130", "\(ended); the terminal showed: \(terminal.screen.suffix(400))")
+        #expect((try? FileManager.default.contentsOfDirectory(atPath: folder.path))?.isEmpty == true)
+    }
+
+    /// `--estimate` says how it found the size; Ctrl-C during its sample encodes cancels them and
+    /// removes their folder (made under TMPDIR).
+    @Test func theEstimateNamesItsMethodAndACancelLeavesNoSamples() async throws {
+        let source = try await Fixtures.url(Fixtures.long).path
+        let quick = try await ReelBinary.run([
+            "export", source, "--preset", "LowQuality", "--estimate", "--model-estimate",
+        ])
+        #expect(quick.status == 0 && quick.stdout.contains("Reel's model of the encoder, no frame read"), "\(quick)")
+        let temporary = Fixtures.scratchFolder("estimate-tmp")
+        let measured = try await ReelBinary.run(
+            ["export", source, "--preset", "LowQuality", "--estimate", "--json"],
+            environment: ["TMPDIR": temporary.path])
+        let plan = try #require(try JSONSerialization.jsonObject(with: Data(measured.stdout.utf8)) as? [String: Any])
+        #expect(plan["estimateMethod"] as? String == "samples", "\(measured.stdout)")
+        #expect((plan["estimateSamples"] as? [String: Any])?["count"] as? Int == 4)
+        #expect((try? FileManager.default.contentsOfDirectory(atPath: temporary.path))?.isEmpty == true)
+        let refused = try await ReelBinary.run(["export", source, "--preset", "LowQuality", "--model-estimate"])
+        #expect(refused.status == 64 && refused.stderr.contains("--model-estimate goes with --estimate"))
+
+        let running = try ReelBinary.start(
+            ["export", source, "--preset", "HighestQuality", "--estimate", "--force-transcode"],
+            environment: ["TMPDIR": temporary.path])
+        let sampling = await eventually(within: .seconds(120)) { () -> Bool? in
+            let folders = (try? FileManager.default.contentsOfDirectory(atPath: temporary.path)) ?? []
+            let files = folders.flatMap {
+                (try? FileManager.default.contentsOfDirectory(atPath: temporary.path + "/" + $0)) ?? []
+            }
+            return files.isEmpty ? nil : true
+        }
+        #expect(sampling != nil, "no sample encode started: \(running.output.suffix(400))")
+        running.signal(SIGINT)
+        let ended = try await running.exit()
+        #expect(ended.reason == .exit && ended.status == 130, "\(running.output.suffix(400))")
+        #expect((try? FileManager.default.contentsOfDirectory(atPath: temporary.path))?.isEmpty == true)
     }
 
     @Test func aClosedStdoutDoesNotLeaveATemporaryFile() async throws {

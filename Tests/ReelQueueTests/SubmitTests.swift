@@ -71,6 +71,15 @@ struct SubmitTests {
         let warnings = try #require(report["warnings"] as? [String])
         #expect(warnings.count == 1 && warnings[0].contains("worker's user must be able to write it"), "\(warnings)")
         #expect(other.store.all().count == 1)
+        // The warning stays with the job: in its status file (the spec, in full) and in `reel status`.
+        let statusFile = try #require(report["statusFile"] as? String)
+        let status = try #require(
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: statusFile))) as? [String: Any]
+        )
+        #expect((status["spec"] as? [String: Any])?["warnings"] as? [String] == warnings, "\(status)")
+        let id = try #require(report["id"] as? String)
+        let shown = try await ReelBinary.run(["status", id], environment: other.environment)
+        #expect(shown.stdout.contains("warning: ") && shown.stdout.contains("worker's user must be able to write it"))
     }
 
     @Test func aTextFileNamedMovIsRefusedAtSubmit() async throws {

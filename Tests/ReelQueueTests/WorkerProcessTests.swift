@@ -291,6 +291,24 @@ struct WorkerShutdownTests {
         #expect(spool.status(second)?.state == .waiting && spool.status(second)?.attempts == 0)
     }
 
+    /// The worker's terminal really closed (its pseudo-terminal hung up): the same drain as SIGTERM,
+    /// although nothing more can be written to that terminal.
+    @Test func aClosedTerminalFinishesTheRunningJobAndClaimsNoMore() async throws {
+        let spool = WorkerProcessTests.Spool()
+        let first = try await spool.submit(
+            Fixtures.long, preset: "MediumQuality",
+            extra: ["--time-range", "0-8", "--force-transcode", "--priority", "1"])
+        let second = try await spool.submit(
+            Fixtures.long, preset: "MediumQuality", extra: ["--time-range", "0-8", "--force-transcode"])
+        let terminal = try Terminal(ReelBinary.path, ["work", "--jobs", "1"], environment: spool.environment)
+        #expect(await spool.waitFor(first) { $0.state == .exporting && $0.progress > 0.02 } != nil)
+        try terminal.hangUp()
+        let ended = try await terminal.ended()
+        #expect(ended == "exited 0", "\(ended); the terminal showed: \(terminal.screen.suffix(600))")
+        #expect(spool.status(first)?.state == .completed && spool.status(first)?.attempts == 1)
+        #expect(spool.status(second)?.state == .waiting && spool.status(second)?.attempts == 0)
+    }
+
     @Test(arguments: ["--isolate", "--no-isolate"])
     func aSecondSignalHandsTheRunningJobBack(_ mode: String) async throws {
         let spool = WorkerProcessTests.Spool()

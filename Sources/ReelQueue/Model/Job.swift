@@ -76,6 +76,10 @@ public struct JobSpec: Sendable, Codable, Equatable {
     /// the worker publishes, and `preset` reads `thumbnails`; nil in specs written before the field
     /// existed.
     public var thumbnails: ThumbnailSetRequest? = nil
+    /// What `submit` could not check for the worker and warned of (an output folder this user cannot
+    /// write, which a worker running as another user may): kept with the job, so its status file and
+    /// `reel status` say it; empty in specs written before the field existed.
+    public var warnings: [String] = []
 
     public init(
         asset: String, preset: String, outputType: OutputType, output: String, priority: Int = 0, key: String? = nil,
@@ -104,7 +108,7 @@ extension JobSpec {
     private enum CodingKeys: String, CodingKey {
         case asset, preset, outputType, output, priority, key, timeRange, metadata, optimizeForNetwork, maxAttempts
         case forceTranscode, overwrite, fileLengthLimit, background, metadataChosen, allowAudioOnly
-        case library, saveToLibrary, keepContentIdentifier, poster, ladder, thumbnails
+        case library, saveToLibrary, keepContentIdentifier, poster, ladder, thumbnails, warnings
     }
 
     /// Decodes specs written by older versions too (no `overwrite`, no `fileLengthLimit`, no `background`).
@@ -132,6 +136,7 @@ extension JobSpec {
         poster = try c.decodeIfPresent(Bool.self, forKey: .poster) ?? false
         ladder = try c.decodeIfPresent(Ladder.self, forKey: .ladder)
         thumbnails = try c.decodeIfPresent(ThumbnailSetRequest.self, forKey: .thumbnails)
+        warnings = try c.decodeIfPresent([String].self, forKey: .warnings) ?? []
     }
 
     /// The type as status files and listings show it: `hls` for a ladder (whatever its manifests),
