@@ -21,7 +21,7 @@ struct ExportCommand: AsyncParsableCommand {
     @Flag(
         name: .long,
         help:
-            "Print the plan (method, size, rates, streams, the location and device keys it writes, estimated bytes) without writing the output; with --json, as one JSON object. The size of a re-encode is measured by encoding four 2-second samples (a short export whole) at the plan's settings."
+            "Print the plan (method, size, rates, streams, the location and device keys it writes, estimated bytes) without writing the output; with --json, as one JSON object. The size of a re-encode is measured by encoding four samples of at least 60 frames (a short export whole) at the plan's settings."
     )
     var estimate = false
 
