@@ -31,6 +31,18 @@ public enum ExportPlanner {
     /// scale filter), stated in plans.
     static let scaler = "bicubic"
 
+    /// The plan of `settings` for `asset` (`decide(asset:preset:type:…)` with each setting);
+    /// `metadataDefault` applies when the settings did not choose a metadata policy.
+    public static func decide(
+        asset: Asset, settings: ExportSettings, metadataDefault: MetadataPolicy = .keep
+    ) throws(ExportError) -> ExportPlan {
+        try decide(
+            asset: asset, preset: settings.preset, type: settings.outputType, timeRange: settings.timeRange,
+            metadata: settings.metadata ?? metadataDefault, optimizeForNetwork: settings.optimizeForNetwork,
+            forceTranscode: settings.forceTranscode, fileLengthLimit: settings.fileLengthLimit,
+            background: settings.background, allowAudioOnly: settings.allowsAudioOnly)
+    }
+
     /// Builds the plan or throws `incompatible-preset` / `invalid-argument` with a clear reason.
     /// Reads only the asset's probed facts (a header-only probe is enough): no file is opened. With
     /// `fileLengthLimit`, the plan fits that many bytes (`SizeLimit`) or throws `limit-exceeded` with

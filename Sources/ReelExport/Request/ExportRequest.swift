@@ -302,6 +302,28 @@ public struct ExportSettings: Sendable, Equatable {
     /// An HLS ladder instead of one file (`ExportSession.ladder`): `outputType` is then the rungs'
     /// container, and the output a folder.
     public var ladder: Ladder? = nil
+
+    public init(
+        preset: Preset, outputType: OutputType, timeRange: TimeRange? = nil, metadata: MetadataPolicy? = nil,
+        optimizeForNetwork: Bool = true, forceTranscode: Bool = false, allowsAudioOnly: Bool = false,
+        fileLengthLimit: Int64? = nil, background: RGBColor = .black, overwrite: Bool = false,
+        saveToLibrary: Bool = false, keepContentIdentifier: Bool = false, poster: Bool = false, ladder: Ladder? = nil
+    ) {
+        self.preset = preset
+        self.outputType = outputType
+        self.timeRange = timeRange
+        self.metadata = metadata
+        self.optimizeForNetwork = optimizeForNetwork
+        self.forceTranscode = forceTranscode
+        self.allowsAudioOnly = allowsAudioOnly
+        self.fileLengthLimit = fileLengthLimit
+        self.background = background
+        self.overwrite = overwrite
+        self.saveToLibrary = saveToLibrary
+        self.keepContentIdentifier = keepContentIdentifier
+        self.poster = poster
+        self.ladder = ladder
+    }
 }
 
 extension MetadataPolicy {

@@ -170,6 +170,40 @@ extension JobSpec {
 }
 
 extension JobSpec {
+    /// A spec that exports `settings`: every export setting is stored from the one value, so what
+    /// `reel export` does with it a queued job does too (`settings(preset:)` gives it back whole).
+    /// `settings.metadata` nil leaves the worker's default to apply (`metadataChosen` false).
+    public init(
+        settings: ExportSettings, asset: String, output: String, priority: Int = 0, key: String? = nil,
+        maxAttempts: Int = JobSpec.defaultAttempts, library: LibrarySource? = nil
+    ) {
+        self.init(
+            asset: asset, preset: settings.preset.name, outputType: settings.outputType, output: output,
+            priority: priority, key: key, timeRange: settings.timeRange, metadata: settings.metadata ?? .keep,
+            optimizeForNetwork: settings.optimizeForNetwork, maxAttempts: maxAttempts,
+            forceTranscode: settings.forceTranscode, overwrite: settings.overwrite,
+            fileLengthLimit: settings.fileLengthLimit, background: settings.background)
+        metadataChosen = settings.metadata != nil
+        allowAudioOnly = settings.allowsAudioOnly
+        self.library = library
+        saveToLibrary = settings.saveToLibrary
+        keepContentIdentifier = settings.keepContentIdentifier
+        poster = settings.poster
+        ladder = settings.ladder
+    }
+
+    /// The export settings this spec stores, with `preset` (its `preset` name, resolved by the
+    /// worker): the value `init(settings:…)` was given.
+    public func settings(preset: Preset) -> ExportSettings {
+        ExportSettings(
+            preset: preset, outputType: outputType, timeRange: timeRange, metadata: metadataChosen ? metadata : nil,
+            optimizeForNetwork: optimizeForNetwork, forceTranscode: forceTranscode, allowsAudioOnly: allowAudioOnly,
+            fileLengthLimit: fileLengthLimit, background: background, overwrite: overwrite,
+            saveToLibrary: saveToLibrary, keepContentIdentifier: keepContentIdentifier, poster: poster, ladder: ladder)
+    }
+}
+
+extension JobSpec {
     /// The spec as far as a status file without one (an older spool's) tells it.
     public init(_ status: JobStatus) {
         self.init(

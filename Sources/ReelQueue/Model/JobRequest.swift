@@ -166,31 +166,18 @@ public struct JobRequest: Sendable, Codable, Equatable {
                     asset: probed, preset: settings.preset, timeRange: settings.timeRange,
                     background: settings.background, limits: limits)
             } else {
-                _ = try ExportPlanner.decide(
-                    asset: probed, preset: settings.preset, type: settings.outputType, timeRange: settings.timeRange,
-                    metadata: metadata ?? .keep, optimizeForNetwork: settings.optimizeForNetwork,
-                    forceTranscode: settings.forceTranscode, fileLengthLimit: settings.fileLengthLimit,
-                    background: settings.background, allowAudioOnly: settings.allowsAudioOnly)
+                _ = try ExportPlanner.decide(asset: probed, settings: settings, metadataDefault: metadata ?? .keep)
             }
         }
         try OutputPublisher.check(destination: outputURL, asset: assetURL, overwrite: settings.overwrite)
         if settings.poster {
             try PosterOutput.check(video: outputURL, asset: assetURL, overwrite: settings.overwrite)
         }
-        var spec = JobSpec(
-            asset: assetURL.path, preset: settings.preset.name, outputType: settings.outputType, output: outputURL.path,
-            priority: priority ?? 0, key: key, timeRange: settings.timeRange, metadata: metadata ?? .keep,
-            optimizeForNetwork: settings.optimizeForNetwork, maxAttempts: attempts,
-            forceTranscode: settings.forceTranscode, overwrite: settings.overwrite,
-            fileLengthLimit: settings.fileLengthLimit, background: settings.background)
-        spec.metadataChosen = metadata != nil
-        spec.allowAudioOnly = settings.allowsAudioOnly
-        spec.library = source
-        spec.saveToLibrary = settings.saveToLibrary
-        spec.keepContentIdentifier = settings.keepContentIdentifier
-        spec.poster = settings.poster
-        spec.ladder = settings.ladder
-        return spec
+        var chosen = settings
+        chosen.metadata = metadata
+        return JobSpec(
+            settings: chosen, asset: assetURL.path, output: outputURL.path, priority: priority ?? 0, key: key,
+            maxAttempts: attempts, library: source)
     }
 
     /// The keys a manifest line may have: the job's own and the export's.

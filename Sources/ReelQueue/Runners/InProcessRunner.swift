@@ -67,20 +67,12 @@ extension JobSpec {
     func configure(
         _ session: ExportSession, stallTimeout: TimeInterval, threads: Int, metadataDefault: MetadataPolicy = .keep
     ) {
+        // The export settings through the one path `reel export` takes (`ExportSession.apply`); then
+        // what only a queued job has: its output path, the worker's limits, a library photo's moment.
+        session.apply(settings(preset: session.preset), metadataDefault: metadataDefault)
         session.outputURL = URL(fileURLWithPath: output)
-        session.outputFileType = outputType
-        session.timeRange = timeRange
-        session.metadataPolicy = metadata(workerDefault: metadataDefault)
-        session.allowsAudioOnly = allowAudioOnly
-        session.shouldOptimizeForNetworkUse = optimizeForNetwork
         session.stallTimeout = stallTimeout
-        session.forceTranscode = forceTranscode
-        session.overwritesExistingFile = overwrite
-        session.fileLengthLimit = fileLengthLimit
-        session.backgroundColor = background
-        session.writesPoster = poster
         session.posterTime = library?.stillImageTime
-        session.ladder = ladder
         session.codecThreads = threads
         if let library {
             session.metadataOverrides = library.metadata(
