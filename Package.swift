@@ -237,7 +237,7 @@ let package = Package(
         .testTarget(
             name: "DocumentationTests",
             dependencies: [
-                "reel", "ReelExport", "ReelQueue", "ReelMedia",
+                "reel", "ReelExport", "ReelQueue", "ReelMedia", "ReelLibrary",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
     ],

@@ -18,6 +18,11 @@ public struct LibraryError: Error, Sendable, Equatable, CustomStringConvertible 
         public static let writeFailed = Code(name: "write-failed")
         /// Another scan holds the library.
         public static let busy = Code(name: "busy")
+
+        /// Every code, in the order they are documented.
+        public static let allCases: [Code] = [
+            invalidArgument, notFound, invalidToken, stale, storeFailed, writeFailed, busy,
+        ]
     }
 
     public let code: Code

@@ -98,20 +98,39 @@ enum ExitStatus: Int32, CaseIterable, Sendable {
 }
 
 extension ExitStatus {
-    /// The status of a `reel library` command that failed with the library's error.
+    /// The status of a `reel library` command that failed with the library's error: every code named
+    /// in `ofLibraryCode` (DocumentationTests checks), an unnamed one exits 1.
     init(_ code: LibraryError.Code) {
-        switch code {
-        case .invalidArgument, .invalidToken: self = .usage
-        case .stale, .notFound: self = .badInput
-        case .storeFailed: self = .unavailable
-        case .writeFailed: self = .outputProblem
-        case .busy: self = .temporaryFailure
-        default: self = .failure
+        self = Self.ofLibraryCode[code] ?? .failure
+    }
+
+    /// Each library code's exit status.
+    static let ofLibraryCode: [LibraryError.Code: ExitStatus] = [
+        .invalidArgument: .usage, .invalidToken: .usage, .notFound: .badInput, .stale: .badInput,
+        .storeFailed: .unavailable, .writeFailed: .outputProblem, .busy: .temporaryFailure,
+    ]
+}
+
+extension LibraryError.Code {
+    /// The stable word `--json` prints for a library failure: the export's `unknown-asset` and
+    /// `asset-changed` where a library command fails as `export library:<id>` would, else the
+    /// library's own.
+    var commandCode: String {
+        switch self {
+        case .notFound: ExportError.Code.unknownAsset.description
+        case .stale: ExportError.Code.assetChanged.description
+        default: description
         }
     }
+
+    /// Whether the same command could succeed later.
+    var retryable: Bool { self == .busy || self == .storeFailed }
 }
 
 extension QueueError.Kind {
+    /// Whether the same command could succeed later (the store came back).
+    var retryable: Bool { self == .unavailable }
+
     /// The stable word `--json` prints for a queue's error.
     var code: String {
         switch self {

@@ -183,12 +183,9 @@ enum LibraryCLI {
     }
 
     static func failure(_ error: LibraryError) -> CLIFailure {
-        // An asset, resource or album the library does not have is `unknown-asset` on every command,
-        // as `export library:<id>` and the documented table say (the library's own word is `not-found`).
-        let code = error.code == .notFound ? ExportError.Code.unknownAsset.description : error.code.description
-        return CLIFailure(
-            message: error.message, exitStatus: ExitStatus(error.code), code: code,
-            retryable: error.code == .busy || error.code == .storeFailed)
+        CLIFailure(
+            message: error.message, exitStatus: ExitStatus(error.code), code: error.code.commandCode,
+            retryable: error.code.retryable)
     }
 
     /// An asset as `--json` prints it: PhotoKit's field names and raw values, plus the names of the

@@ -86,7 +86,7 @@ struct Reel: AsyncParsableCommand {
             Foundation.exit(error.exitStatus.rawValue)
         } catch let error as QueueError {
             CLI.printFailureJSON(
-                arguments, code: error.kind.code, message: error.message, retryable: error.kind == .unavailable)
+                arguments, code: error.kind.code, message: error.message, retryable: error.kind.retryable)
             CLI.printError(error.message)
             Foundation.exit(ExitStatus(error.kind).rawValue)
         } catch {

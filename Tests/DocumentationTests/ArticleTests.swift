@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import ReelExport
+import ReelLibrary
 import ReelMedia
 import ReelQueue
 import Testing
@@ -41,17 +42,20 @@ struct ArticleTests {
         "postgresql-15", "pkg-config", "libgcc-s1", "dpkg-dev", "apt-cache", "dpkg-shlibdeps", "reel-bench-claims",
         "reel-pipeline",
         "swift-log", "swift-metrics", "swift-service-lifecycle", "postgres-nio", "swift-nio-ssl", "swift-nio",
-        "swift-prometheus", "swift-argument-parser", "swift-docc-plugin", "reel-paths",
+        "swift-prometheus", "swift-argument-parser", "swift-docc-plugin", "reel-paths", "opencv-doc",
     ]
 
     /// Whether `word` is one of the words Reel's types write: an error code, a method, an obstacle, a
-    /// colour handling, a dynamic range, a phase, a state, a metadata policy or a stream action.
+    /// colour handling, a dynamic range, a phase, a state, a metadata policy, a stream action, or a
+    /// library's or queue's failure code.
     static func isReelWord(_ word: String) -> Bool {
         JobError.Code.allCases.contains { $0.rawValue == word } || ExportMethod(rawValue: word) != nil
             || PassthroughObstacle(rawValue: word) != nil || ExportPlan.ColorHandling(rawValue: word) != nil
             || DynamicRange(rawValue: word) != nil || ExportSession.Phase(rawValue: word) != nil
             || JobState(rawValue: word) != nil || MetadataPolicy(rawValue: word) != nil
             || ExportPlan.StreamAction(rawValue: word) != nil
+            || LibraryError.Code.allCases.contains { $0.description == word || $0.commandCode == word }
+            || QueueError.Kind.allCases.contains { $0.code == word }
     }
 
     @Test(arguments: Repository.documents)

@@ -1,5 +1,6 @@
 import Foundation
 import ReelExport
+import ReelLibrary
 import ReelQueue
 import Testing
 
@@ -69,6 +70,60 @@ struct CodeTests {
             lines.append("| \(status.rawValue) | \(meaning) |")
         }
         try GeneratedBlock(name: "exit-statuses").check(lines.joined(separator: "\n") + "\n")
+    }
+
+    /// Every library code has its exit status named (`ExitStatus.ofLibraryCode`), not left to a default.
+    @Test func everyLibraryCodeHasItsExitStatusNamed() {
+        let missing = LibraryError.Code.allCases.filter { ExitStatus.ofLibraryCode[$0] == nil }.map(\.description)
+        #expect(missing.isEmpty, "library codes without an exit status: \(missing)")
+        #expect(Set(LibraryError.Code.allCases.map(\.description)).count == LibraryError.Code.allCases.count)
+    }
+
+    /// The codes `--json` prints for the library's and the queue's own failures, from their types.
+    @Test func theCommandCodeTableIsMadeFromTheTypes() throws {
+        var lines = ["| from | code in `--json` | retryable | exits | meaning |", "| --- | --- | --- | --- | --- |"]
+        let library = Dictionary(
+            try Self.declarations(in: "Sources/ReelLibrary/LibraryError.swift", pattern: #/static let (\w+) = Code\(/#)
+        ) { first, _ in first }
+        for code in LibraryError.Code.allCases {
+            let name = try #require(library.first { $0.value.isEmpty == false && Self.named(code, $0.key) }?.value)
+            lines.append(
+                "| `reel library` | `\(code.commandCode)` | \(code.retryable ? "yes" : "no") | \(ExitStatus(code).rawValue) | \(name) |"
+            )
+        }
+        let queue = Dictionary(
+            try Self.declarations(in: "Sources/ReelQueue/Model/JobStore.swift", pattern: #/case (\w+)$/#)
+        ) { first, second in first.isEmpty ? second : first }
+        for kind in QueueError.Kind.allCases {
+            lines.append(
+                "| the queue (`submit`, `status`, `cancel`, …) | `\(kind.code)` | \(kind.retryable ? "yes" : "no") | \(ExitStatus(kind).rawValue) | \(queue["\(kind)"] ?? "") |"
+            )
+        }
+        try GeneratedBlock(name: "command-codes").check(lines.joined(separator: "\n") + "\n")
+    }
+
+    /// Whether `code` is the static constant named `name` (`notFound` for `not-found`).
+    static func named(_ code: LibraryError.Code, _ name: String) -> Bool {
+        let words = code.description.split(separator: "-")
+        return name == words.enumerated().map { $0.offset == 0 ? String($0.element) : $0.element.capitalized }.joined()
+    }
+
+    /// Declarations in `path` matching `pattern` (its first capture the name), each with its doc comment.
+    static func declarations(in path: String, pattern: Regex<(Substring, Substring)>) throws -> [(String, String)] {
+        var found: [(String, String)] = []
+        var comment: [String] = []
+        for line in try Repository.text(path).split(separator: "\n") {
+            let code = line.trimmingCharacters(in: .whitespaces)
+            if code.hasPrefix("///") {
+                comment.append(code.dropFirst(3).trimmingCharacters(in: .whitespaces))
+                continue
+            }
+            defer { comment = [] }
+            if let match = code.firstMatch(of: pattern) {
+                found.append((String(match.1), comment.joined(separator: " ")))
+            }
+        }
+        return found
     }
 
     /// The codes as their types declare them, each with its doc comment: `ExportError.Code`'s and the

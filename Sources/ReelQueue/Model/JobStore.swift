@@ -220,7 +220,7 @@ public struct PendingWork: Sendable, Equatable {
 
 /// A queue operation that could not be done, in words a person can act on.
 public struct QueueError: Error, Sendable, Equatable, CustomStringConvertible {
-    public enum Kind: Sendable, Equatable {
+    public enum Kind: Sendable, Equatable, CaseIterable {
         /// No such job.
         case notFound
         /// The request conflicts with the job's state (retrying a running job, a key reused, …).
