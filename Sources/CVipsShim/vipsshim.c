@@ -7,6 +7,11 @@
 
 struct ReelVipsImage;
 
+/// libheif's own size limit for the contexts the shim opens, as libvips's heifload sets it (16384): per
+/// side in libheif 1.15, as an area (16384 squared, about 268 million pixels) from 1.19 on. Reel's pixel
+/// limit (the input policy's maxPhotoPixels) is checked from the header on top of it.
+#define REEL_HEIF_MAX_SIDE 0x4000
+
 static VipsImage *vips_of(ReelVipsImage *image) { return (VipsImage *)image; }
 
 static pthread_once_t started_once = PTHREAD_ONCE_INIT;
@@ -27,8 +32,15 @@ static void start_once(void) {
         return;
     }
     g_log_set_handler("VIPS", G_LOG_LEVEL_WARNING | G_LOG_LEVEL_MESSAGE | G_LOG_LEVEL_INFO, ignore_log, NULL);
-    // Only loaders that are safe for untrusted input (ReelImage accepts only photo loaders anyway).
+    // Only loaders that are safe for untrusted input, and of those only the photo loaders Reel renders
+    // with: every other loader (TIFF, PDF, SVG, FITS, Matlab, ImageMagick, vips's own format, ...) fails
+    // to build ("operation is blocked") whatever a file's bytes make libvips pick. Blocking a class
+    // blocks its subclasses (the File, Buffer and Source loaders); the photo loaders are unblocked after.
     vips_block_untrusted_set(TRUE);
+    vips_operation_block_set("VipsForeignLoad", TRUE);
+    static const char *const photo_loaders[] = {"VipsForeignLoadJpeg", "VipsForeignLoadPng", "VipsForeignLoadWebp",
+        "VipsForeignLoadHeif", "VipsForeignLoadNsgif", "VipsForeignLoadGif", NULL};
+    for (int index = 0; photo_loaders[index] != NULL; index++) vips_operation_block_set(photo_loaders[index], FALSE);
     // Photos are rendered once each: a small cache bounds memory in a long-running worker.
     vips_cache_set_max(16);
     vips_cache_set_max_mem(32 * 1024 * 1024);
@@ -209,6 +221,7 @@ int reel_heif_facts(const char *path, ReelHeifFacts *facts) {
     memset(facts, 0, sizeof *facts);
     struct heif_context *context = heif_context_alloc();
     if (context == NULL) return -1;
+    heif_context_set_maximum_image_size_limit(context, REEL_HEIF_MAX_SIDE);
     struct heif_image_handle *handle = NULL;
     if (heif_context_read_from_file(context, path, NULL).code != heif_error_Ok
         || heif_context_get_primary_image_handle(context, &handle).code != heif_error_Ok) {

@@ -247,9 +247,16 @@ public enum PhotoRenderer {
         guard let base = loaderFormat(loader) else {
             throw PhotoError(.unreadable, "\(name): not a photo Reel renders (libvips reads it with \(loader))")
         }
+        if base == .heic { try HEIFLayout.check(path) }
         var pointer: OpaquePointer?
         guard reel_vips_open(path, &pointer) == 0, let pointer else {
-            throw Vips.failure(.unreadable, path, "its header could not be read")
+            // libheif refuses a declared size over its own limit before Reel sees the header.
+            let failure = Vips.failure(.unreadable, path, "its header could not be read")
+            let text = failure.message.lowercased()
+            if text.contains("security limit") || text.contains("maximum image size") {
+                throw PhotoError(.limitExceeded, failure.message)
+            }
+            throw failure
         }
         let image = VipsImage(pointer)
         var format = base

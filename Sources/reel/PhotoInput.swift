@@ -32,11 +32,12 @@ enum PhotoInput {
             }
         }
 
-        /// Facts the header gives, after the limits' checks on the path (allowed roots, file size).
+        /// Facts the header gives, after the limits' checks on the path (allowed roots, regular file, file
+        /// size) and, from the header, before any pixel is decoded, the photo's pixel limit.
         static func info(_ path: String, limits: InputLimits) async throws -> PhotoInfo {
             try Asset.checkAccess(URL(fileURLWithPath: path), limits: limits)
             do {
-                return try await PhotoRenderer.loadInfo(path)
+                return try await PhotoRenderer.loadInfo(path, maxPixels: limits.maxPhotoPixels)
             } catch {
                 throw exportError(error)
             }
@@ -48,7 +49,7 @@ enum PhotoInput {
         {
             try Asset.checkAccess(URL(fileURLWithPath: path), limits: limits)
             do {
-                return try await PhotoRenderer.rendering(path, options)
+                return try await PhotoRenderer.rendering(path, options, maxPixels: limits.maxPhotoPixels)
             } catch {
                 throw exportError(error)
             }

@@ -33,7 +33,7 @@ struct ArticleTests {
         "--explicit-target-dependency-import-check": "swift build", "--now": "systemctl enable",
         "--hdr": "Scripts/deltae.py", "--seed": "Scripts/fuzz and Scripts/chaos",
         "--product": "swift build", "--oneline": "git log", "--disable-default-traits": "swift build",
-        "--traits": "swift build", "--quick": "Scripts/test",
+        "--traits": "swift build", "--quick": "Scripts/test", "--commands": "Scripts/fuzz",
     ]
 
     /// Backticked words that look like codes (`a-b`) but are not Reel's: packages, tools, thread names.
