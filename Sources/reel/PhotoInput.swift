@@ -54,5 +54,18 @@ enum PhotoInput {
                 throw exportError(error)
             }
         }
+
+        /// A quick, degraded picture (a HEIF's embedded thumbnail, a JPEG at 1/8 scale), after the same
+        /// checks; nil when the photo has none.
+        static func renderDegraded(_ path: String, _ options: PhotoRenderOptions, limits: InputLimits) async throws
+            -> RenderedPhoto?
+        {
+            try Asset.checkAccess(URL(fileURLWithPath: path), limits: limits)
+            do {
+                return try await PhotoRenderer.renderingDegraded(path, options, maxPixels: limits.maxPhotoPixels)
+            } catch {
+                throw exportError(error)
+            }
+        }
     #endif
 }

@@ -45,13 +45,14 @@ struct ArticleTests {
     ]
 
     /// Whether `word` is one of the words Reel's types write: an error code, a method, an obstacle, a
-    /// colour handling, a dynamic range, a phase, a state, a metadata policy or a stream action.
+    /// colour handling, a dynamic range, a phase, a state, a metadata policy, a stream action or a photo
+    /// request's delivery mode.
     static func isReelWord(_ word: String) -> Bool {
         JobError.Code.allCases.contains { $0.rawValue == word } || ExportMethod(rawValue: word) != nil
             || PassthroughObstacle(rawValue: word) != nil || ExportPlan.ColorHandling(rawValue: word) != nil
             || DynamicRange(rawValue: word) != nil || ExportSession.Phase(rawValue: word) != nil
             || JobState(rawValue: word) != nil || MetadataPolicy(rawValue: word) != nil
-            || ExportPlan.StreamAction(rawValue: word) != nil
+            || ExportPlan.StreamAction(rawValue: word) != nil || ImageCommand.Delivery(rawValue: word) != nil
     }
 
     @Test(arguments: Repository.documents)
