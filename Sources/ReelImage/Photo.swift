@@ -250,17 +250,19 @@ public enum PhotoRenderer {
     /// A quick, low-quality picture of the photo at `path` for the box `options` asks, delivered before
     /// the final one (PhotoKit's opportunistic delivery) or instead of it (fast delivery): a HEIF's
     /// embedded thumbnail, or a JPEG decoded at 1/8 scale, fitted into the box when larger. nil when the
-    /// photo has no cheaper picture than a full decode (PNG, WebP, GIF, a HEIF without a thumbnail).
+    /// photo has no cheaper picture than a full decode (PNG, WebP, GIF, a HEIF without a thumbnail), and
+    /// for a crop (the quick pictures are of the whole photo).
     public static func renderDegraded(
         _ path: String, _ options: PhotoRenderOptions, maxPixels: Int = defaultMaxPixels
     ) throws(PhotoError) -> RenderedPhoto? {
         guard (1...100).contains(options.quality) else {
             throw PhotoError(.encodeFailed, "quality must be between 1 and 100, not \(options.quality)")
         }
+        guard options.crop == nil else { return nil }
         let (header, format) = try open(path, maxPixels: maxPixels)
         let hasProfile = header.blob("icc-profile-data") != nil ? Int32(1) : 0
         let unbounded: Int32 = 10_000_000
-        let scaled = options.resizeMode != .none && options.crop == nil
+        let scaled = options.resizeMode != .none
         let width = scaled && options.maxWidth > 0 ? Int32(clamping: options.maxWidth) : unbounded
         let height = scaled && options.maxHeight > 0 ? Int32(clamping: options.maxHeight) : unbounded
         var pointer: OpaquePointer?

@@ -149,6 +149,13 @@ struct ImageRequestTests {
         ])
         #expect(pngLines.count == 1 && pngLines.first?["degraded"] as? Bool == false, "\(pngLines)")
 
+        // A crop has no quick picture (the thumbnail is of the whole photo): the final image alone.
+        let cropped = try await Self.image([
+            heic.path, "--size", "200x200", "--crop", "0,0,0.5,0.5", "--delivery", "opportunistic", "-o",
+            out("c.jpg").path,
+        ])
+        #expect(cropped.count == 1 && cropped.first?["width"] as? Int == 200, "\(cropped)")
+
         // high-quality, the default: one final image, even for a HEIC with a thumbnail.
         let high = try await Self.image([heic.path, "--size", "1000x1000", "-o", out("h.jpg").path])
         #expect(
