@@ -66,8 +66,9 @@ let package = Package(
         // libheif is linked for the shim's own calls (vips's pkg-config names only libvips and GLib).
         .target(name: "CVipsShim", dependencies: ["CVips"], linkerSettings: [.linkedLibrary("heif")]),
         // Photos: the only module that imports CVipsShim, as ReelMedia is FFmpeg's. Behind the Photos
-        // trait in `reel`; an app that only exports never links libvips.
-        .target(name: "ReelImage", dependencies: ["CVipsShim", "ReelSystem"]),
+        // trait in `reel`; an app that only exports never links libvips. A HEIF's item locations are
+        // checked with ReelBoxes before libheif reads them.
+        .target(name: "ReelImage", dependencies: ["CVipsShim", "ReelBoxes", "ReelSystem"]),
         // ISO-BMFF boxes (MP4, QuickTime, HEIC): the package's one bounds-checked reader and writer, no
         // dependencies. ReelMedia's MP4 surgery, ReelExport's layout check and the photo library read with it.
         .target(name: "ReelBoxes"),

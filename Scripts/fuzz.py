@@ -1,11 +1,16 @@
 #!/usr/bin/env python3
-"""Fuzzes `reel export` with mutated seed clips (driven by Scripts/fuzz; standard library only).
+"""Fuzzes `reel export`, `reel image` and `reel probe` with mutated seeds (driven by Scripts/fuzz;
+standard library only).
 
-Seeds are small lavfi clips in many containers, made once and cached in bench-out/fuzz/seeds. Each
-iteration mutates one seed (a reproducible choice: the plan of iteration i depends only on --seed
-and i), exports it with a random preset under `timeout -s KILL`, and classifies the outcome:
+Seeds are small lavfi clips in many containers and small photos (a HEIC with an embedded thumbnail from
+heif-enc, an AVIF, a progressive JPEG with EXIF orientation 6, PNG, WebP, GIF), made once and cached in
+bench-out/fuzz/seeds. Each iteration mutates one seed (a reproducible choice: the plan of iteration i
+depends only on --seed and i) and runs it under `timeout -s KILL`: a clip through `reel export` with a
+random preset, a photo through `reel image` (a random size, content mode and format) or `reel probe`
+(`--commands` picks which). The outcome is classified:
 
-  success         exit 0, the output exists and ffprobe reads it
+  success         exit 0, the output exists and ffprobe (vipsheader for a photo's render) reads it;
+                  for `reel probe`, exit 0 with a JSON report and nothing written
   clean failure   non-zero exit with exactly one stderr line, starting `reel: error: `
   messy failure   non-zero exit with anything else on stderr            (finding)
   crash           killed by a signal (Swift traps are SIGILL/SIGTRAP)    (finding)
@@ -87,16 +92,44 @@ RECIPES = [
 ]
 
 
+# Photos: (file name, commands run in order, `{out}` the file being made, `{seeds}` the seed folder).
+PHOTO_RECIPES = [
+    ("photo.png", [["ffmpeg", "-nostdin", "-v", "error", "-y", "-f", "lavfi", "-i", "testsrc2=s=480x360",
+                    "-frames:v", "1", "{out}"]]),
+    ("photo.heic", [["heif-enc", "-q", "40", "-t", "160", "-o", "{out}", "{seeds}/photo.png"]]),
+    ("photo.avif", [["heif-enc", "-A", "-q", "40", "-o", "{out}", "{seeds}/photo.png"]]),
+    ("photo_progressive.jpg", [["vips", "jpegsave", "{seeds}/photo.png", "{out}", "--interlace", "--Q", "80"],
+                               ["exiftool", "-q", "-overwrite_original", "-n", "-Orientation=6",
+                                "-Make=Pixel", "-GPSLatitude=48.85", "-GPSLatitudeRef=N", "{out}"]]),
+    ("photo.webp", [["ffmpeg", "-nostdin", "-v", "error", "-y", "-i", "{seeds}/photo.png", "{out}"]]),
+    ("photo.gif", [["ffmpeg", "-nostdin", "-v", "error", "-y", "-i", "{seeds}/photo.png", "{out}"]]),
+]
+PHOTO_SEEDS = {name for name, _ in PHOTO_RECIPES}
+COMMANDS = ["export", "image", "probe"]
+
+
+def make_photo_seeds():
+    for name, steps in PHOTO_RECIPES:
+        target = os.path.join(SEEDS, name)
+        temp = os.path.join(SEEDS, "tmp-" + name)
+        for step in steps:
+            command = [a.replace("{seeds}", SEEDS).replace("{out}", temp) for a in step]
+            done = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, text=True)
+            if done.returncode != 0 or not os.path.exists(temp):
+                sys.exit(f"fuzz: error: cannot make seed {name}: {shlex.join(command)}\n{done.stderr}")
+        os.replace(temp, target)
+
+
 def make_seeds():
     """Creates the seed clips unless the cache already holds them for the same recipes."""
-    stamp = hashlib.sha256(json.dumps(RECIPES).encode()).hexdigest()
+    stamp = hashlib.sha256(json.dumps([RECIPES, PHOTO_RECIPES]).encode()).hexdigest()
     stamp_file = os.path.join(SEEDS, ".recipes")
     try:
         cached = open(stamp_file).read().strip() == stamp
     except OSError:
         cached = False
     if cached and all(os.path.isfile(os.path.join(SEEDS, name)) and os.path.getsize(os.path.join(SEEDS, name)) > 0
-                      for name, _ in RECIPES):
+                      for name, _ in RECIPES + PHOTO_RECIPES):
         return
     print("fuzz: generating seed clips in", os.path.relpath(SEEDS, ROOT), flush=True)
     shutil.rmtree(SEEDS, ignore_errors=True)
@@ -110,12 +143,16 @@ def make_seeds():
         if done.returncode != 0 or not os.path.exists(temp):
             sys.exit(f"fuzz: error: cannot make seed {name}: {shlex.join(command)}\n{done.stderr}")
         os.replace(temp, target)
+    make_photo_seeds()
     with open(stamp_file, "w") as f:
         f.write(stamp + "\n")
 
 
-def load_seeds():
-    return [(name, open(os.path.join(SEEDS, name), "rb").read()) for name, _ in RECIPES]
+def load_seeds(commands):
+    """The seeds the chosen commands read: clips for export, photos for image and probe."""
+    names = ([name for name, _ in RECIPES] if "export" in commands else []) \
+        + ([name for name, _ in PHOTO_RECIPES] if {"image", "probe"} & set(commands) else [])
+    return [(name, open(os.path.join(SEEDS, name), "rb").read()) for name in names]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -130,7 +167,14 @@ MP4_ATOMS = [b"ftyp", b"moov", b"mvhd", b"trak", b"tkhd", b"edts", b"elst", b"md
              b"stsc", b"stsz", b"stco", b"co64", b"avc1", b"avcC", b"hvcC", b"mp4a", b"esds", b"mdat",
              b"moof", b"mfhd", b"traf", b"tfhd", b"tfdt", b"trun", b"mvex", b"trex", b"udta", b"meta",
              b"free", b"sgpd", b"sbgp", b"sidx", b"colr", b"pasp", b"btrt"]
-RIFF_CHUNKS = [b"RIFF", b"LIST", b"avih", b"strh", b"strf", b"movi", b"idx1", b"fmt ", b"data",
+# HEIF's boxes (the meta box's items, properties and references) and JPEG and PNG's markers and chunks.
+HEIF_BOXES = [b"meta", b"hdlr", b"pitm", b"iloc", b"iinf", b"infe", b"iref", b"dimg", b"thmb", b"auxl",
+              b"cdsc", b"iprp", b"ipco", b"ipma", b"ispe", b"irot", b"imir", b"clap", b"pixi", b"colr",
+              b"hvcC", b"av1C", b"auxC", b"grid", b"idat"]
+MP4_ATOMS += HEIF_BOXES
+JPEG_MARKERS = [bytes([0xFF, m]) for m in (0xC0, 0xC2, 0xC4, 0xDB, 0xDA, 0xDD, 0xE0, 0xE1, 0xE2)]
+PNG_CHUNKS = [b"IHDR", b"PLTE", b"IDAT", b"IEND", b"gAMA", b"sRGB", b"iCCP", b"eXIf", b"tRNS"]
+RIFF_CHUNKS = [b"RIFF", b"WEBP", b"VP8 ", b"VP8L", b"VP8X", b"ALPH", b"EXIF", b"ICCP", b"LIST", b"avih", b"strh", b"strf", b"movi", b"idx1", b"fmt ", b"data",
                b"00dc", b"01wb", b"JUNK", b"strl", b"hdrl"]
 EBML_IDS = [bytes.fromhex(h) for h in ["1A45DFA3", "18538067", "114D9B74", "1549A966", "1654AE6B",
                                        "1F43B675", "1C53BB6B", "63A2", "2AD7B1", "4489", "E0", "E1"]]
@@ -300,6 +344,34 @@ def m_riff_chunk(rng, data, seeds):
     return f"RIFF '{tag.decode('latin-1')}' at {at}: field +{field - at - 4} {old:#x} -> {new:#x}"
 
 
+def m_jpeg_marker(rng, data, seeds):
+    hits = find_tags(data, JPEG_MARKERS, 0)
+    if not hits:
+        return None
+    at, tag = rng.choice(hits)
+    field = at + 2 + 2 * rng.randrange(4)  # the length, then the first fields (precision, height, width)
+    if field + 2 > len(data):
+        return None
+    old = struct.unpack(">H", data[field:field + 2])[0]
+    new = rng.choice([0, 1, 2, 0x7FFF, 0xFDE8, 0xFFFF, (old + rng.choice([-2, -1, 1, 2])) & 0xFFFF])
+    data[field:field + 2] = struct.pack(">H", new)
+    return f"JPEG marker {tag.hex()} at {at}: field +{field - at - 2} {old:#x} -> {new:#x}"
+
+
+def m_png_chunk(rng, data, seeds):
+    hits = find_tags(data, PNG_CHUNKS, 8)
+    if not hits:
+        return None
+    at, tag = rng.choice(hits)
+    field = at - 4 if rng.random() < 0.4 else at + 4 + 4 * rng.randrange(3)  # length, or width/height/...
+    if field < 0 or field + 4 > len(data):
+        return None
+    old = struct.unpack(">I", data[field:field + 4])[0]
+    new = corrupt_value(rng, old)
+    data[field:field + 4] = struct.pack(">I", new)
+    return f"PNG '{tag.decode('latin-1')}' at {at}: field +{field - at} {old:#x} -> {new:#x}"
+
+
 def m_ebml_size(rng, data, seeds):
     hits = find_tags(data, EBML_IDS, 0)
     if not hits:
@@ -319,11 +391,13 @@ def m_ebml_size(rng, data, seeds):
 MUTATIONS = [  # (function, weight)
     (m_bitflip, 12), (m_bytes, 8), (m_overwrite, 8), (m_truncate, 8), (m_duplicate, 5),
     (m_delete, 5), (m_splice, 4), (m_zero_head, 3), (m_header_bytes, 6), (m_int, 6),
-    (m_mp4_atom, 18), (m_riff_chunk, 5), (m_ebml_size, 5),
+    (m_mp4_atom, 18), (m_riff_chunk, 5), (m_ebml_size, 5), (m_jpeg_marker, 5), (m_png_chunk, 4),
 ]
+IMAGE_SIZES = ["100x100", "320x240", "250x250", "1x1", "max", "4000x4000", "33x999"]
+IMAGE_FORMATS = ["jpg", "jpg", "webp", "png", "avif"]
 
 
-def plan(seed, iteration, seeds):
+def plan(seed, iteration, seeds, commands=COMMANDS):
     """What iteration `iteration` does; depends only on the fuzz seed and the iteration number."""
     rng = random.Random(f"reel-fuzz:{seed}:{iteration}")
     name, original = rng.choice(seeds)
@@ -338,10 +412,25 @@ def plan(seed, iteration, seeds):
         description = function(rng, data, seeds)
         if description:
             steps.append(description)
+    if name in PHOTO_SEEDS:
+        # What the photo is asked for goes where a clip's preset goes: the command and its options.
+        command = rng.choice([c for c in ("image", "probe") if c in commands])
+        if command == "probe":
+            return {"seed_clip": name, "ext": os.path.splitext(name)[1], "data": bytes(data), "mutations": steps,
+                    "command": "probe", "preset": "probe", "options": ["--json"], "type": "json"}
+        size, mode = rng.choice(IMAGE_SIZES), rng.choice(["fit", "fill"])
+        options = ["--size", size, "--content-mode", mode, "--json"]
+        if rng.random() < 0.15:
+            options += ["--crop", rng.choice(["0,0,0.5,0.5", "0.25,0.25,0.5,0.5", "0.9,0.9,0.1,0.1"])]
+        if rng.random() < 0.3:
+            options += ["--metadata", rng.choice(["keep", "sharing", "strip"])]
+        return {"seed_clip": name, "ext": os.path.splitext(name)[1], "data": bytes(data), "mutations": steps,
+                "command": "image", "preset": "image " + " ".join(options[:4]), "options": options,
+                "type": rng.choice(IMAGE_FORMATS)}
     preset = rng.choice(PRESETS)
     output_type = "m4a" if preset == "AppleM4A" else rng.choice(VIDEO_TYPES)
     return {"seed_clip": name, "ext": os.path.splitext(name)[1], "data": bytes(data), "mutations": steps,
-            "preset": preset, "type": output_type}
+            "command": "export", "preset": preset, "options": ["--preset", preset, "--json"], "type": output_type}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -372,8 +461,9 @@ def run_one(options, iteration, item):
     with open(input_path, "wb") as f:
         f.write(item["data"])
     output = os.path.join(out_dir, f"out.{item['type']}")
-    export = [options.reel, "export", os.path.relpath(input_path, ROOT), "--preset", item["preset"],
-              "-o", os.path.relpath(output, ROOT), "--json"]
+    export = [options.reel, item["command"], os.path.relpath(input_path, ROOT)] + item["options"]
+    if item["command"] != "probe":
+        export += ["-o", os.path.relpath(output, ROOT)]
     command = ["timeout", "-s", "KILL", str(options.timeout)] + export
     started = time.monotonic()
     try:
@@ -403,6 +493,33 @@ def run_one(options, iteration, item):
             note = "SIGKILL before the timeout: probably the memory limit or the OOM killer"
         elif signalled == signal.SIGXFSZ:
             note = "SIGXFSZ: the output grew past the 2 GiB file-size limit (runaway export)"
+    elif rc == 0 and item["command"] == "probe":
+        primary = "success"
+        try:
+            json.loads(stdout)
+        except ValueError:
+            primary, note = "badoutput", "stdout is not one JSON report"
+        if left:
+            kinds.append("leftover")
+    elif rc == 0 and item["command"] == "image":
+        primary = "success"
+        problems = []
+        if not os.path.isfile(output):
+            problems.append("the output file does not exist")
+        else:
+            header = subprocess.run(["vipsheader", output], stdin=subprocess.DEVNULL, capture_output=True,
+                                    text=True, timeout=120)
+            if header.returncode != 0:
+                problems.append(f"vipsheader cannot read the output: {header.stderr.strip()[:300]}")
+        try:
+            if json.loads(stdout.strip().splitlines()[-1]).get("file") is None:
+                problems.append("the JSON line names no file")
+        except (ValueError, IndexError):
+            problems.append("stdout does not end with a JSON line")
+        if problems:
+            primary, note = "badoutput", "; ".join(problems)
+        if left != [os.path.basename(output)] and os.path.isfile(output):
+            kinds.append("leftover")
     elif rc == 0:
         primary = "success"
         problems = []
@@ -447,6 +564,7 @@ def run_one(options, iteration, item):
               "note": note, "elapsed": elapsed, "stderr": stderr, "stdout": stdout, "left": left,
               "command": command, "export": export, "seed_clip": item["seed_clip"],
               "mutations": item["mutations"], "preset": item["preset"], "type": item["type"],
+              "options": item["options"],
               "first_error": err_lines[0] if err_lines else ""}
     for kind in kinds:
         keep_finding(options, result, kind, input_path, ext)
@@ -459,8 +577,8 @@ def keep_finding(options, result, kind, input_path, ext):
     iteration = result["iteration"]
     kept = os.path.join(FINDINGS, f"{kind}-{iteration}{ext}")
     shutil.copyfile(input_path, kept)
-    reproduce = [options.reel, "export", os.path.relpath(kept, ROOT), "--preset", result["preset"],
-                 "-o", f"/tmp/reel-repro/out.{result['type']}", "--json"]
+    reproduce = [options.reel, result["export"][1], os.path.relpath(kept, ROOT)] + result["options"] \
+        + ([] if result["export"][1] == "probe" else ["-o", f"/tmp/reel-repro/out.{result['type']}"])
     result.setdefault("findings", []).append(os.path.relpath(kept, ROOT))
     result["reproduce"] = "mkdir -p /tmp/reel-repro && rm -rf /tmp/reel-repro/* /tmp/reel-repro/.[!.]* && " \
         + shlex.join(reproduce)
@@ -500,7 +618,8 @@ def counts_line(counts):
 
 
 def main():
-    parser = argparse.ArgumentParser(prog="Scripts/fuzz", description="Fuzz `reel export` with mutated clips.")
+    parser = argparse.ArgumentParser(prog="Scripts/fuzz",
+                                     description="Fuzz `reel export`, `reel image` and `reel probe` with mutated seeds.")
     parser.add_argument("--reel", required=True, help=argparse.SUPPRESS)
     parser.add_argument("--iterations", type=int, help="exports to run (default 200 unless --minutes is given)")
     parser.add_argument("--minutes", type=float, help="stop after this many minutes")
@@ -509,7 +628,13 @@ def main():
     parser.add_argument("--timeout", type=int, default=60, help="seconds before an export counts as a hang (default 60)")
     parser.add_argument("--memory-mb", type=int, default=4096,
                         help="address-space limit per export in MiB, 0 for none (default 4096)")
+    parser.add_argument("--commands", default=",".join(COMMANDS),
+                        help="which commands to fuzz, comma-separated: export (clips), image and probe (photos); "
+                             "default all")
     options = parser.parse_args()
+    options.commands = [c.strip() for c in options.commands.split(",") if c.strip()]
+    if not options.commands or any(c not in COMMANDS for c in options.commands):
+        parser.error(f"--commands takes {', '.join(COMMANDS)}")
     if options.iterations is None and options.minutes is None:
         options.iterations = 200
     if options.seed is None:
@@ -518,7 +643,7 @@ def main():
         parser.error("--jobs, --timeout and --iterations must be positive")
 
     make_seeds()
-    seeds = load_seeds()
+    seeds = load_seeds(options.commands)
     for folder in (WORK, FINDINGS):
         shutil.rmtree(folder, ignore_errors=True)
         os.makedirs(folder)
@@ -527,7 +652,7 @@ def main():
     if options.minutes is not None:
         limit += (" or " if limit else "") + f"{options.minutes:g} minutes"
     print(f"fuzz: {limit}, --seed {options.seed}, {options.jobs} jobs, {options.timeout} s timeout, "
-          f"{len(seeds)} seed clips, reel at {options.reel}", flush=True)
+          f"{len(seeds)} seeds, commands {','.join(options.commands)}, reel at {options.reel}", flush=True)
 
     started = time.monotonic()
     deadline = started + options.minutes * 60 if options.minutes is not None else None
@@ -546,7 +671,7 @@ def main():
         try:
             while True:
                 while len(running) < options.jobs and may_start():
-                    item = plan(options.seed, next_iteration, seeds)
+                    item = plan(options.seed, next_iteration, seeds, options.commands)
                     running.add(pool.submit(run_one, options, next_iteration, item))
                     next_iteration += 1
                 if not running:

@@ -7,6 +7,11 @@
 
 struct ReelVipsImage;
 
+/// libheif's own size limit for the contexts the shim opens, as libvips's heifload sets it (16384): per
+/// side in libheif 1.15, as an area (16384 squared, about 268 million pixels) from 1.19 on. Reel's pixel
+/// limit (the input policy's maxPhotoPixels) is checked from the header on top of it.
+#define REEL_HEIF_MAX_SIDE 0x4000
+
 static VipsImage *vips_of(ReelVipsImage *image) { return (VipsImage *)image; }
 
 static pthread_once_t started_once = PTHREAD_ONCE_INIT;
@@ -27,8 +32,15 @@ static void start_once(void) {
         return;
     }
     g_log_set_handler("VIPS", G_LOG_LEVEL_WARNING | G_LOG_LEVEL_MESSAGE | G_LOG_LEVEL_INFO, ignore_log, NULL);
-    // Only loaders that are safe for untrusted input (ReelImage accepts only photo loaders anyway).
+    // Only loaders that are safe for untrusted input, and of those only the photo loaders Reel renders
+    // with: every other loader (TIFF, PDF, SVG, FITS, Matlab, ImageMagick, vips's own format, ...) fails
+    // to build ("operation is blocked") whatever a file's bytes make libvips pick. Blocking a class
+    // blocks its subclasses (the File, Buffer and Source loaders); the photo loaders are unblocked after.
     vips_block_untrusted_set(TRUE);
+    vips_operation_block_set("VipsForeignLoad", TRUE);
+    static const char *const photo_loaders[] = {"VipsForeignLoadJpeg", "VipsForeignLoadPng", "VipsForeignLoadWebp",
+        "VipsForeignLoadHeif", "VipsForeignLoadNsgif", "VipsForeignLoadGif", NULL};
+    for (int index = 0; photo_loaders[index] != NULL; index++) vips_operation_block_set(photo_loaders[index], FALSE);
     // Photos are rendered once each: a small cache bounds memory in a long-running worker.
     vips_cache_set_max(16);
     vips_cache_set_max_mem(32 * 1024 * 1024);
@@ -99,10 +111,51 @@ const void *reel_vips_blob(ReelVipsImage *image, const char *name, size_t *lengt
     return data;
 }
 
+/// `image` (upright as its orientation says) fitted or filled into width x height, never enlarged, in sRGB
+/// when `convert` (it has an ICC profile to import), with EXIF Orientation 1: the last steps of every
+/// render. Takes `image`'s reference.
+static int finish(VipsImage *image, int width, int height, int fill, int convert, ReelVipsImage **out) {
+    VipsImage *thumbnail = NULL;
+    int failed = convert
+        ? vips_thumbnail_image(image, &thumbnail, width, "height", height, "size", VIPS_SIZE_DOWN, "crop",
+              fill ? VIPS_INTERESTING_CENTRE : VIPS_INTERESTING_NONE, "export_profile", "srgb", NULL)
+        : vips_thumbnail_image(image, &thumbnail, width, "height", height, "size", VIPS_SIZE_DOWN, "crop",
+              fill ? VIPS_INTERESTING_CENTRE : VIPS_INTERESTING_NONE, NULL);
+    g_object_unref(image);
+    if (failed != 0) return -1;
+    // Upright now: a kept EXIF block says so (Orientation 1), so no viewer rotates it again.
+    VipsImage *copy = NULL;
+    failed = vips_copy(thumbnail, &copy, NULL);
+    g_object_unref(thumbnail);
+    if (failed != 0) return -1;
+    vips_image_set_int(copy, VIPS_META_ORIENTATION, 1);
+    *out = (ReelVipsImage *)copy;
+    return 0;
+}
+
+static int is_heif(const char *path) {
+    const char *loader = vips_foreign_find_load(path);
+    if (loader == NULL) {
+        vips_error_clear();
+        return 0;
+    }
+    return g_str_has_prefix(loader, "VipsForeignLoadHeif");
+}
+
 int reel_vips_thumbnail(const char *path, int width, int height, int fill, int convert, ReelVipsImage **out) {
+    // vips_thumbnail would take a HEIF's embedded thumbnail whenever it is larger than the box: a lower
+    // quality picture than asked for. The main picture is decoded instead (HEIF has no shrink-on-load);
+    // the embedded thumbnail is reel_vips_embedded_thumbnail's, for the requests that allow it.
+    if (is_heif(path)) {
+        VipsImage *image = vips_image_new_from_file(
+            path, "thumbnail", FALSE, "access", VIPS_ACCESS_SEQUENTIAL, "fail_on", VIPS_FAIL_ON_TRUNCATED, NULL);
+        if (image == NULL) return -1;
+        return finish(image, width, height, fill, convert, out);
+    }
     VipsImage *thumbnail = NULL;
     // Only a photo with an ICC profile is converted: one without is sRGB already, as browsers read it,
     // and an "sRGB to sRGB" pass through lcms shifted pure colours (blue 0,0,255 came out 84,15,253).
+    // JPEG and WebP shrink on load.
     int converted = convert
         ? vips_thumbnail(path, &thumbnail, width, "height", height, "size", VIPS_SIZE_DOWN, "crop",
               fill ? VIPS_INTERESTING_CENTRE : VIPS_INTERESTING_NONE, "export_profile", "srgb", "fail_on",
@@ -110,7 +163,6 @@ int reel_vips_thumbnail(const char *path, int width, int height, int fill, int c
         : vips_thumbnail(path, &thumbnail, width, "height", height, "size", VIPS_SIZE_DOWN, "crop",
               fill ? VIPS_INTERESTING_CENTRE : VIPS_INTERESTING_NONE, "fail_on", VIPS_FAIL_ON_TRUNCATED, NULL);
     if (converted != 0) return -1;
-    // Upright now: a kept EXIF block says so (Orientation 1), so no viewer rotates it again.
     VipsImage *copy = NULL;
     if (vips_copy(thumbnail, &copy, NULL) != 0) {
         g_object_unref(thumbnail);
@@ -120,6 +172,49 @@ int reel_vips_thumbnail(const char *path, int width, int height, int fill, int c
     vips_image_set_int(copy, VIPS_META_ORIENTATION, 1);
     *out = (ReelVipsImage *)copy;
     return 0;
+}
+
+int reel_heif_thumbnail_size(const char *path, int *width, int *height) {
+    *width = 0;
+    *height = 0;
+    struct heif_context *context = heif_context_alloc();
+    if (context == NULL) return -1;
+    heif_context_set_maximum_image_size_limit(context, REEL_HEIF_MAX_SIDE);
+    struct heif_image_handle *handle = NULL;
+    if (heif_context_read_from_file(context, path, NULL).code != heif_error_Ok
+        || heif_context_get_primary_image_handle(context, &handle).code != heif_error_Ok) {
+        heif_context_free(context);
+        return -1;
+    }
+    heif_item_id id = 0;
+    if (heif_image_handle_get_list_of_thumbnail_IDs(handle, &id, 1) == 1) {
+        struct heif_image_handle *thumbnail = NULL;
+        if (heif_image_handle_get_thumbnail(handle, id, &thumbnail).code == heif_error_Ok) {
+            *width = heif_image_handle_get_width(thumbnail);
+            *height = heif_image_handle_get_height(thumbnail);
+            heif_image_handle_release(thumbnail);
+        }
+    }
+    heif_image_handle_release(handle);
+    heif_context_free(context);
+    return 0;
+}
+
+int reel_vips_embedded_thumbnail(
+    const char *path, int width, int height, int convert, ReelVipsImage **out) {
+    // libvips's heifload reads the primary image's first thumbnail item with the primary's metadata.
+    VipsImage *image = vips_image_new_from_file(
+        path, "thumbnail", TRUE, "access", VIPS_ACCESS_SEQUENTIAL, "fail_on", VIPS_FAIL_ON_TRUNCATED, NULL);
+    if (image == NULL) return -1;
+    return finish(image, width, height, 0, convert, out);
+}
+
+int reel_vips_reduced(const char *path, int shrink, int width, int height, int convert, ReelVipsImage **out) {
+    // libjpeg decodes at 1/2, 1/4 or 1/8 scale from the DCT coefficients: a fraction of the work.
+    VipsImage *image = vips_image_new_from_file(
+        path, "shrink", shrink, "access", VIPS_ACCESS_SEQUENTIAL, "fail_on", VIPS_FAIL_ON_TRUNCATED, NULL);
+    if (image == NULL) return -1;
+    return finish(image, width, height, 0, convert, out);
 }
 
 int reel_vips_crop_thumbnail(const char *path, double x, double y, double w, double h, int width, int height,
@@ -209,6 +304,7 @@ int reel_heif_facts(const char *path, ReelHeifFacts *facts) {
     memset(facts, 0, sizeof *facts);
     struct heif_context *context = heif_context_alloc();
     if (context == NULL) return -1;
+    heif_context_set_maximum_image_size_limit(context, REEL_HEIF_MAX_SIDE);
     struct heif_image_handle *handle = NULL;
     if (heif_context_read_from_file(context, path, NULL).code != heif_error_Ok
         || heif_context_get_primary_image_handle(context, &handle).code != heif_error_Ok) {

@@ -82,6 +82,33 @@ public struct RenderedPhoto: Sendable {
     public var width: Int
     public var height: Int
     public var format: ImageOutputFormat
+    /// Where its pixels came from.
+    public var source: PhotoSource = .picture
+    /// A quick, low-quality picture delivered ahead of the final one (PhotoKit's
+    /// `PHImageResultIsDegradedKey`).
+    public var degraded = false
+}
+
+/// PhotoKit's `PHImageRequestOptionsResizeMode`: how closely a render matches the size asked.
+public enum PhotoResizeMode: String, Sendable, Codable, CaseIterable {
+    /// No resizing: the whole picture as stored (upright), whatever size was asked.
+    case none
+    /// The size asked or slightly larger, the cheapest way: a HEIF's embedded thumbnail, unscaled, when it
+    /// is at least as large as the render would be; otherwise as `exact`.
+    case fast
+    /// Exactly the size asked (fit: inside the box, one side on it; fill: the box), from the main picture,
+    /// never enlarged. A crop needs it.
+    case exact
+}
+
+/// Where a rendered picture's pixels came from.
+public enum PhotoSource: String, Sendable, Codable, CaseIterable {
+    /// The main picture, decoded (a JPEG or WebP at a reduced scale when the size allows it).
+    case picture
+    /// A HEIF's embedded thumbnail item.
+    case embeddedThumbnail = "embedded-thumbnail"
+    /// A JPEG decoded at 1/8 of its size by libjpeg (a degraded picture).
+    case reducedDecode = "reduced-decode"
 }
 
 /// How to render a photo: a box to fit (or fill), never enlarged, upright and in sRGB.
@@ -99,6 +126,8 @@ public struct PhotoRenderOptions: Sendable, Equatable {
     /// The part of the upright picture to render, in unit coordinates (PhotoKit's `normalizedCropRect`:
     /// x, y, width, height from the top left); nil for all of it. The box then applies to that part.
     public var crop: (x: Double, y: Double, width: Double, height: Double)? = nil
+    /// How closely the size asked is matched (PhotoKit's resizeMode); a crop needs `exact`.
+    public var resizeMode: PhotoResizeMode = .exact
 
     public init(
         maxWidth: Int = 0, maxHeight: Int = 0, fill: Bool = false, format: ImageOutputFormat = .jpeg,
@@ -114,7 +143,7 @@ public struct PhotoRenderOptions: Sendable, Equatable {
 
     public static func == (a: PhotoRenderOptions, b: PhotoRenderOptions) -> Bool {
         a.maxWidth == b.maxWidth && a.maxHeight == b.maxHeight && a.fill == b.fill && a.format == b.format
-            && a.quality == b.quality && a.metadata == b.metadata
+            && a.quality == b.quality && a.metadata == b.metadata && a.resizeMode == b.resizeMode
             && a.crop.map { [$0.x, $0.y, $0.width, $0.height] }
                 == b.crop.map { [$0.x, $0.y, $0.width, $0.height] }
     }
@@ -177,14 +206,27 @@ public enum PhotoRenderer {
         guard (1...100).contains(options.quality) else {
             throw PhotoError(.encodeFailed, "quality must be between 1 and 100, not \(options.quality)")
         }
+        if options.crop != nil && options.resizeMode != .exact {
+            throw PhotoError(.invalidArgument, "a crop needs the exact resize mode, not \(options.resizeMode.rawValue)")
+        }
         // The header read for the checks says whether there is a profile to convert from.
-        let hasProfile = try open(path, maxPixels: maxPixels).0.blob("icc-profile-data") != nil
+        let (header, format) = try open(path, maxPixels: maxPixels)
+        let hasProfile = header.blob("icc-profile-data") != nil
         let unbounded: Int32 = 10_000_000
-        let width = options.maxWidth > 0 ? Int32(clamping: options.maxWidth) : unbounded
-        let height = options.maxHeight > 0 ? Int32(clamping: options.maxHeight) : unbounded
+        let scaled = options.resizeMode != .none
+        let width = scaled && options.maxWidth > 0 ? Int32(clamping: options.maxWidth) : unbounded
+        let height = scaled && options.maxHeight > 0 ? Int32(clamping: options.maxHeight) : unbounded
         var pointer: OpaquePointer?
         let made: Int32
-        if let crop = options.crop {
+        var source = PhotoSource.picture
+        if options.resizeMode == .fast, format == .heic || format == .avif,
+            let thumbnail = embeddedThumbnailSize(path),
+            covers(thumbnail, picture: (header.width, header.height), options)
+        {
+            // The embedded thumbnail as it is: the nearest larger size the file has.
+            made = reel_vips_embedded_thumbnail(path, unbounded, unbounded, hasProfile ? 1 : 0, &pointer)
+            source = .embeddedThumbnail
+        } else if let crop = options.crop {
             guard crop.x >= 0, crop.y >= 0, crop.width > 0, crop.height > 0, crop.x + crop.width <= 1 + 1e-9,
                 crop.y + crop.height <= 1 + 1e-9
             else {
@@ -194,12 +236,90 @@ public enum PhotoRenderer {
             made = reel_vips_crop_thumbnail(
                 path, crop.x, crop.y, crop.width, crop.height, width, height, options.fill ? 1 : 0, &pointer)
         } else {
-            made = reel_vips_thumbnail(path, width, height, options.fill ? 1 : 0, hasProfile ? 1 : 0, &pointer)
+            made = reel_vips_thumbnail(
+                path, width, height, scaled && options.fill ? 1 : 0, hasProfile ? 1 : 0, &pointer)
         }
         guard made == 0, let pointer else {
             throw Vips.failure(.unreadable, path, "could not be decoded")
         }
-        let image = VipsImage(pointer)
+        var rendered = try encode(VipsImage(pointer), path, options)
+        rendered.source = source
+        return rendered
+    }
+
+    /// A quick, low-quality picture of the photo at `path` for the box `options` asks, delivered before
+    /// the final one (PhotoKit's opportunistic delivery) or instead of it (fast delivery): a HEIF's
+    /// embedded thumbnail, or a JPEG decoded at 1/8 scale, fitted into the box when larger. nil when the
+    /// photo has no cheaper picture than a full decode (PNG, WebP, GIF, a HEIF without a thumbnail), and
+    /// for a crop (the quick pictures are of the whole photo).
+    public static func renderDegraded(
+        _ path: String, _ options: PhotoRenderOptions, maxPixels: Int = defaultMaxPixels
+    ) throws(PhotoError) -> RenderedPhoto? {
+        guard (1...100).contains(options.quality) else {
+            throw PhotoError(.encodeFailed, "quality must be between 1 and 100, not \(options.quality)")
+        }
+        guard options.crop == nil else { return nil }
+        let (header, format) = try open(path, maxPixels: maxPixels)
+        let hasProfile = header.blob("icc-profile-data") != nil ? Int32(1) : 0
+        let unbounded: Int32 = 10_000_000
+        let scaled = options.resizeMode != .none
+        let width = scaled && options.maxWidth > 0 ? Int32(clamping: options.maxWidth) : unbounded
+        let height = scaled && options.maxHeight > 0 ? Int32(clamping: options.maxHeight) : unbounded
+        var pointer: OpaquePointer?
+        let made: Int32
+        let source: PhotoSource
+        switch format {
+        case .heic, .avif:
+            guard embeddedThumbnailSize(path) != nil else { return nil }
+            made = reel_vips_embedded_thumbnail(path, width, height, hasProfile, &pointer)
+            source = .embeddedThumbnail
+        case .jpeg:
+            // Only worth it when the reduced picture still has something to show.
+            guard header.width >= 512 || header.height >= 512 else { return nil }
+            made = reel_vips_reduced(path, 8, width, height, hasProfile, &pointer)
+            source = .reducedDecode
+        default:
+            return nil
+        }
+        guard made == 0, let pointer else {
+            throw Vips.failure(.unreadable, path, "could not be decoded")
+        }
+        var rendered = try encode(VipsImage(pointer), path, options)
+        rendered.source = source
+        rendered.degraded = true
+        return rendered
+    }
+
+    /// The size of the HEIF file's embedded thumbnail (libheif's first thumbnail item of the primary
+    /// image), nil without one.
+    static func embeddedThumbnailSize(_ path: String) -> (width: Int, height: Int)? {
+        var width: Int32 = 0
+        var height: Int32 = 0
+        guard reel_heif_thumbnail_size(path, &width, &height) == 0, width > 0, height > 0 else { return nil }
+        return (Int(width), Int(height))
+    }
+
+    /// Whether a thumbnail of `thumbnail`'s size is at least as large as the render of `picture` (the
+    /// upright size) that `options` ask for: fit scales the picture into the box, fill over it, never up.
+    static func covers(
+        _ thumbnail: (width: Int, height: Int), picture: (width: Int, height: Int), _ options: PhotoRenderOptions
+    ) -> Bool {
+        guard picture.width > 0, picture.height > 0 else { return false }
+        let across = options.maxWidth > 0 ? Double(options.maxWidth) / Double(picture.width) : .infinity
+        let down = options.maxHeight > 0 ? Double(options.maxHeight) / Double(picture.height) : .infinity
+        var scale = options.fill ? max(across, down) : min(across, down)
+        if !scale.isFinite || scale > 1 { scale = 1 }
+        let needed = (
+            width: Int((Double(picture.width) * scale).rounded()),
+            height: Int((Double(picture.height) * scale).rounded())
+        )
+        return thumbnail.width >= needed.width && thumbnail.height >= needed.height
+    }
+
+    /// `image` encoded as `options` say.
+    static func encode(_ image: VipsImage, _ path: String, _ options: PhotoRenderOptions) throws(PhotoError)
+        -> RenderedPhoto
+    {
         var buffer: UnsafeMutableRawPointer?
         var length = 0
         let saved = reel_vips_save(
@@ -234,6 +354,15 @@ public enum PhotoRenderer {
         }
     }
 
+    /// `renderDegraded` on a thread of its own.
+    public static func renderingDegraded(
+        _ path: String, _ options: PhotoRenderOptions, maxPixels: Int = defaultMaxPixels
+    ) async throws(PhotoError) -> RenderedPhoto? {
+        try await onOwnThread(named: "reel-photo") { () throws(PhotoError) in
+            try renderDegraded(path, options, maxPixels: maxPixels)
+        }
+    }
+
     /// The header, after checking that a photo loader reads it and that it is within the limit.
     static func open(_ path: String, maxPixels: Int) throws(PhotoError) -> (VipsImage, PhotoFormat) {
         try Vips.start()
@@ -247,9 +376,16 @@ public enum PhotoRenderer {
         guard let base = loaderFormat(loader) else {
             throw PhotoError(.unreadable, "\(name): not a photo Reel renders (libvips reads it with \(loader))")
         }
+        if base == .heic { try HEIFLayout.check(path) }
         var pointer: OpaquePointer?
         guard reel_vips_open(path, &pointer) == 0, let pointer else {
-            throw Vips.failure(.unreadable, path, "its header could not be read")
+            // libheif refuses a declared size over its own limit before Reel sees the header.
+            let failure = Vips.failure(.unreadable, path, "its header could not be read")
+            let text = failure.message.lowercased()
+            if text.contains("security limit") || text.contains("maximum image size") {
+                throw PhotoError(.limitExceeded, failure.message)
+            }
+            throw failure
         }
         let image = VipsImage(pointer)
         var format = base

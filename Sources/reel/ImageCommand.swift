@@ -44,6 +44,30 @@ struct ImageCommand: AsyncParsableCommand {
             valueName: "x,y,w,h"))
     var crop: String?
 
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "PhotoKit's resizeMode. exact (default): the size asked (fit inside it, or fill it); fast: that size or the nearest larger one the file has (a HEIC's embedded thumbnail, unscaled); none: the picture as stored, no scaling. A crop needs exact.",
+            valueName: "none|fast|exact"))
+    var resize = "exact"
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "PhotoKit's deliveryMode. high-quality (default): the final image only; opportunistic: a degraded image first (a HEIC's embedded thumbnail, a JPEG decoded at 1/8), then the final one at the same path; fast: the degraded image only, when the photo has one.",
+            valueName: "opportunistic|high-quality|fast"))
+    var delivery = Delivery.highQuality.rawValue
+
+    /// PhotoKit's deliveryMode, as `--delivery` names it.
+    enum Delivery: String, CaseIterable {
+        /// A degraded image first, when the photo has a cheaper picture, then the final one.
+        case opportunistic
+        /// The final image only.
+        case highQuality = "high-quality"
+        /// The degraded image only, when the photo has one; else the final one.
+        case fast
+    }
+
     @Option(name: [.short, .long], help: ArgumentHelp("The image file to write.", valueName: "file"))
     var output: String
 
@@ -65,7 +89,10 @@ struct ImageCommand: AsyncParsableCommand {
     @Flag(name: .long, help: "Replace the file if it exists.")
     var overwrite = false
 
-    @Flag(name: .long, help: "Print the result as one JSON line (file, width, height, format, degraded).")
+    @Flag(
+        name: .long,
+        help:
+            "Print each image written as one JSON line (file, width, height, format, degraded, requestID, source).")
     var json = false
 
     /// `--size`: (0, 0) for max.
@@ -101,6 +128,15 @@ struct ImageCommand: AsyncParsableCommand {
         if !["fit", "fill"].contains(contentMode) {
             throw ValidationError("--content-mode is fit or fill, not '\(contentMode)'")
         }
+        if !["none", "fast", "exact"].contains(resize) {
+            throw ValidationError("--resize is none, fast or exact, not '\(resize)'")
+        }
+        if Delivery(rawValue: delivery) == nil {
+            throw ValidationError("--delivery is opportunistic, high-quality or fast, not '\(delivery)'")
+        }
+        if crop != nil && resize != "exact" {
+            throw ValidationError("a crop needs --resize exact (PhotoKit's rule), not --resize \(resize)")
+        }
         if let crop, Self.cropRect(crop) == nil {
             throw ValidationError(
                 "cannot use --crop '\(crop)'; write x,y,w,h inside the unit square, e.g. 0.25,0.25,0.5,0.5")
@@ -126,8 +162,15 @@ struct ImageCommand: AsyncParsableCommand {
         var format: String
         var contentMode: String
         var metadata: String
-        /// Always false: the image written is the final one (no degraded image first).
+        /// Whether this is the quick, low-quality image (opportunistic delivery writes it first, then the
+        /// final one at the same path; fast delivery writes only it).
         var degraded = false
+        /// The request's identifier: the same on both lines of an opportunistic request.
+        var requestID: String
+        /// Where the pixels came from: `picture`, `embedded-thumbnail` or `reduced-decode`.
+        var source: String
+        var resizeMode: String
+        var deliveryMode: String
         /// The library asset rendered, for a `library:<id>` request.
         var localIdentifier: String? = nil
     }
@@ -178,18 +221,46 @@ struct ImageCommand: AsyncParsableCommand {
                 maxWidth: box.0, maxHeight: box.1, fill: contentMode == "fill" && box != (0, 0),
                 format: outputFormat, quality: quality, metadata: photoMetadata)
             options.crop = crop.flatMap(Self.cropRect)
-            let image = try await PhotoInput.render(path, options, limits: input.limits)
-            try AtomicFile.write(image.data, to: file, overwrite: overwrite)
-            if json {
-                CLI.printLine(
-                    CLI.jsonLine(
-                        Line(
-                            file: file.path, width: image.width, height: image.height, format: outputFormat.rawValue,
-                            contentMode: contentMode, metadata: policy.rawValue, localIdentifier: identifier)))
-            } else {
-                CLI.printLine(
-                    "wrote \(file.path) (\(image.width)x\(image.height) \(outputFormat.rawValue), from a \(photo.name) photo)"
-                )
+            options.resizeMode = PhotoResizeMode(rawValue: resize) ?? .exact
+            let requestID = UUID().uuidString.lowercased()
+            func report(_ image: RenderedPhoto) {
+                if json {
+                    CLI.printLine(
+                        CLI.jsonLine(
+                            Line(
+                                file: file.path, width: image.width, height: image.height,
+                                format: outputFormat.rawValue, contentMode: contentMode, metadata: policy.rawValue,
+                                degraded: image.degraded, requestID: requestID, source: image.source.rawValue,
+                                resizeMode: resize, deliveryMode: delivery, localIdentifier: identifier)))
+                } else {
+                    let source =
+                        image.source == .picture
+                        ? "" : ", its \(image.source.rawValue.replacingOccurrences(of: "-", with: " "))"
+                    CLI.printLine(
+                        "wrote \(file.path) (\(image.width)x\(image.height) \(outputFormat.rawValue)\(image.degraded ? ", degraded" : ""), from a \(photo.name) photo\(source))"
+                    )
+                }
+            }
+            // Opportunistic and fast delivery: the quick picture first, written whole (a reader of the
+            // path sees it, then the final one replacing it). A photo without one, or whose quick picture
+            // cannot be made, gets the final image alone.
+            var wroteDegraded = false
+            if delivery != Delivery.highQuality.rawValue,
+                let quick = try? await PhotoInput.renderDegraded(path, options, limits: input.limits)
+            {
+                try AtomicFile.write(quick.data, to: file, overwrite: overwrite)
+                report(quick)
+                if delivery == Delivery.fast.rawValue { return }
+                wroteDegraded = true
+            }
+            do {
+                let image = try await PhotoInput.render(path, options, limits: input.limits)
+                try AtomicFile.write(image.data, to: file, overwrite: overwrite || wroteDegraded)
+                report(image)
+            } catch {
+                // No degraded picture is left standing for a request that failed.
+                if wroteDegraded { try? FileManager.default.removeItem(at: file) }
+                throw error
             }
         #else
             throw LeftOut.photos.failure

@@ -32,11 +32,12 @@ enum PhotoInput {
             }
         }
 
-        /// Facts the header gives, after the limits' checks on the path (allowed roots, file size).
+        /// Facts the header gives, after the limits' checks on the path (allowed roots, regular file, file
+        /// size) and, from the header, before any pixel is decoded, the photo's pixel limit.
         static func info(_ path: String, limits: InputLimits) async throws -> PhotoInfo {
             try Asset.checkAccess(URL(fileURLWithPath: path), limits: limits)
             do {
-                return try await PhotoRenderer.loadInfo(path)
+                return try await PhotoRenderer.loadInfo(path, maxPixels: limits.maxPhotoPixels)
             } catch {
                 throw exportError(error)
             }
@@ -48,7 +49,20 @@ enum PhotoInput {
         {
             try Asset.checkAccess(URL(fileURLWithPath: path), limits: limits)
             do {
-                return try await PhotoRenderer.rendering(path, options)
+                return try await PhotoRenderer.rendering(path, options, maxPixels: limits.maxPhotoPixels)
+            } catch {
+                throw exportError(error)
+            }
+        }
+
+        /// A quick, degraded picture (a HEIF's embedded thumbnail, a JPEG at 1/8 scale), after the same
+        /// checks; nil when the photo has none.
+        static func renderDegraded(_ path: String, _ options: PhotoRenderOptions, limits: InputLimits) async throws
+            -> RenderedPhoto?
+        {
+            try Asset.checkAccess(URL(fileURLWithPath: path), limits: limits)
+            do {
+                return try await PhotoRenderer.renderingDegraded(path, options, maxPixels: limits.maxPhotoPixels)
             } catch {
                 throw exportError(error)
             }

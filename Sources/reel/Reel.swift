@@ -175,6 +175,13 @@ struct InputOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("Most streams an input may have.", valueName: "n"))
     var maxStreams: Int?
 
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Largest photo, in megapixels (width x height as its header declares, checked before decoding).",
+            valueName: "MP"))
+    var maxMegapixels: Int?
+
     var limits: InputLimits {
         var limits = Asset.defaultLimits
         limits.allowedRoots = allowedRoots + InputLimits.roots(fromEnvironment: ProcessInfo.processInfo.environment)
@@ -182,7 +189,14 @@ struct InputOptions: ParsableArguments {
         if let maxDuration { limits.maxDurationSeconds = maxDuration }
         if let maxDimension { limits.maxDimension = maxDimension }
         if let maxStreams { limits.maxStreams = maxStreams }
+        if let maxMegapixels { limits.maxPhotoPixels = maxMegapixels * 1_000_000 }
         return limits
+    }
+
+    func validate() throws {
+        if let maxMegapixels, !(1...100_000).contains(maxMegapixels) {
+            throw ValidationError("--max-megapixels must be between 1 and 100000, not \(maxMegapixels)")
+        }
     }
 }
 

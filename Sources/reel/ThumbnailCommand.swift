@@ -180,8 +180,15 @@ struct ThumbnailCommand: AsyncParsableCommand {
             try resolved.checkUnchanged()
             source = resolved
         }
-        if source == nil, let photo = PhotoInput.signature(asset) {
-            return try await writePhoto(photo, limits: limits)
+        // A photo: a file, or a library asset whose resource is a photo file (a Motion Photo's video is a
+        // byte range of its JPEG and stays a video).
+        if let photoPath = source.map({ $0.byteRange == nil ? $0.path : nil }) ?? asset,
+            let photo = PhotoInput.signature(photoPath)
+        {
+            let named = source.map {
+                URL(fileURLWithPath: photoPath).deletingLastPathComponent().appendingPathComponent($0.outputStem)
+            }
+            return try await writePhoto(photo, path: photoPath, named: named, limits: limits)
         }
         if submit { return try await queue(source) }
         let when: ThumbnailTimes
@@ -259,7 +266,7 @@ struct ThumbnailCommand: AsyncParsableCommand {
 
     /// A photo (HEIC, JPEG, PNG, WebP, AVIF, a one-frame GIF) rendered by ReelImage: one picture,
     /// upright, sRGB, fitted into --max-size, never enlarged, no metadata (as video thumbnails).
-    private func writePhoto(_ photo: PhotoSignature, limits: InputLimits) async throws {
+    private func writePhoto(_ photo: PhotoSignature, path: String, named: URL?, limits: InputLimits) async throws {
         #if Photos
             let what = "\(asset) is a \(photo.name) photo, one picture"
             if submit {
@@ -278,7 +285,8 @@ struct ThumbnailCommand: AsyncParsableCommand {
                 throw ExportError(
                     .invalidArgument, "\(what): it is always rendered upright (--no-transform is for videos)")
             }
-            let naming = try Naming(output: output, asset: URL(fileURLWithPath: asset), format: format, sheets: false)
+            let naming = try Naming(
+                output: output, asset: named ?? URL(fileURLWithPath: path), format: format, sheets: false)
             let file = naming.file(number: 1)
             try checkFree([file])
             let box = maxSize.flatMap(ThumbnailSetRequest.size) ?? (0, 0)
@@ -289,7 +297,7 @@ struct ThumbnailCommand: AsyncParsableCommand {
                 case .webp: .webp
                 }
             let image = try await PhotoInput.render(
-                asset, PhotoRenderOptions(maxWidth: box.0, maxHeight: box.1, format: outputFormat, quality: quality),
+                path, PhotoRenderOptions(maxWidth: box.0, maxHeight: box.1, format: outputFormat, quality: quality),
                 limits: limits)
             try naming.makeFolder()
             do {

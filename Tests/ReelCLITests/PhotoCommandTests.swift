@@ -180,6 +180,16 @@ struct PhotoCommandTests {
             #expect(picture.codec_name == "mjpeg", "\(name)")
             #expect(max(picture.width ?? 0, picture.height ?? 0) == 250, "\(name): \(picture)")
         }
+        // `reel thumbnail` of a library photo renders the photo (it has one moment, no time needed).
+        let thumbs = folder.appendingPathComponent("thumbs")
+        let thumbnail = try await ReelBinary.run(
+            ["thumbnail", "library:\(try #require(ids["IMG_2927.HEIC"]))", "--max-size", "250x250", "-o", thumbs.path],
+            environment: environment)
+        #expect(thumbnail.status == 0, "\(thumbnail.stderr)")
+        let written = try FileManager.default.contentsOfDirectory(atPath: thumbs.path)
+        try #require(written.count == 1, "\(written)")
+        let still = try #require(try await ProbedFile.probe(thumbs.appendingPathComponent(written[0])).video)
+        #expect(still.width == 188 && still.height == 250, "\(still)")
         let video = try #require(ids["clip.mov"])
         let refused = try await ReelBinary.run(
             ["image", "library:\(video)", "--size", "250x250", "-o", folder.appendingPathComponent("v.jpg").path],

@@ -39,11 +39,20 @@ const char *reel_vips_string(ReelVipsImage *image, const char *name);
 /// A blob field ("icc-profile-data", "exif-data"), or NULL with *length 0; valid while the image is.
 const void *reel_vips_blob(ReelVipsImage *image, const char *name, size_t *length);
 
-/// `path` decoded upright (EXIF orientation or HEIF irot/imir applied), shrunk on load and resampled to
-/// fit `width`x`height` (`fill` = cover the box and crop the centre), never enlarged, in sRGB (an
-/// embedded profile is imported; `convert` 0 for a photo without one, which is kept as it is). The
-/// result's EXIF orientation is 1.
+/// `path` decoded upright (EXIF orientation or HEIF irot/imir applied), shrunk on load (JPEG, WebP) and
+/// resampled to fit `width`x`height` (`fill` = cover the box and crop the centre), never enlarged, in sRGB
+/// (an embedded profile is imported; `convert` 0 for a photo without one, which is kept as it is). A
+/// HEIF's main picture is decoded, never its embedded thumbnail. The result's EXIF orientation is 1.
 int reel_vips_thumbnail(const char *path, int width, int height, int fill, int convert, ReelVipsImage **out);
+/// The size of the first embedded thumbnail item of a HEIF file's primary image (libheif's
+/// heif_image_handle_get_list_of_thumbnail_IDs), 0x0 when it has none; -1 when libheif cannot read it.
+int reel_heif_thumbnail_size(const char *path, int *width, int *height);
+/// A HEIF file's embedded thumbnail (as reel_heif_thumbnail_size names it), upright, in sRGB when
+/// `convert`, fitted into width x height when it is larger.
+int reel_vips_embedded_thumbnail(const char *path, int width, int height, int convert, ReelVipsImage **out);
+/// A JPEG decoded at 1/`shrink` of its size (2, 4 or 8: libjpeg's reduced DCT), upright, in sRGB when
+/// `convert`, fitted into width x height when it is larger.
+int reel_vips_reduced(const char *path, int shrink, int width, int height, int convert, ReelVipsImage **out);
 /// As reel_vips_thumbnail, of the part of the upright picture the unit rectangle (x, y, w, h) names
 /// (PhotoKit's normalizedCropRect): decoded whole, turned upright, cut, then fitted or filled.
 int reel_vips_crop_thumbnail(const char *path, double x, double y, double w, double h, int width, int height,
