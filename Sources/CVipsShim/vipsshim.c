@@ -111,16 +111,29 @@ const void *reel_vips_blob(ReelVipsImage *image, const char *name, size_t *lengt
     return data;
 }
 
-/// `image` (upright as its orientation says) fitted or filled into width x height, never enlarged, in sRGB
-/// when `convert` (it has an ICC profile to import), with EXIF Orientation 1: the last steps of every
-/// render. Takes `image`'s reference.
+/// vips_thumbnail_image with the colour conversion `convert` names (REEL_VIPS_COLOUR_*): none (an untagged
+/// photo kept sRGB), the photo's profile to sRGB or to Display P3 (libvips's built-in "p3"), or an
+/// untagged photo read as sRGB and converted to Display P3.
+static int thumbnail_image(VipsImage *in, VipsImage **out, int width, int height, int fill, int convert) {
+    VipsInteresting crop = fill ? VIPS_INTERESTING_CENTRE : VIPS_INTERESTING_NONE;
+    switch (convert) {
+    case REEL_VIPS_COLOUR_NONE:
+        return vips_thumbnail_image(in, out, width, "height", height, "size", VIPS_SIZE_DOWN, "crop", crop, NULL);
+    case REEL_VIPS_COLOUR_SRGB_TO_P3:
+        return vips_thumbnail_image(in, out, width, "height", height, "size", VIPS_SIZE_DOWN, "crop", crop,
+            "import_profile", "srgb", "export_profile", "p3", NULL);
+    default:
+        return vips_thumbnail_image(in, out, width, "height", height, "size", VIPS_SIZE_DOWN, "crop", crop,
+            "export_profile", convert == REEL_VIPS_COLOUR_TO_P3 ? "p3" : "srgb", NULL);
+    }
+}
+
+/// `image` (upright as its orientation says) fitted or filled into width x height, never enlarged, in the
+/// colours `convert` names, with EXIF Orientation 1: the last steps of every render. Takes `image`'s
+/// reference.
 static int finish(VipsImage *image, int width, int height, int fill, int convert, ReelVipsImage **out) {
     VipsImage *thumbnail = NULL;
-    int failed = convert
-        ? vips_thumbnail_image(image, &thumbnail, width, "height", height, "size", VIPS_SIZE_DOWN, "crop",
-              fill ? VIPS_INTERESTING_CENTRE : VIPS_INTERESTING_NONE, "export_profile", "srgb", NULL)
-        : vips_thumbnail_image(image, &thumbnail, width, "height", height, "size", VIPS_SIZE_DOWN, "crop",
-              fill ? VIPS_INTERESTING_CENTRE : VIPS_INTERESTING_NONE, NULL);
+    int failed = thumbnail_image(image, &thumbnail, width, height, fill, convert);
     g_object_unref(image);
     if (failed != 0) return -1;
     // Upright now: a kept EXIF block says so (Orientation 1), so no viewer rotates it again.
@@ -153,15 +166,25 @@ int reel_vips_thumbnail(const char *path, int width, int height, int fill, int c
         return finish(image, width, height, fill, convert, out);
     }
     VipsImage *thumbnail = NULL;
-    // Only a photo with an ICC profile is converted: one without is sRGB already, as browsers read it,
-    // and an "sRGB to sRGB" pass through lcms shifted pure colours (blue 0,0,255 came out 84,15,253).
-    // JPEG and WebP shrink on load.
-    int converted = convert
-        ? vips_thumbnail(path, &thumbnail, width, "height", height, "size", VIPS_SIZE_DOWN, "crop",
-              fill ? VIPS_INTERESTING_CENTRE : VIPS_INTERESTING_NONE, "export_profile", "srgb", "fail_on",
-              VIPS_FAIL_ON_TRUNCATED, NULL)
-        : vips_thumbnail(path, &thumbnail, width, "height", height, "size", VIPS_SIZE_DOWN, "crop",
-              fill ? VIPS_INTERESTING_CENTRE : VIPS_INTERESTING_NONE, "fail_on", VIPS_FAIL_ON_TRUNCATED, NULL);
+    // Only a photo with an ICC profile is converted to sRGB: one without is sRGB already, as browsers
+    // read it, and an "sRGB to sRGB" pass through lcms shifted pure colours (blue 0,0,255 came out
+    // 84,15,253). JPEG and WebP shrink on load.
+    VipsInteresting crop = fill ? VIPS_INTERESTING_CENTRE : VIPS_INTERESTING_NONE;
+    int converted;
+    switch (convert) {
+    case REEL_VIPS_COLOUR_NONE:
+        converted = vips_thumbnail(path, &thumbnail, width, "height", height, "size", VIPS_SIZE_DOWN, "crop", crop,
+            "fail_on", VIPS_FAIL_ON_TRUNCATED, NULL);
+        break;
+    case REEL_VIPS_COLOUR_SRGB_TO_P3:
+        converted = vips_thumbnail(path, &thumbnail, width, "height", height, "size", VIPS_SIZE_DOWN, "crop", crop,
+            "import_profile", "srgb", "export_profile", "p3", "fail_on", VIPS_FAIL_ON_TRUNCATED, NULL);
+        break;
+    default:
+        converted = vips_thumbnail(path, &thumbnail, width, "height", height, "size", VIPS_SIZE_DOWN, "crop", crop,
+            "export_profile", convert == REEL_VIPS_COLOUR_TO_P3 ? "p3" : "srgb", "fail_on", VIPS_FAIL_ON_TRUNCATED,
+            NULL);
+    }
     if (converted != 0) return -1;
     VipsImage *copy = NULL;
     if (vips_copy(thumbnail, &copy, NULL) != 0) {
@@ -218,7 +241,7 @@ int reel_vips_reduced(const char *path, int shrink, int width, int height, int c
 }
 
 int reel_vips_crop_thumbnail(const char *path, double x, double y, double w, double h, int width, int height,
-    int fill, ReelVipsImage **out) {
+    int fill, int convert, ReelVipsImage **out) {
     VipsImage *loaded = vips_image_new_from_file(path, "fail_on", VIPS_FAIL_ON_TRUNCATED, NULL);
     if (loaded == NULL) return -1;
     // HEIF's irot/imir are applied by the loader; EXIF's orientation by autorot.
@@ -243,11 +266,7 @@ int reel_vips_crop_thumbnail(const char *path, double x, double y, double w, dou
     g_object_unref(upright);
     if (failed != 0) return -1;
     VipsImage *thumbnail = NULL;
-    failed = vips_image_get_typeof(area, VIPS_META_ICC_NAME) != 0
-        ? vips_thumbnail_image(area, &thumbnail, width, "height", height, "size", VIPS_SIZE_DOWN, "crop",
-              fill ? VIPS_INTERESTING_CENTRE : VIPS_INTERESTING_NONE, "export_profile", "srgb", NULL)
-        : vips_thumbnail_image(area, &thumbnail, width, "height", height, "size", VIPS_SIZE_DOWN, "crop",
-              fill ? VIPS_INTERESTING_CENTRE : VIPS_INTERESTING_NONE, NULL);
+    failed = thumbnail_image(area, &thumbnail, width, height, fill, convert);
     g_object_unref(area);
     if (failed != 0) return -1;
     VipsImage *copy = NULL;
@@ -277,6 +296,20 @@ static gboolean is_private(const char *name) {
 int reel_vips_save(ReelVipsImage *image, int format, int quality, int metadata, void **buffer, size_t *length) {
     VipsImage *in = vips_of(image);
     gboolean strip = metadata == REEL_VIPS_STRIP ? TRUE : FALSE;
+    if (metadata == REEL_VIPS_STRIP_KEEP_ICC) {
+        // Nothing but the colour profile, which a picture in a colour space other than sRGB needs to be
+        // read right (a Display P3 render with its metadata stripped).
+        gchar **fields = vips_image_get_fields(in);
+        for (int index = 0; fields[index] != NULL; index++) {
+            const char *name = fields[index];
+            if (strcmp(name, VIPS_META_ICC_NAME) != 0
+                && (g_str_has_prefix(name, "exif-") || g_str_has_prefix(name, "xmp-")
+                    || g_str_has_prefix(name, "iptc-") || g_str_has_prefix(name, "heif-")
+                    || strcmp(name, VIPS_META_ORIENTATION) == 0))
+                vips_image_remove(in, name);
+        }
+        g_strfreev(fields);
+    }
     if (metadata == REEL_VIPS_SHARING) {
         // The savers rebuild the EXIF block from the image's exif-* fields and drop the tags whose
         // fields are gone.

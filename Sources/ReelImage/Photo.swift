@@ -111,6 +111,24 @@ public enum PhotoSource: String, Sendable, Codable, CaseIterable {
     case reducedDecode = "reduced-decode"
 }
 
+/// The colour space a render writes.
+public enum PhotoColour: String, Sendable, Codable, CaseIterable {
+    case sRGB = "srgb"
+    /// Display P3 (libvips's built-in profile), an iPhone's and most phones' wide gamut.
+    case displayP3 = "p3"
+
+    /// The shim's conversion for a photo with (or without) an ICC profile of its own. An untagged photo
+    /// is sRGB: kept as it is for sRGB, converted from sRGB for Display P3.
+    func conversion(hasProfile: Bool) -> Int32 {
+        switch (self, hasProfile) {
+        case (.sRGB, false): Int32(REEL_VIPS_COLOUR_NONE)
+        case (.sRGB, true): Int32(REEL_VIPS_COLOUR_TO_SRGB)
+        case (.displayP3, true): Int32(REEL_VIPS_COLOUR_TO_P3)
+        case (.displayP3, false): Int32(REEL_VIPS_COLOUR_SRGB_TO_P3)
+        }
+    }
+}
+
 /// How to render a photo: a box to fit (or fill), never enlarged, upright and in sRGB.
 public struct PhotoRenderOptions: Sendable, Equatable {
     /// The box; 0 leaves a side unbounded (both 0: the whole picture, no scaling).
@@ -128,6 +146,9 @@ public struct PhotoRenderOptions: Sendable, Equatable {
     public var crop: (x: Double, y: Double, width: Double, height: Double)? = nil
     /// How closely the size asked is matched (PhotoKit's resizeMode); a crop needs `exact`.
     public var resizeMode: PhotoResizeMode = .exact
+    /// The colour space written: sRGB (the default, what every viewer assumes), or Display P3 with its
+    /// ICC profile (kept whatever `metadata` says), which keeps an iPhone photo's wider gamut.
+    public var colour: PhotoColour = .sRGB
 
     public init(
         maxWidth: Int = 0, maxHeight: Int = 0, fill: Bool = false, format: ImageOutputFormat = .jpeg,
@@ -144,6 +165,7 @@ public struct PhotoRenderOptions: Sendable, Equatable {
     public static func == (a: PhotoRenderOptions, b: PhotoRenderOptions) -> Bool {
         a.maxWidth == b.maxWidth && a.maxHeight == b.maxHeight && a.fill == b.fill && a.format == b.format
             && a.quality == b.quality && a.metadata == b.metadata && a.resizeMode == b.resizeMode
+            && a.colour == b.colour
             && a.crop.map { [$0.x, $0.y, $0.width, $0.height] }
                 == b.crop.map { [$0.x, $0.y, $0.width, $0.height] }
     }
@@ -211,7 +233,7 @@ public enum PhotoRenderer {
         }
         // The header read for the checks says whether there is a profile to convert from.
         let (header, format) = try open(path, maxPixels: maxPixels)
-        let hasProfile = header.blob("icc-profile-data") != nil
+        let conversion = options.colour.conversion(hasProfile: header.blob("icc-profile-data") != nil)
         let unbounded: Int32 = 10_000_000
         let scaled = options.resizeMode != .none
         let width = scaled && options.maxWidth > 0 ? Int32(clamping: options.maxWidth) : unbounded
@@ -224,7 +246,7 @@ public enum PhotoRenderer {
             covers(thumbnail, picture: (header.width, header.height), options)
         {
             // The embedded thumbnail as it is: the nearest larger size the file has.
-            made = reel_vips_embedded_thumbnail(path, unbounded, unbounded, hasProfile ? 1 : 0, &pointer)
+            made = reel_vips_embedded_thumbnail(path, unbounded, unbounded, conversion, &pointer)
             source = .embeddedThumbnail
         } else if let crop = options.crop {
             guard crop.x >= 0, crop.y >= 0, crop.width > 0, crop.height > 0, crop.x + crop.width <= 1 + 1e-9,
@@ -234,10 +256,11 @@ public enum PhotoRenderer {
                     .invalidArgument, "the crop rectangle must lie within the unit square (x,y,w,h from 0 to 1)")
             }
             made = reel_vips_crop_thumbnail(
-                path, crop.x, crop.y, crop.width, crop.height, width, height, options.fill ? 1 : 0, &pointer)
+                path, crop.x, crop.y, crop.width, crop.height, width, height, options.fill ? 1 : 0, conversion,
+                &pointer)
         } else {
             made = reel_vips_thumbnail(
-                path, width, height, scaled && options.fill ? 1 : 0, hasProfile ? 1 : 0, &pointer)
+                path, width, height, scaled && options.fill ? 1 : 0, conversion, &pointer)
         }
         guard made == 0, let pointer else {
             throw Vips.failure(.unreadable, path, "could not be decoded")
@@ -260,7 +283,7 @@ public enum PhotoRenderer {
         }
         guard options.crop == nil else { return nil }
         let (header, format) = try open(path, maxPixels: maxPixels)
-        let hasProfile = header.blob("icc-profile-data") != nil ? Int32(1) : 0
+        let conversion = options.colour.conversion(hasProfile: header.blob("icc-profile-data") != nil)
         let unbounded: Int32 = 10_000_000
         let scaled = options.resizeMode != .none
         let width = scaled && options.maxWidth > 0 ? Int32(clamping: options.maxWidth) : unbounded
@@ -271,12 +294,12 @@ public enum PhotoRenderer {
         switch format {
         case .heic, .avif:
             guard embeddedThumbnailSize(path) != nil else { return nil }
-            made = reel_vips_embedded_thumbnail(path, width, height, hasProfile, &pointer)
+            made = reel_vips_embedded_thumbnail(path, width, height, conversion, &pointer)
             source = .embeddedThumbnail
         case .jpeg:
             // Only worth it when the reduced picture still has something to show.
             guard header.width >= 512 || header.height >= 512 else { return nil }
-            made = reel_vips_reduced(path, 8, width, height, hasProfile, &pointer)
+            made = reel_vips_reduced(path, 8, width, height, conversion, &pointer)
             source = .reducedDecode
         default:
             return nil
@@ -322,9 +345,12 @@ public enum PhotoRenderer {
     {
         var buffer: UnsafeMutableRawPointer?
         var length = 0
+        // A Display P3 picture keeps its profile even with nothing else: without it, it reads as sRGB.
+        let metadata =
+            options.colour == .displayP3 && options.metadata == .strip
+            ? Int32(REEL_VIPS_STRIP_KEEP_ICC) : options.metadata.shimValue
         let saved = reel_vips_save(
-            image.pointer, options.format.shimValue, Int32(options.quality), options.metadata.shimValue, &buffer,
-            &length)
+            image.pointer, options.format.shimValue, Int32(options.quality), metadata, &buffer, &length)
         defer { reel_vips_free(buffer) }
         guard saved == 0, let buffer, length > 0 else {
             // Pixels are decoded as they are encoded: a damaged file fails here, and is the file's fault.

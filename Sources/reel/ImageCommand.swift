@@ -86,6 +86,13 @@ struct ImageCommand: AsyncParsableCommand {
             valueName: "policy"))
     var metadata: String?
 
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "srgb (default: every viewer reads it right) or p3: Display P3 with its ICC profile, kept even with --metadata strip, so an iPhone photo keeps its wider gamut.",
+            valueName: "space"))
+    var colour = "srgb"
+
     @Flag(name: .long, help: "Replace the file if it exists.")
     var overwrite = false
 
@@ -148,6 +155,9 @@ struct ImageCommand: AsyncParsableCommand {
         if let metadata, MetadataPolicy(rawValue: metadata) == nil {
             throw ValidationError("--metadata is keep, sharing or strip, not '\(metadata)'")
         }
+        if PhotoColour(rawValue: colour) == nil {
+            throw ValidationError("--colour is srgb or p3, not '\(colour)'")
+        }
         let named = Self.formatName(URL(fileURLWithPath: output).pathExtension)
         if let format, let named, Self.formatName(format) != named {
             throw ValidationError("the file's extension says \(named) but --format says \(format)")
@@ -171,6 +181,8 @@ struct ImageCommand: AsyncParsableCommand {
         var source: String
         var resizeMode: String
         var deliveryMode: String
+        /// `srgb` or `p3`.
+        var colour: String
         /// The library asset rendered, for a `library:<id>` request.
         var localIdentifier: String? = nil
     }
@@ -222,6 +234,7 @@ struct ImageCommand: AsyncParsableCommand {
                 format: outputFormat, quality: quality, metadata: photoMetadata)
             options.crop = crop.flatMap(Self.cropRect)
             options.resizeMode = PhotoResizeMode(rawValue: resize) ?? .exact
+            options.colour = PhotoColour(rawValue: colour) ?? .sRGB
             let requestID = UUID().uuidString.lowercased()
             func report(_ image: RenderedPhoto) {
                 if json {
@@ -231,7 +244,8 @@ struct ImageCommand: AsyncParsableCommand {
                                 file: file.path, width: image.width, height: image.height,
                                 format: outputFormat.rawValue, contentMode: contentMode, metadata: policy.rawValue,
                                 degraded: image.degraded, requestID: requestID, source: image.source.rawValue,
-                                resizeMode: resize, deliveryMode: delivery, localIdentifier: identifier)))
+                                resizeMode: resize, deliveryMode: delivery, colour: colour,
+                                localIdentifier: identifier)))
                 } else {
                     let source =
                         image.source == .picture

@@ -155,6 +155,72 @@ struct PhotoRendererTests {
         }
     }
 
+    /// `colour: .displayP3` keeps an iPhone photo's Display P3 (its pixels as vips converts them to its
+    /// built-in P3 profile), converts an untagged (sRGB) photo into it, and keeps the profile with the
+    /// metadata stripped, where the sRGB default writes none. Profiles read by exiftool.
+    @Test func displayP3KeepsTheWideGamutWithItsProfile() async throws {
+        let folder = Fixtures.scratchFolder("p3")
+        func profile(_ url: URL) async throws -> String {
+            let read = try await Tools.run("exiftool", ["-s3", "-ICC_Profile:ProfileDescription", url.path])
+            return read.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        // The tags of the file's EXIF, XMP and IPTC blocks but the structural ones libvips writes into
+        // any EXIF block it makes (size, resolution, versions, Orientation 1).
+        let structural: Set = [
+            "Orientation", "XResolution", "YResolution", "ResolutionUnit", "YCbCrPositioning", "ExifVersion",
+            "ComponentsConfiguration", "FlashpixVersion", "ColorSpace", "ExifImageWidth", "ExifImageHeight",
+        ]
+        func exif(_ url: URL) async throws -> [String] {
+            let read = try await Tools.run("exiftool", ["-s", "-EXIF:All", "-XMP:All", "-IPTC:All", url.path])
+            return read.stdout.split(separator: "\n").compactMap { line in
+                let tag = line.split(separator: ":").first.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
+                return structural.contains(tag) ? nil : String(line)
+            }
+        }
+        var options = PhotoRenderOptions(maxWidth: 250, maxHeight: 250, format: .png)
+        options.colour = .displayP3
+        let heic = try PhoneFiles.heic
+        let wide = try Self.write(try PhotoRenderer.render(heic, options), folder, "iphone-p3")
+        let reference = folder.appendingPathComponent("iphone-vips-p3.png")
+        let made = try await Tools.run(
+            "vips", ["thumbnail", heic, reference.path, "250", "--height", "250", "--export-profile", "p3"])
+        #expect(made.status == 0, "\(made.stderr)")
+        let psnr = try await Pictures.psnr(wide, against: reference)
+        #expect(psnr.average >= 40, "\(psnr)")
+        let p3Name = try await profile(reference)
+        let wideName = try await profile(wide)
+        #expect(!p3Name.isEmpty && wideName == p3Name, "\(wideName) against vips's \(p3Name)")
+
+        // An untagged picture is sRGB: converted into P3 as vips converts it from sRGB.
+        let untagged = try await Self.quadrants(folder)
+        let converted = try Self.write(try PhotoRenderer.render(untagged.path, options), folder, "untagged-p3")
+        let convertedReference = folder.appendingPathComponent("untagged-vips-p3.png")
+        let made2 = try await Tools.run(
+            "vips",
+            [
+                "thumbnail", untagged.path, convertedReference.path, "250", "--height", "250", "--size", "down",
+                "--import-profile", "srgb", "--export-profile", "p3",
+            ])
+        #expect(made2.status == 0, "\(made2.stderr)")
+        let convertedPSNR = try await Pictures.psnr(converted, against: convertedReference)
+        #expect(convertedPSNR.average >= 40, "\(convertedPSNR)")
+        let convertedName = try await profile(converted)
+        #expect(convertedName == p3Name)
+
+        // Stripped metadata keeps the profile a P3 picture needs, and nothing else; sRGB writes none.
+        options.format = .jpeg
+        options.metadata = .strip
+        let stripped = try Self.write(try PhotoRenderer.render(heic, options), folder, "stripped-p3")
+        let strippedName = try await profile(stripped)
+        let strippedEXIF = try await exif(stripped)
+        #expect(strippedName == p3Name)
+        #expect(strippedEXIF.isEmpty, "\(strippedEXIF)")
+        options.colour = .sRGB
+        let plain = try Self.write(try PhotoRenderer.render(heic, options), folder, "stripped-srgb")
+        let plainName = try await profile(plain)
+        #expect(plainName.isEmpty, "\(plainName)")
+    }
+
     @Test func theIPhoneHEICIsReadAsVipsRendersIt() async throws {
         let heic = try PhoneFiles.heic
         let info = try PhotoRenderer.info(heic)

@@ -40,30 +40,42 @@ const char *reel_vips_string(ReelVipsImage *image, const char *name);
 const void *reel_vips_blob(ReelVipsImage *image, const char *name, size_t *length);
 
 /// `path` decoded upright (EXIF orientation or HEIF irot/imir applied), shrunk on load (JPEG, WebP) and
-/// resampled to fit `width`x`height` (`fill` = cover the box and crop the centre), never enlarged, in sRGB
-/// (an embedded profile is imported; `convert` 0 for a photo without one, which is kept as it is). A
-/// HEIF's main picture is decoded, never its embedded thumbnail. The result's EXIF orientation is 1.
+/// resampled to fit `width`x`height` (`fill` = cover the box and crop the centre), never enlarged, in the
+/// colours `convert` names (REEL_VIPS_COLOUR_*: sRGB or Display P3, from the embedded profile or, for an
+/// untagged photo, sRGB). A HEIF's main picture is decoded, never its embedded thumbnail. The result's
+/// EXIF orientation is 1.
 int reel_vips_thumbnail(const char *path, int width, int height, int fill, int convert, ReelVipsImage **out);
 /// The size of the first embedded thumbnail item of a HEIF file's primary image (libheif's
 /// heif_image_handle_get_list_of_thumbnail_IDs), 0x0 when it has none; -1 when libheif cannot read it.
 int reel_heif_thumbnail_size(const char *path, int *width, int *height);
-/// A HEIF file's embedded thumbnail (as reel_heif_thumbnail_size names it), upright, in sRGB when
-/// `convert`, fitted into width x height when it is larger.
+/// A HEIF file's embedded thumbnail (as reel_heif_thumbnail_size names it), upright, in the colours
+/// `convert` names, fitted into width x height when it is larger.
 int reel_vips_embedded_thumbnail(const char *path, int width, int height, int convert, ReelVipsImage **out);
-/// A JPEG decoded at 1/`shrink` of its size (2, 4 or 8: libjpeg's reduced DCT), upright, in sRGB when
-/// `convert`, fitted into width x height when it is larger.
+/// A JPEG decoded at 1/`shrink` of its size (2, 4 or 8: libjpeg's reduced DCT), upright, in the colours
+/// `convert` names, fitted into width x height when it is larger.
 int reel_vips_reduced(const char *path, int shrink, int width, int height, int convert, ReelVipsImage **out);
 /// As reel_vips_thumbnail, of the part of the upright picture the unit rectangle (x, y, w, h) names
 /// (PhotoKit's normalizedCropRect): decoded whole, turned upright, cut, then fitted or filled.
 int reel_vips_crop_thumbnail(const char *path, double x, double y, double w, double h, int width, int height,
-    int fill, ReelVipsImage **out);
+    int fill, int convert, ReelVipsImage **out);
 
 /// Saver formats.
 enum { REEL_VIPS_JPEG = 0, REEL_VIPS_WEBP = 1, REEL_VIPS_PNG = 2, REEL_VIPS_AVIF = 3 };
 
 /// Metadata policies: none at all; all of it (EXIF with Orientation 1, XMP, IPTC); all but location,
-/// device and the maker note (Apple's content identifier), and no XMP or IPTC.
-enum { REEL_VIPS_STRIP = 0, REEL_VIPS_KEEP = 1, REEL_VIPS_SHARING = 2 };
+/// device and the maker note (Apple's content identifier), and no XMP or IPTC; none but the ICC profile
+/// (a picture outside sRGB needs it to be read right) and the structural EXIF tags libvips writes into
+/// any EXIF block it makes (size, resolution, versions, Orientation 1).
+enum { REEL_VIPS_STRIP = 0, REEL_VIPS_KEEP = 1, REEL_VIPS_SHARING = 2, REEL_VIPS_STRIP_KEEP_ICC = 3 };
+/// The colour conversion of a render (the `convert` argument): none (an untagged photo stays as it is,
+/// sRGB), the photo's ICC profile to sRGB, the photo's profile to Display P3, an untagged photo read as
+/// sRGB to Display P3.
+enum {
+    REEL_VIPS_COLOUR_NONE = 0,
+    REEL_VIPS_COLOUR_TO_SRGB = 1,
+    REEL_VIPS_COLOUR_TO_P3 = 2,
+    REEL_VIPS_COLOUR_SRGB_TO_P3 = 3
+};
 
 /// `image` encoded in memory (`quality` 1-100 for JPEG, WebP and AVIF) with `metadata` as the policy
 /// says (REEL_VIPS_SHARING removes fields from `image` itself); free *buffer with reel_vips_free.
