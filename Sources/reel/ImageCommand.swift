@@ -155,7 +155,8 @@ struct ImageCommand: AsyncParsableCommand {
         if let metadata, MetadataPolicy(rawValue: metadata) == nil {
             throw ValidationError("--metadata is keep, sharing or strip, not '\(metadata)'")
         }
-        if PhotoColour(rawValue: colour) == nil {
+        // By name, as the other choices: a build without the Photos trait validates it too.
+        if !["srgb", "p3"].contains(colour) {
             throw ValidationError("--colour is srgb or p3, not '\(colour)'")
         }
         let named = Self.formatName(URL(fileURLWithPath: output).pathExtension)
