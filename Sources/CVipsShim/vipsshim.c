@@ -128,6 +128,18 @@ static int thumbnail_image(VipsImage *in, VipsImage **out, int width, int height
     }
 }
 
+/// `thumbnail`, upright, as a render's result: a copy whose EXIF Orientation is 1, so a kept EXIF block
+/// says it is upright and no viewer rotates it again. Takes `thumbnail`'s reference.
+static int upright_result(VipsImage *thumbnail, ReelVipsImage **out) {
+    VipsImage *copy = NULL;
+    int failed = vips_copy(thumbnail, &copy, NULL);
+    g_object_unref(thumbnail);
+    if (failed != 0) return -1;
+    vips_image_set_int(copy, VIPS_META_ORIENTATION, 1);
+    *out = (ReelVipsImage *)copy;
+    return 0;
+}
+
 /// `image` (upright as its orientation says) fitted or filled into width x height, never enlarged, in the
 /// colours `convert` names, with EXIF Orientation 1: the last steps of every render. Takes `image`'s
 /// reference.
@@ -136,14 +148,7 @@ static int finish(VipsImage *image, int width, int height, int fill, int convert
     int failed = thumbnail_image(image, &thumbnail, width, height, fill, convert);
     g_object_unref(image);
     if (failed != 0) return -1;
-    // Upright now: a kept EXIF block says so (Orientation 1), so no viewer rotates it again.
-    VipsImage *copy = NULL;
-    failed = vips_copy(thumbnail, &copy, NULL);
-    g_object_unref(thumbnail);
-    if (failed != 0) return -1;
-    vips_image_set_int(copy, VIPS_META_ORIENTATION, 1);
-    *out = (ReelVipsImage *)copy;
-    return 0;
+    return upright_result(thumbnail, out);
 }
 
 static int is_heif(const char *path) {
@@ -186,15 +191,7 @@ int reel_vips_thumbnail(const char *path, int width, int height, int fill, int c
             NULL);
     }
     if (converted != 0) return -1;
-    VipsImage *copy = NULL;
-    if (vips_copy(thumbnail, &copy, NULL) != 0) {
-        g_object_unref(thumbnail);
-        return -1;
-    }
-    g_object_unref(thumbnail);
-    vips_image_set_int(copy, VIPS_META_ORIENTATION, 1);
-    *out = (ReelVipsImage *)copy;
-    return 0;
+    return upright_result(thumbnail, out);
 }
 
 int reel_heif_thumbnail_size(const char *path, int *width, int *height) {
@@ -265,17 +262,7 @@ int reel_vips_crop_thumbnail(const char *path, double x, double y, double w, dou
     failed = vips_extract_area(upright, &area, left, top, right - left, bottom - top, NULL);
     g_object_unref(upright);
     if (failed != 0) return -1;
-    VipsImage *thumbnail = NULL;
-    failed = thumbnail_image(area, &thumbnail, width, height, fill, convert);
-    g_object_unref(area);
-    if (failed != 0) return -1;
-    VipsImage *copy = NULL;
-    failed = vips_copy(thumbnail, &copy, NULL);
-    g_object_unref(thumbnail);
-    if (failed != 0) return -1;
-    vips_image_set_int(copy, VIPS_META_ORIENTATION, 1);
-    *out = (ReelVipsImage *)copy;
-    return 0;
+    return finish(area, width, height, fill, convert, out);
 }
 
 /// Whether the field `name` says where the photo was taken, with what, or which Live Photo it belongs to:

@@ -129,7 +129,8 @@ public final class ImageManager: Sendable {
             render.crop = (crop.x, crop.y, crop.width, crop.height)
         }
         return ImageRequest(
-            requestID: id, manager: self, path: url.path, render: render, deliveryMode: options.deliveryMode)
+            requestID: id, manager: self, ticket: ImageRequest.Ticket(id, self), path: url.path, render: render,
+            deliveryMode: options.deliveryMode)
     }
 
     /// Cancels the request `requestID` (PhotoKit's `cancelImageRequest(_:)`); a request that has ended
@@ -164,11 +165,24 @@ public struct ImageRequest: AsyncSequence, Sendable {
 
     public let requestID: ImageRequestID
     let manager: ImageManager
+    /// Forgets the request in its manager once the request and its iterators are gone, iterated to the
+    /// end or not.
+    let ticket: Ticket
     let path: String
     let render: PhotoRenderOptions
     let deliveryMode: ImageRequestOptions.DeliveryMode
 
     public func makeAsyncIterator() -> Iterator { Iterator(request: self) }
+
+    final class Ticket: Sendable {
+        let id: ImageRequestID
+        let manager: ImageManager
+        init(_ id: ImageRequestID, _ manager: ImageManager) {
+            self.id = id
+            self.manager = manager
+        }
+        deinit { manager.finished(id) }
+    }
 
     public struct Iterator: AsyncIteratorProtocol {
         enum Stage { case start, final, done }

@@ -225,19 +225,12 @@ public enum PhotoRenderer {
     public static func render(_ path: String, _ options: PhotoRenderOptions, maxPixels: Int = defaultMaxPixels)
         throws(PhotoError) -> RenderedPhoto
     {
-        guard (1...100).contains(options.quality) else {
-            throw PhotoError(.encodeFailed, "quality must be between 1 and 100, not \(options.quality)")
-        }
         if options.crop != nil && options.resizeMode != .exact {
             throw PhotoError(.invalidArgument, "a crop needs the exact resize mode, not \(options.resizeMode.rawValue)")
         }
-        // The header read for the checks says whether there is a profile to convert from.
-        let (header, format) = try open(path, maxPixels: maxPixels)
-        let conversion = options.colour.conversion(hasProfile: header.blob("icc-profile-data") != nil)
-        let unbounded: Int32 = 10_000_000
+        let (header, format, conversion, width, height) = try prepare(path, options, maxPixels: maxPixels)
         let scaled = options.resizeMode != .none
-        let width = scaled && options.maxWidth > 0 ? Int32(clamping: options.maxWidth) : unbounded
-        let height = scaled && options.maxHeight > 0 ? Int32(clamping: options.maxHeight) : unbounded
+        let unbounded = Self.unbounded
         var pointer: OpaquePointer?
         let made: Int32
         var source = PhotoSource.picture
@@ -270,6 +263,29 @@ public enum PhotoRenderer {
         return rendered
     }
 
+    /// A side no box bounds.
+    static let unbounded: Int32 = 10_000_000
+
+    private static func checkQuality(_ options: PhotoRenderOptions) throws(PhotoError) {
+        guard (1...100).contains(options.quality) else {
+            throw PhotoError(.encodeFailed, "quality must be between 1 and 100, not \(options.quality)")
+        }
+    }
+
+    /// What both renders start with: the quality checked, the header read (the limits' checks; it also
+    /// says whether there is a profile to convert from), the colour conversion and the box to fit.
+    private static func prepare(_ path: String, _ options: PhotoRenderOptions, maxPixels: Int) throws(PhotoError)
+        -> (header: VipsImage, format: PhotoFormat, conversion: Int32, width: Int32, height: Int32)
+    {
+        try checkQuality(options)
+        let (header, format) = try open(path, maxPixels: maxPixels)
+        let conversion = options.colour.conversion(hasProfile: header.blob("icc-profile-data") != nil)
+        let scaled = options.resizeMode != .none
+        let width = scaled && options.maxWidth > 0 ? Int32(clamping: options.maxWidth) : unbounded
+        let height = scaled && options.maxHeight > 0 ? Int32(clamping: options.maxHeight) : unbounded
+        return (header, format, conversion, width, height)
+    }
+
     /// A quick, low-quality picture of the photo at `path` for the box `options` asks, delivered before
     /// the final one (PhotoKit's opportunistic delivery) or instead of it (fast delivery): a HEIF's
     /// embedded thumbnail, or a JPEG decoded at 1/8 scale, fitted into the box when larger. nil when the
@@ -278,16 +294,11 @@ public enum PhotoRenderer {
     public static func renderDegraded(
         _ path: String, _ options: PhotoRenderOptions, maxPixels: Int = defaultMaxPixels
     ) throws(PhotoError) -> RenderedPhoto? {
-        guard (1...100).contains(options.quality) else {
-            throw PhotoError(.encodeFailed, "quality must be between 1 and 100, not \(options.quality)")
+        guard options.crop == nil else {
+            try checkQuality(options)
+            return nil
         }
-        guard options.crop == nil else { return nil }
-        let (header, format) = try open(path, maxPixels: maxPixels)
-        let conversion = options.colour.conversion(hasProfile: header.blob("icc-profile-data") != nil)
-        let unbounded: Int32 = 10_000_000
-        let scaled = options.resizeMode != .none
-        let width = scaled && options.maxWidth > 0 ? Int32(clamping: options.maxWidth) : unbounded
-        let height = scaled && options.maxHeight > 0 ? Int32(clamping: options.maxHeight) : unbounded
+        let (header, format, conversion, width, height) = try prepare(path, options, maxPixels: maxPixels)
         var pointer: OpaquePointer?
         let made: Int32
         let source: PhotoSource

@@ -85,8 +85,10 @@ struct CodeTests {
         let library = Dictionary(
             try Self.declarations(in: "Sources/ReelLibrary/LibraryError.swift", pattern: #/static let (\w+) = Code\(/#)
         ) { first, _ in first }
+        // Every code the type declares is listed in `allCases`, which the table is made from.
+        #expect(Set(library.keys) == Set(LibraryError.Code.allCases.map(Self.constantName)))
         for code in LibraryError.Code.allCases {
-            let name = try #require(library.first { $0.value.isEmpty == false && Self.named(code, $0.key) }?.value)
+            let name = try #require(library[Self.constantName(code)])
             lines.append(
                 "| `reel library` | `\(code.commandCode)` | \(code.retryable ? "yes" : "no") | \(ExitStatus(code).rawValue) | \(name) |"
             )
@@ -102,10 +104,10 @@ struct CodeTests {
         try GeneratedBlock(name: "command-codes").check(lines.joined(separator: "\n") + "\n")
     }
 
-    /// Whether `code` is the static constant named `name` (`notFound` for `not-found`).
-    static func named(_ code: LibraryError.Code, _ name: String) -> Bool {
-        let words = code.description.split(separator: "-")
-        return name == words.enumerated().map { $0.offset == 0 ? String($0.element) : $0.element.capitalized }.joined()
+    /// The name of the static constant that declares `code` (`notFound` for `not-found`).
+    static func constantName(_ code: LibraryError.Code) -> String {
+        code.description.split(separator: "-").enumerated()
+            .map { $0.offset == 0 ? String($0.element) : $0.element.capitalized }.joined()
     }
 
     /// Declarations in `path` matching `pattern` (its first capture the name), each with its doc comment.
@@ -129,21 +131,8 @@ struct CodeTests {
     /// The codes as their types declare them, each with its doc comment: `ExportError.Code`'s and the
     /// queue's own in `JobError.Code`.
     static func codeDeclarations() throws -> [(code: String, meaning: String)] {
-        var declarations: [(code: String, meaning: String)] = []
-        for path in ["Sources/ReelExport/Session/ExportError.swift", "Sources/ReelQueue/Model/Job.swift"] {
-            var comment: [String] = []
-            for line in try Repository.text(path).split(separator: "\n") {
-                let code = line.trimmingCharacters(in: .whitespaces)
-                if code.hasPrefix("///") {
-                    comment.append(code.dropFirst(3).trimmingCharacters(in: .whitespaces))
-                    continue
-                }
-                defer { comment = [] }
-                if let match = code.firstMatch(of: #/static let `?\w+`? = Code\((?:rawValue: )?"([^"]+)"\)/#) {
-                    declarations.append((String(match.1), comment.joined(separator: " ")))
-                }
-            }
-        }
-        return declarations
+        try ["Sources/ReelExport/Session/ExportError.swift", "Sources/ReelQueue/Model/Job.swift"].flatMap { path in
+            try declarations(in: path, pattern: #/static let `?\w+`? = Code\((?:rawValue: )?"([^"]+)"\)/#)
+        }.map { (code: $0.0, meaning: $0.1) }
     }
 }

@@ -22,17 +22,12 @@ struct HEIFHeader: Sendable {
 /// count is checked against the bytes that hold it; items, extents and properties are capped.
 enum HEIFParser {
     static let maxItems = 10_000
-    static let maxExtents = 1_000
     static let maxItemBytes = 4 << 20
     static let imageBrands: Set<FourCC> = [
         "heic", "heix", "heim", "heis", "hevc", "hevx", "mif1", "msf1", "avif", "avis", "mif2",
     ]
 
-    struct Location {
-        var constructionMethod: Int
-        var baseOffset: UInt64
-        var extents: [(offset: UInt64, length: UInt64)]
-    }
+    typealias Location = ItemLocation
 
     static func parse(_ source: any ByteSource) throws(BoxError) -> HEIFHeader {
         let reader = BoxReader(source)
@@ -68,7 +63,7 @@ enum HEIFParser {
             case "iinf":
                 types = try itemInfo(reader, box)
             case "iloc":
-                locations = try itemLocations(reader, box)
+                locations = try reader.itemLocations(of: box)
             case "iprp":
                 if let ipco = try reader.child("ipco", of: box) {
                     properties = try reader.children(of: ipco)
@@ -148,41 +143,6 @@ enum HEIFParser {
             var contentType: String?
             if type == "mime", !entry.isAtEnd { contentType = try entry.cString() }
             result[id] = (type, contentType)
-        }
-        return result
-    }
-
-    static func itemLocations(_ reader: BoxReader, _ box: Box) throws(BoxError) -> [UInt32: Location] {
-        var cursor = try reader.cursor(of: box, limit: 4 << 20)
-        let version = try cursor.u8()
-        try cursor.skip(3)
-        guard version <= 2 else { throw BoxError(.malformed, at: box.offset, "iloc version \(version)") }
-        let sizes = try cursor.u16()
-        let offsetSize = Int(sizes >> 12)
-        let lengthSize = Int(sizes >> 8 & 0xf)
-        let baseOffsetSize = Int(sizes >> 4 & 0xf)
-        let indexSize = version >= 1 ? Int(sizes & 0xf) : 0
-        let count = version < 2 ? Int(try cursor.u16()) : Int(try cursor.u32())
-        guard count <= maxItems else { throw BoxError(.limitExceeded, at: box.offset, "iloc declares \(count) items") }
-        var result: [UInt32: Location] = [:]
-        for _ in 0..<count {
-            let id = version < 2 ? UInt32(try cursor.u16()) : try cursor.u32()
-            var method = 0
-            if version >= 1 { method = Int(try cursor.u16() & 0xf) }
-            try cursor.skip(2)  // data reference index
-            let base = try cursor.unsigned(size: baseOffsetSize)
-            let extentCount = Int(try cursor.u16())
-            guard extentCount <= maxExtents else {
-                throw BoxError(.limitExceeded, at: box.offset, "an iloc item declares \(extentCount) extents")
-            }
-            var extents: [(UInt64, UInt64)] = []
-            for _ in 0..<extentCount {
-                if indexSize > 0 { _ = try cursor.unsigned(size: indexSize) }
-                let offset = try cursor.unsigned(size: offsetSize)
-                let length = try cursor.unsigned(size: lengthSize)
-                extents.append((offset, length))
-            }
-            result[id] = Location(constructionMethod: method, baseOffset: base, extents: extents)
         }
         return result
     }
