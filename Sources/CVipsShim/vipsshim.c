@@ -265,6 +265,63 @@ int reel_vips_crop_thumbnail(const char *path, double x, double y, double w, dou
     return finish(area, width, height, fill, convert, out);
 }
 
+int reel_vips_in_memory(ReelVipsImage *image, ReelVipsImage **out) {
+    VipsImage *copy = vips_image_copy_memory(vips_of(image));
+    if (copy == NULL) return -1;
+    *out = (ReelVipsImage *)copy;
+    return 0;
+}
+
+int reel_vips_resized(ReelVipsImage *image, int width, int height, ReelVipsImage **out) {
+    VipsImage *thumbnail = NULL;
+    if (vips_thumbnail_image(vips_of(image), &thumbnail, width, "height", height, "size", VIPS_SIZE_DOWN, NULL) != 0)
+        return -1;
+    return upright_result(thumbnail, out);
+}
+
+int reel_vips_rgba(ReelVipsImage *image, int max_side, void **pixels, int *width, int *height) {
+    *pixels = NULL;
+    *width = 0;
+    *height = 0;
+    VipsImage *small = NULL;
+    if (vips_thumbnail_image(vips_of(image), &small, max_side, "height", max_side, "size", VIPS_SIZE_DOWN, NULL) != 0)
+        return -1;
+    // Eight-bit sRGB with alpha: grey is widened to three bands, a missing alpha made opaque.
+    VipsImage *colour = NULL;
+    int failed = vips_colourspace(small, &colour, VIPS_INTERPRETATION_sRGB, NULL);
+    g_object_unref(small);
+    if (failed != 0) return -1;
+    VipsImage *alpha = NULL;
+    if (vips_image_get_bands(colour) == 3) {
+        failed = vips_bandjoin_const1(colour, &alpha, 255, NULL);
+        g_object_unref(colour);
+        if (failed != 0) return -1;
+    } else {
+        alpha = colour;
+    }
+    VipsImage *bytes = NULL;
+    failed = vips_cast_uchar(alpha, &bytes, NULL);
+    g_object_unref(alpha);
+    if (failed != 0) return -1;
+    if (vips_image_get_bands(bytes) != 4) {
+        g_object_unref(bytes);
+        vips_error("reel", "the picture has %d bands, not RGBA", vips_image_get_bands(bytes));
+        return -1;
+    }
+    size_t size = 0;
+    void *memory = vips_image_write_to_memory(bytes, &size);
+    *width = vips_image_get_width(bytes);
+    *height = vips_image_get_height(bytes);
+    g_object_unref(bytes);
+    if (memory == NULL || size != (size_t)*width * (size_t)*height * 4) {
+        g_free(memory);
+        vips_error("reel", "the picture's pixels could not be read");
+        return -1;
+    }
+    *pixels = memory;
+    return 0;
+}
+
 /// Whether the field `name` says where the photo was taken, with what, or which Live Photo it belongs to:
 /// the GPS IFD, the device's make, model, lens and serial numbers, the maker note (Apple's holds the
 /// content identifier), and XMP and IPTC packets (which may repeat them).

@@ -109,6 +109,9 @@ public enum PhotoSource: String, Sendable, Codable, CaseIterable {
     case embeddedThumbnail = "embedded-thumbnail"
     /// A JPEG decoded at 1/8 of its size by libjpeg (a degraded picture).
     case reducedDecode = "reduced-decode"
+    /// A tier a caching image manager made earlier (`CachingImageManager`), served without decoding
+    /// the photo.
+    case cachedTier = "cached-tier"
 }
 
 /// The colour space a render writes.
@@ -266,7 +269,7 @@ public enum PhotoRenderer {
     /// A side no box bounds.
     static let unbounded: Int32 = 10_000_000
 
-    private static func checkQuality(_ options: PhotoRenderOptions) throws(PhotoError) {
+    static func checkQuality(_ options: PhotoRenderOptions) throws(PhotoError) {
         guard (1...100).contains(options.quality) else {
             throw PhotoError(.encodeFailed, "quality must be between 1 and 100, not \(options.quality)")
         }

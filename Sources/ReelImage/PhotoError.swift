@@ -13,6 +13,9 @@ public struct PhotoError: Error, Sendable, Equatable, CustomStringConvertible {
         public static let encodeFailed = Code("encode-failed")
         /// A render option out of range (a crop outside the picture).
         public static let invalidArgument = Code("invalid-argument")
+        /// A rendered picture could not be written where it belongs (a cache folder that is full or
+        /// read-only).
+        public static let writeFailed = Code("write-failed")
         /// libvips could not start (its modules or GLib's type system).
         public static let unavailable = Code("unavailable")
         public var description: String { rawValue }

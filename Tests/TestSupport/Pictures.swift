@@ -38,6 +38,21 @@ public enum Pictures {
         return PSNR(y: field("y"), u: field("u"), v: field("v"), average: field("average"))
     }
 
+    /// ffmpeg's SSIM (the `All` figure, 0...1) of `url`'s first picture against `reference`'s, both as
+    /// 8-bit 4:2:0; the pictures must be of one size.
+    public static func ssim(_ url: URL, against reference: URL) async throws -> Double {
+        let result = try await Tools.run(
+            "ffmpeg",
+            [
+                "-nostdin", "-hide_banner", "-i", url.path, "-i", reference.path, "-lavfi",
+                "[0:v]format=yuv420p[a];[1:v]format=yuv420p[b];[a][b]ssim", "-frames:v", "1", "-f", "null", "-",
+            ])
+        guard result.status == 0, let match = result.stderr.firstMatch(of: #/All:([0-9.]+)/#),
+            let value = Double(match.1)
+        else { throw ToolFailure(message: "ssim of \(url.path): \(result.stderr)") }
+        return value
+    }
+
     /// Mean luma (YAVG) and mean saturation (SATAVG) over every frame, from ffmpeg's signalstats, in
     /// 8-bit code values.
     public static func averages(_ url: URL, filters: String? = nil) async throws -> (luma: Double, saturation: Double) {

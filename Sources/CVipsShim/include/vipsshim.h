@@ -59,6 +59,16 @@ int reel_vips_reduced(const char *path, int shrink, int width, int height, int c
 int reel_vips_crop_thumbnail(const char *path, double x, double y, double w, double h, int width, int height,
     int fill, int convert, ReelVipsImage **out);
 
+/// `image`'s pixels computed once and held in memory, so that several renders derived from it (a
+/// preview, then a thumbnail) do not decode the photo again. Does not take `image`'s reference.
+int reel_vips_in_memory(ReelVipsImage *image, ReelVipsImage **out);
+/// `image` (upright, already in its output colours) resampled to fit width x height, never enlarged,
+/// with EXIF Orientation 1. Does not take `image`'s reference.
+int reel_vips_resized(ReelVipsImage *image, int width, int height, ReelVipsImage **out);
+/// `image` fitted into max_side x max_side and returned as 8-bit RGBA pixels, row by row (*pixels freed
+/// with reel_vips_free; a photo without alpha gets 255).
+int reel_vips_rgba(ReelVipsImage *image, int max_side, void **pixels, int *width, int *height);
+
 /// Saver formats.
 enum { REEL_VIPS_JPEG = 0, REEL_VIPS_WEBP = 1, REEL_VIPS_PNG = 2, REEL_VIPS_AVIF = 3 };
 

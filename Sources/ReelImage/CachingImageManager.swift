@@ -1,0 +1,202 @@
+import Foundation
+import ReelSystem
+import Synchronization
+
+/// One photo to cache: the asset it belongs to, the version of its picture and the file holding it.
+public struct CacheItem: Sendable, Equatable {
+    public var key: DerivativeKey
+    /// The photo file (a Live Photo's still, an edit's rendered file).
+    public var path: String
+
+    public init(key: DerivativeKey, path: String) {
+        self.key = key
+        self.path = path
+    }
+}
+
+/// What caching did with one photo.
+public enum CacheOutcome: Sendable, Equatable {
+    /// Its tiers were made, from one decode.
+    case made
+    /// Every tier was there already.
+    case cached
+    /// It could not be decoded (or written); the reason is recorded in the store and later runs report it
+    /// without decoding it again.
+    case failed(String)
+}
+
+/// The progress of a caching run, after each photo.
+public struct CacheProgress: Sendable {
+    public var item: CacheItem
+    public var outcome: CacheOutcome
+    /// Photos finished so far (in any way), and in all.
+    public var done: Int
+    public var total: Int
+}
+
+/// The totals of a caching run.
+public struct CacheReport: Sendable, Equatable, Codable {
+    public var total = 0
+    public var made = 0
+    public var cached = 0
+    public var failed = 0
+    /// Photos left undone because the run was stopped.
+    public var stopped = 0
+
+    public init(total: Int = 0, made: Int = 0, cached: Int = 0, failed: Int = 0, stopped: Int = 0) {
+        self.total = total
+        self.made = made
+        self.cached = cached
+        self.failed = failed
+        self.stopped = stopped
+    }
+}
+
+/// PhotoKit's `PHCachingImageManager` for a photo server: `startCachingImages(for:)` makes each photo's
+/// tiers (by default Immich's: a 250 px WebP thumbnail and a 1440 px JPEG preview) and ThumbHash ahead of
+/// the requests that will want them, each photo decoded **once**, into a `DerivativeStore`; requests with
+/// `resizeMode` fast are then served from there. Photos already cached are skipped, so a run that was
+/// killed resumes where it stopped and any number of runs may share one store; a photo that cannot be
+/// decoded is recorded with its reason and never stops the rest. `stopCachingImages()` ends the runs
+/// under way after the photos being decoded at that moment.
+public final class CachingImageManager: Sendable {
+    public let store: DerivativeStore
+    public let tiers: [PhotoTier]
+    public let makesThumbHash: Bool
+    /// Photos decoded at once.
+    public let concurrency: Int
+    public let maxPixels: Int
+    private let stopped = Mutex(false)
+
+    public init(
+        store: DerivativeStore, tiers: [PhotoTier] = PhotoTier.standard, thumbHash: Bool = true,
+        concurrency: Int = ProcessInfo.processInfo.activeProcessorCount,
+        maxPixels: Int = PhotoRenderer.defaultMaxPixels
+    ) {
+        self.store = store
+        self.tiers = tiers
+        self.makesThumbHash = thumbHash
+        self.concurrency = max(1, concurrency)
+        self.maxPixels = maxPixels
+    }
+
+    /// Caches `items`, `concurrency` photos at a time, reporting each photo as it finishes; returns the
+    /// totals. A photo recorded as failed is tried again only with `retryFailed`. Cancelling the task or
+    /// `stopCachingImages()` ends the run early (the rest counted as stopped).
+    @discardableResult
+    public func startCachingImages(
+        for items: [CacheItem], retryFailed: Bool = false,
+        progress: @escaping @Sendable (CacheProgress) -> Void = { _ in }
+    ) async -> CacheReport {
+        stopped.withLock { $0 = false }
+        var report = CacheReport(total: items.count)
+        var next = 0
+        await withTaskGroup(of: (CacheItem, CacheOutcome).self) { group in
+            func startNext() -> Bool {
+                guard next < items.count, !isStopped else { return false }
+                let item = items[next]
+                next += 1
+                group.addTask { [self] in (item, await cache(item, retryFailed: retryFailed)) }
+                return true
+            }
+            for _ in 0..<concurrency where !startNext() { break }
+            while let (item, outcome) = await group.next() {
+                switch outcome {
+                case .made: report.made += 1
+                case .cached: report.cached += 1
+                case .failed: report.failed += 1
+                }
+                let done = report.made + report.cached + report.failed
+                progress(CacheProgress(item: item, outcome: outcome, done: done, total: items.count))
+                _ = startNext()
+            }
+        }
+        report.stopped = report.total - report.made - report.cached - report.failed
+        return report
+    }
+
+    /// Ends the runs under way: photos being decoded finish, no other starts.
+    public func stopCachingImages() {
+        stopped.withLock { $0 = true }
+    }
+
+    private var isStopped: Bool { Task.isCancelled || stopped.withLock { $0 } }
+
+    /// One photo: skipped when cached (or recorded as failed), else decoded once and stored.
+    func cache(_ item: CacheItem, retryFailed: Bool) async -> CacheOutcome {
+        if store.isComplete(item.key, tiers: tiers, thumbHash: makesThumbHash) { return .cached }
+        if !retryFailed, let reason = store.failure(item.key) { return .failed(reason) }
+        do throws(PhotoError) {
+            let set = try await PhotoRenderer.renderingTiers(
+                item.path, tiers, thumbHash: makesThumbHash, maxPixels: maxPixels)
+            try store.store(set, for: item.key)
+            // The asset's other versions (before an edit, a replaced file) are of no use any more.
+            store.remove(assetID: item.key.assetID, keeping: item.key.version)
+            return .made
+        } catch {
+            if error.code != .writeFailed { try? store.recordFailure(item.key, error.message) }
+            return .failed(error.message)
+        }
+    }
+
+    /// The cached tier that serves a request for `targetSize` (`contentMode`) of `key`'s photo, whose
+    /// upright size is `width` x `height`, with PhotoKit's fast resize mode: the smallest cached tier at
+    /// least as large as the render would be; nil when none is.
+    public func cachedTier(
+        for key: DerivativeKey, width: Int, height: Int, targetSize: ImageTargetSize,
+        contentMode: ImageContentMode = .aspectFit
+    ) -> (tier: PhotoTier, path: String)? {
+        let options = PhotoRenderOptions(
+            maxWidth: targetSize.width, maxHeight: targetSize.height, fill: contentMode == .aspectFill)
+        for tier in tiers.sorted(by: { $0.shortEdge < $1.shortEdge }) {
+            let size = tier.size(width: width, height: height)
+            guard PhotoRenderer.covers(size, picture: (width, height), options),
+                let path = store.cached(key, tier: tier)
+            else { continue }
+            return (tier, path)
+        }
+        return nil
+    }
+}
+
+extension CachingImageManager {
+    /// PhotoKit's fast resize mode served from the cache: the smallest cached tier of `key`'s photo
+    /// (upright `width` x `height`) that covers `targetSize`, as it is, with `source` `cachedTier`; a
+    /// tier in another format than `options.format` is encoded again from the tier's own pixels. The
+    /// photo itself is never decoded. nil when no tier is cached that covers the size, or the request
+    /// wants what a tier does not hold: a crop, metadata (tiers have none), Display P3.
+    public func cachedImage(
+        for key: DerivativeKey, width: Int, height: Int, targetSize: ImageTargetSize,
+        contentMode: ImageContentMode = .aspectFit, options: PhotoRenderOptions
+    ) async throws(PhotoError) -> RenderedPhoto? {
+        guard options.crop == nil, options.metadata == .strip, options.colour == .sRGB,
+            let (tier, path) = cachedTier(
+                for: key, width: width, height: height, targetSize: targetSize, contentMode: contentMode)
+        else { return nil }
+        let size = tier.size(width: width, height: height)
+        if tier.format == options.format {
+            guard let data = FileManager.default.contents(atPath: path) else { return nil }
+            var image = RenderedPhoto(data: data, width: size.width, height: size.height, format: tier.format)
+            image.source = .cachedTier
+            return image
+        }
+        var again = options
+        again.maxWidth = 0
+        again.maxHeight = 0
+        again.resizeMode = .none
+        var image = try await PhotoRenderer.rendering(path, again, maxPixels: maxPixels)
+        image.source = .cachedTier
+        return image
+    }
+}
+
+extension PhotoTier {
+    /// The size of this tier of a picture of `width` x `height` (upright), as libvips rounds it.
+    public func size(width: Int, height: Int) -> (width: Int, height: Int) {
+        guard min(width, height) > shortEdge else { return (width, height) }
+        if width <= height {
+            return (shortEdge, max(1, Int((Double(height) * Double(shortEdge) / Double(width)).rounded())))
+        }
+        return (max(1, Int((Double(width) * Double(shortEdge) / Double(height)).rounded())), shortEdge)
+    }
+}
