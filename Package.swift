@@ -238,7 +238,7 @@ let package = Package(
         .testTarget(
             name: "DocumentationTests",
             dependencies: [
-                "reel", "ReelExport", "ReelQueue", "ReelMedia", "ReelLibrary",
+                "reel", "ReelExport", "ReelQueue", "ReelMedia", "ReelLibrary", "ReelImage",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
     ],

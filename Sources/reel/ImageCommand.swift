@@ -17,6 +17,7 @@ struct ImageCommand: AsyncParsableCommand {
     @OptionGroup var global: GlobalOptions
     @OptionGroup var input: InputOptions
     @OptionGroup var library: LibraryOptions
+    @OptionGroup var cache: CacheFolderOption
 
     @Argument(
         help:
@@ -47,7 +48,7 @@ struct ImageCommand: AsyncParsableCommand {
     @Option(
         name: .long,
         help: ArgumentHelp(
-            "PhotoKit's resizeMode. exact (default): the size asked (fit inside it, or fill it); fast: that size or the nearest larger one the file has (a HEIC's embedded thumbnail, unscaled); none: the picture as stored, no scaling. A crop needs exact.",
+            "PhotoKit's resizeMode. exact (default): the size asked (fit inside it, or fill it); fast: that size or the nearest larger one there is (a HEIC's embedded thumbnail, or for a library photo with --metadata strip a tier 'reel library cache' made, unscaled); none: the picture as stored, no scaling. A crop needs exact.",
             valueName: "none|fast|exact"))
     var resize = "exact"
 
@@ -178,7 +179,7 @@ struct ImageCommand: AsyncParsableCommand {
         var degraded = false
         /// The request's identifier: the same on both lines of an opportunistic request.
         var requestID: String
-        /// Where the pixels came from: `picture`, `embedded-thumbnail` or `reduced-decode`.
+        /// Where the pixels came from: `picture`, `embedded-thumbnail`, `reduced-decode` or `cached-tier`.
         var source: String
         var resizeMode: String
         var deliveryMode: String
@@ -255,6 +256,17 @@ struct ImageCommand: AsyncParsableCommand {
                         "wrote \(file.path) (\(image.width)x\(image.height) \(outputFormat.rawValue)\(image.degraded ? ", degraded" : ""), from a \(photo.name) photo\(source))"
                     )
                 }
+            }
+            // A library photo's fast request: a tier `reel library cache` made, without decoding the photo.
+            if let identifier, options.resizeMode == .fast,
+                let served = try await LibraryCache.served(
+                    identifier, library: library, cache: cache, limits: input.limits,
+                    targetSize: box == (0, 0) ? .maximum : ImageTargetSize(width: box.0, height: box.1),
+                    contentMode: contentMode == "fill" ? .aspectFill : .aspectFit, options: options)
+            {
+                try AtomicFile.write(served.data, to: file, overwrite: overwrite)
+                report(served)
+                return
             }
             // Opportunistic and fast delivery: the quick picture first, written whole (a reader of the
             // path sees it, then the final one replacing it). A photo without one, or whose quick picture

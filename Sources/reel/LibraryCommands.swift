@@ -18,7 +18,7 @@ struct LibraryCommand: AsyncParsableCommand {
         subcommands: [
             LibraryScanCommand.self, LibraryListCommand.self, LibraryShowCommand.self, LibraryResourcesCommand.self,
             LibraryWriteResourceCommand.self, LibrarySetCommand.self, LibraryAlbumsCommand.self,
-            LibraryAlbumCommand.self, LibraryChangesCommand.self, LibraryImportCommand.self,
+            LibraryAlbumCommand.self, LibraryChangesCommand.self, LibraryImportCommand.self, LibraryCacheCommand.self,
         ])
 }
 

@@ -28,6 +28,7 @@ enum PhotoInput {
             case .limitExceeded: ExportError(.limitExceeded, error.message)
             case .encodeFailed: ExportError(.unsupportedCodec, error.message)
             case .invalidArgument: ExportError(.invalidArgument, error.message)
+            case .writeFailed: ExportError(.outputFailed, error.message)
             default: ExportError(.internal, error.message)
             }
         }

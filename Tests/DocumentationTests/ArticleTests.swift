@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import ReelExport
+import ReelImage
 import ReelLibrary
 import ReelMedia
 import ReelQueue
@@ -35,6 +36,7 @@ struct ArticleTests {
         "--hdr": "Scripts/deltae.py", "--seed": "Scripts/fuzz and Scripts/chaos",
         "--product": "swift build", "--oneline": "git log", "--disable-default-traits": "swift build",
         "--traits": "swift build", "--quick": "Scripts/test", "--commands": "Scripts/fuzz",
+        "--tiers": "Scripts/bench-library", "--photos": "Scripts/bench-library",
     ]
 
     /// Backticked words that look like codes (`a-b`) but are not Reel's: packages, tools, thread names.
@@ -47,7 +49,7 @@ struct ArticleTests {
 
     /// Whether `word` is one of the words Reel's types write: an error code, a method, an obstacle, a
     /// colour handling, a dynamic range, a phase, a state, a metadata policy, a stream action, a photo
-    /// request's delivery mode, or a library's or queue's failure code.
+    /// request's delivery mode or pixels' source, or a library's or queue's failure code.
     static func isReelWord(_ word: String) -> Bool {
         JobError.Code.allCases.contains { $0.rawValue == word } || ExportMethod(rawValue: word) != nil
             || PassthroughObstacle(rawValue: word) != nil || ExportPlan.ColorHandling(rawValue: word) != nil
@@ -55,7 +57,7 @@ struct ArticleTests {
             || JobState(rawValue: word) != nil || MetadataPolicy(rawValue: word) != nil
             || ExportPlan.StreamAction(rawValue: word) != nil || ImageCommand.Delivery(rawValue: word) != nil
             || LibraryError.Code.allCases.contains { $0.description == word || $0.commandCode == word }
-            || QueueError.Kind.allCases.contains { $0.code == word }
+            || QueueError.Kind.allCases.contains { $0.code == word } || PhotoSource(rawValue: word) != nil
     }
 
     @Test(arguments: Repository.documents)

@@ -1,0 +1,333 @@
+import ArgumentParser
+import Foundation
+import ReelExport
+import ReelLibrary
+import ReelSystem
+
+#if Photos
+    import ReelImage
+#endif
+
+/// `reel library cache`: PhotoKit's `PHCachingImageManager.startCachingImages` for the library's photos
+/// (and Live and Motion Photos' stills): every photo decoded once into its tiers (a 250 px WebP
+/// thumbnail and a 1440 px JPEG preview, short edge, never enlarged) and a ThumbHash, kept in a
+/// derivative store beside the index; `reel image library:<id> --resize fast` then serves a tier
+/// without decoding the photo. Photos already cached are skipped, so a run resumes where a killed one
+/// stopped; a photo that cannot be decoded is recorded with its reason and never stops the rest.
+struct LibraryCacheCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "cache",
+        abstract:
+            "Make every photo's thumbnail and preview ahead of requests, each photo decoded once (PHCachingImageManager)."
+    )
+
+    @OptionGroup var global: GlobalOptions
+    @OptionGroup var library: LibraryOptions
+    @OptionGroup var fetch: FetchArguments
+
+    @Option(
+        name: .long, help: ArgumentHelp("Only assets in this collection (see 'reel library albums').", valueName: "id"))
+    var album: String?
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "The tiers to make, comma-separated: thumbnail (250 px short edge, WebP q80) and preview (1440 px, JPEG q80).",
+            valueName: "list"))
+    var sizes = "thumbnail,preview"
+
+    @OptionGroup var cache: CacheFolderOption
+
+    @Option(name: .long, help: ArgumentHelp("Photos decoded at once (default: the cores).", valueName: "n"))
+    var jobs: Int?
+
+    @Flag(name: .long, help: "Try again the photos a run recorded as undecodable.")
+    var retryFailed = false
+
+    @Flag(
+        name: .long,
+        help:
+            "Stop the caching runs on this store (stopCachingImages): each finishes the photos it is decoding and exits."
+    )
+    var stop = false
+
+    @Flag(name: .long, help: "One JSON object per photo per line, then the totals.")
+    var json = false
+
+    /// One photo's line in `--json`.
+    struct PhotoLine: Encodable {
+        var localIdentifier: String
+        /// `made`, `cached` or `failed`.
+        var outcome: String
+        var reason: String?
+        /// The ThumbHash, base64, once the photo is cached.
+        var thumbHash: String?
+        var done: Int
+        var total: Int
+    }
+
+    /// The last line of `--json`.
+    struct TotalsLine: Encodable {
+        var cacheFolder: String
+        var tiers: [String]
+        var total: Int
+        var made: Int
+        var cached: Int
+        var failed: Int
+        var stopped: Int
+        /// Assets with no photo to cache (videos, for now).
+        var skipped: Int
+        /// Files removed because the change log says their asset was deleted or changed.
+        var invalidated: Int
+    }
+
+    func validate() throws {
+        if let jobs, !(1...64).contains(jobs) {
+            throw ValidationError("--jobs must be between 1 and 64, not \(jobs)")
+        }
+    }
+
+    func run() async throws {
+        global.bootstrapLogging()
+        #if Photos
+            let tiers = try LibraryCache.tiers(sizes)
+            let folder = try LibraryCache.folder(cache.cacheFolder, library: library.location())
+            let store = DerivativeStore(folder: folder)
+            if stop {
+                try LibraryCache.requestStop(store)
+                CLI.printLine("asked the caching runs on \(folder) to stop")
+                return
+            }
+            let library = try library.open()
+            let options = try fetch.options()
+            // The change log since the last run: deleted assets' tiers go, updated ones keep only their
+            // current version's. The token is taken first, so what changes during this run is seen by
+            // the next.
+            let token = try await LibraryCLI.mapping { try await library.currentChangeToken() }
+            let invalidated = try await LibraryCache.invalidate(store, library: library)
+            let assets = try await LibraryCLI.mapping {
+                if let album { return try await library.fetchAssets(inCollection: album, options: options) }
+                return try await library.fetchAssets(options)
+            }
+            let (items, skipped) = try await LibraryCache.items(assets, library: library)
+            let manager = CachingImageManager(
+                store: store, tiers: tiers, concurrency: jobs ?? ProcessInfo.processInfo.activeProcessorCount)
+            let started = Date()
+            let interrupts = CLI.onTerminationSignals { manager.stopCachingImages() }
+            defer { interrupts.forEach { $0.cancel() } }
+            let watch = LibraryCache.watchStop(store, since: started, manager: manager)
+            defer { watch.cancel() }
+            let json = json
+            let report = await manager.startCachingImages(for: items, retryFailed: retryFailed) { progress in
+                let id = progress.item.key.assetID
+                if json {
+                    var line = PhotoLine(
+                        localIdentifier: id, outcome: "made", done: progress.done, total: progress.total)
+                    switch progress.outcome {
+                    case .made: break
+                    case .cached: line.outcome = "cached"
+                    case .failed(let reason):
+                        line.outcome = "failed"
+                        line.reason = reason
+                    }
+                    line.thumbHash = store.thumbHash(progress.item.key).map { Data($0).base64EncodedString() }
+                    CLI.printLine(CLI.jsonLine(line))
+                } else if case .failed(let reason) = progress.outcome {
+                    CLI.printWarning("\(id): not cached: \(reason)")
+                }
+            }
+            if report.stopped == 0 { try? LibraryCache.recordToken(token, in: store) }
+            if json {
+                CLI.printLine(
+                    CLI.jsonLine(
+                        TotalsLine(
+                            cacheFolder: folder, tiers: tiers.map(\.name), total: report.total, made: report.made,
+                            cached: report.cached, failed: report.failed, stopped: report.stopped, skipped: skipped,
+                            invalidated: invalidated)))
+            } else {
+                var parts = ["\(report.made) made", "\(report.cached) already cached"]
+                if report.failed > 0 { parts.append("\(report.failed) could not be decoded (above)") }
+                if report.stopped > 0 { parts.append("\(report.stopped) left when stopped") }
+                if invalidated > 0 { parts.append("\(invalidated) files of changed or deleted assets removed") }
+                let videos = skipped > 0 ? "; \(skipped) assets without a photo left out" : ""
+                CLI.printLine(
+                    "cached \(tiers.map(\.name).joined(separator: " and ")) of \(report.total) photos in \(folder): \(parts.joined(separator: ", "))\(videos)"
+                )
+            }
+            if report.stopped > 0 {
+                throw CLIFailure(
+                    message: "stopped with \(report.stopped) photos not cached yet; run it again to go on",
+                    exitStatus: .cancelled)
+            }
+        #else
+            throw LeftOut.photos.failure
+        #endif
+    }
+}
+
+/// Where a library's derivatives are (`reel library cache`, `reel image --resize fast`).
+struct CacheFolderOption: ParsableArguments {
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "The library's derivative store (env REEL_LIBRARY_CACHE; default: beside a library file, <name>.derivatives; a PostgreSQL library needs one, shared by its workers).",
+            valueName: "folder"))
+    var cacheFolder: String?
+}
+
+#if Photos
+    /// What `reel library cache` and `reel image --resize fast` share: the tiers by name, the store's
+    /// folder, each asset's photo and version, and the stop request.
+    enum LibraryCache {
+        /// The tiers `--sizes` names, in its order.
+        static func tiers(_ list: String) throws -> [PhotoTier] {
+            let known = Dictionary(uniqueKeysWithValues: PhotoTier.standard.map { ($0.name, $0) })
+            var tiers: [PhotoTier] = []
+            for name in list.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces).lowercased() }) {
+                guard let tier = known[name] else {
+                    throw ValidationError(
+                        "--sizes: unknown tier '\(name)' (known: \(PhotoTier.standard.map(\.name).joined(separator: ", ")))"
+                    )
+                }
+                if !tiers.contains(tier) { tiers.append(tier) }
+            }
+            guard !tiers.isEmpty else { throw ValidationError("--sizes names no tier") }
+            return tiers
+        }
+
+        /// The derivative store's folder: `--cache-folder`, else `$REEL_LIBRARY_CACHE`, else beside a
+        /// library file (`library.sqlite` → `library.derivatives`). A PostgreSQL library has no file to
+        /// sit beside: its workers share a folder they are given.
+        static func folder(_ option: String?, library: LibraryOptions.Location) throws -> String {
+            if let named = option ?? ProcessInfo.processInfo.environment["REEL_LIBRARY_CACHE"], !named.isEmpty {
+                return URL(fileURLWithPath: named).standardizedFileURL.path
+            }
+            switch library {
+            case .file(let path):
+                let url = URL(fileURLWithPath: path).standardizedFileURL
+                return url.deletingPathExtension().path + ".derivatives"
+            case .database:
+                throw CLIFailure(
+                    message:
+                        "a PostgreSQL library keeps its derivatives in a folder its workers share: name it with --cache-folder or REEL_LIBRARY_CACHE",
+                    exitStatus: .usage)
+            }
+        }
+
+        /// Each asset's photo to cache (a photo's file, a Live or Motion Photo's still), keyed by the
+        /// asset and its picture's content key; and how many assets have none (videos).
+        static func items(_ assets: [LibraryAsset], library: PhotoLibrary) async throws -> ([CacheItem], Int) {
+            var items: [CacheItem] = []
+            var skipped = 0
+            for asset in assets {
+                guard let item = try await item(asset, library: library) else {
+                    skipped += 1
+                    continue
+                }
+                items.append(item)
+            }
+            return (items, skipped)
+        }
+
+        /// The photo of `asset` a cache holds tiers of, nil for an asset without one (a video).
+        static func item(_ asset: LibraryAsset, library: PhotoLibrary) async throws -> CacheItem? {
+            guard asset.mediaType == .image,
+                let resource = try await LibraryCLI.mapping({ try await library.resources(for: asset) })
+                    .first(where: { $0.type == .photo })
+            else { return nil }
+            let version = String((resource.contentHash ?? asset.contentHash).prefix(16))
+            return CacheItem(key: DerivativeKey(assetID: asset.localIdentifier, version: version), path: resource.path)
+        }
+
+        /// `served` for `reel image library:<id> --resize fast`: the library and its store as the options
+        /// name them; nil when nothing cached serves the request.
+        static func served(
+            _ identifier: String, library options: LibraryOptions, cache: CacheFolderOption, limits: InputLimits,
+            targetSize: ImageTargetSize, contentMode: ImageContentMode, options render: PhotoRenderOptions
+        ) async throws -> RenderedPhoto? {
+            guard render.crop == nil, render.metadata == .strip, render.colour == .sRGB else { return nil }
+            let location = options.location(queueDatabase: StoreOptions.environmentDatabaseURL)
+            guard let folder = try? self.folder(cache.cacheFolder, library: location) else { return nil }
+            let library = try LibraryOptions.open(location, limits: limits)
+            let asset = try await LibraryCLI.mapping { try await library.asset(identifier) }
+            return try await served(
+                asset, library: library, folder: folder, targetSize: targetSize, contentMode: contentMode,
+                options: render)
+        }
+
+        /// `CachingImageManager.cachedImage` for a library asset, its key as `reel library cache` made it.
+        static func served(
+            _ asset: LibraryAsset, library: PhotoLibrary, folder: String, targetSize: ImageTargetSize,
+            contentMode: ImageContentMode, options: PhotoRenderOptions
+        ) async throws -> RenderedPhoto? {
+            guard let item = try await item(asset, library: library) else { return nil }
+            do {
+                return try await CachingImageManager(store: DerivativeStore(folder: folder)).cachedImage(
+                    for: item.key, width: asset.pixelWidth, height: asset.pixelHeight, targetSize: targetSize,
+                    contentMode: contentMode, options: options)
+            } catch {
+                throw PhotoInput.exportError(error)
+            }
+        }
+
+        /// Where the store keeps the change token of its last whole run.
+        static func tokenPath(_ store: DerivativeStore) -> String { store.folder + "/change-token" }
+
+        static func recordToken(_ token: LibraryChangeToken, in store: DerivativeStore) throws {
+            try FileManager.default.createDirectory(atPath: store.folder, withIntermediateDirectories: true)
+            try AtomicFile.write(
+                Data("\(token)\n".utf8), to: URL(fileURLWithPath: tokenPath(store)), overwrite: true)
+        }
+
+        /// Removes what the change log since the store's last whole run makes stale: every derivative of a
+        /// deleted asset, and an updated asset's derivatives of other versions than its current one.
+        /// Nothing without a token (a first run), or when the library refuses it (another library's):
+        /// then every version is checked as its photo is cached. Returns the files removed.
+        static func invalidate(_ store: DerivativeStore, library: PhotoLibrary) async throws -> Int {
+            guard let text = try? String(contentsOfFile: tokenPath(store), encoding: .utf8),
+                let token = LibraryChangeToken(text),
+                let changes = try? await library.changes(since: token)
+            else { return 0 }
+            var removed = 0
+            for id in changes.deletedLocalIdentifiers { removed += store.remove(assetID: id) }
+            for id in changes.updatedLocalIdentifiers {
+                guard let asset = try? await library.asset(id) else {
+                    removed += store.remove(assetID: id)
+                    continue
+                }
+                let current = try await item(asset, library: library)?.key.version
+                removed += store.remove(assetID: id, keeping: current ?? "")
+            }
+            return removed
+        }
+
+        /// The stop request's file: runs on the store started before it was written stop.
+        static func stopPath(_ store: DerivativeStore) -> String { store.folder + "/stop-request" }
+
+        static func requestStop(_ store: DerivativeStore) throws {
+            try FileManager.default.createDirectory(atPath: store.folder, withIntermediateDirectories: true)
+            try AtomicFile.write(
+                Data("\(Date().timeIntervalSince1970)\n".utf8), to: URL(fileURLWithPath: stopPath(store)),
+                overwrite: true)
+        }
+
+        /// Watches for a stop request newer than `since` (four times a second) and stops `manager` when one
+        /// comes; cancel the task when the run ends.
+        static func watchStop(_ store: DerivativeStore, since: Date, manager: CachingImageManager) -> Task<Void, Never>
+        {
+            let path = stopPath(store)
+            return Task.detached {
+                while !Task.isCancelled {
+                    if let text = try? String(contentsOfFile: path, encoding: .utf8),
+                        let asked = Double(text.trimmingCharacters(in: .whitespacesAndNewlines)),
+                        asked >= since.timeIntervalSince1970
+                    {
+                        manager.stopCachingImages()
+                        return
+                    }
+                    try? await Task.sleep(for: .milliseconds(250))
+                }
+            }
+        }
+    }
+#endif
