@@ -80,37 +80,55 @@ public final class CachingImageManager: Sendable {
         self.maxPixels = maxPixels
     }
 
-    /// Caches `items`, `concurrency` photos at a time, reporting each photo as it finishes; returns the
-    /// totals. A photo recorded as failed is tried again only with `retryFailed`. Cancelling the task or
-    /// `stopCachingImages()` ends the run early (the rest counted as stopped).
+    /// Caches `items`, `concurrency` photos at a time, reporting each photo as it finishes (one call at a
+    /// time, `done` counting up); returns the totals. A photo recorded as failed is tried again only with
+    /// `retryFailed`. Cancelling the task or `stopCachingImages()` ends the run early (the rest counted as
+    /// stopped). The photos are decoded on `concurrency` threads of the run's own, each going from photo
+    /// to photo: a thread per photo would leave the C allocator one more arena of freed pictures each
+    /// time, and memory would grow with the number of photos.
     @discardableResult
     public func startCachingImages(
         for items: [CacheItem], retryFailed: Bool = false,
         progress: @escaping @Sendable (CacheProgress) -> Void = { _ in }
     ) async -> CacheReport {
         stopped.withLock { $0 = false }
-        var report = CacheReport(total: items.count)
-        var next = 0
-        await withTaskGroup(of: (CacheItem, CacheOutcome).self) { group in
-            func startNext() -> Bool {
-                guard next < items.count, !isStopped else { return false }
-                let item = items[next]
-                next += 1
-                group.addTask { [self] in (item, await cache(item, retryFailed: retryFailed)) }
-                return true
-            }
-            for _ in 0..<concurrency where !startNext() { break }
-            while let (item, outcome) = await group.next() {
-                switch outcome {
-                case .made: report.made += 1
-                case .cached: report.cached += 1
-                case .failed: report.failed += 1
+        let state = Mutex((next: 0, report: CacheReport(total: items.count)))
+        let workers = min(concurrency, max(1, items.count))
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let running = Mutex(workers)
+                for _ in 0..<workers {
+                    startThread(named: "reel-cache") { [self] in
+                        while let index = state.withLock({ state -> Int? in
+                            guard state.next < items.count, !stopped.withLock({ $0 }) else { return nil }
+                            state.next += 1
+                            return state.next - 1
+                        }) {
+                            let outcome = cacheNow(items[index], retryFailed: retryFailed)
+                            state.withLock { state in
+                                switch outcome {
+                                case .made: state.report.made += 1
+                                case .cached: state.report.cached += 1
+                                case .failed: state.report.failed += 1
+                                }
+                                let done = state.report.made + state.report.cached + state.report.failed
+                                progress(
+                                    CacheProgress(item: items[index], outcome: outcome, done: done, total: items.count))
+                            }
+                        }
+                        if running.withLock({ running in
+                            running -= 1
+                            return running == 0
+                        }) {
+                            continuation.resume()
+                        }
+                    }
                 }
-                let done = report.made + report.cached + report.failed
-                progress(CacheProgress(item: item, outcome: outcome, done: done, total: items.count))
-                _ = startNext()
             }
+        } onCancel: {
+            stopCachingImages()
         }
+        var report = state.withLock { $0.report }
         report.stopped = report.total - report.made - report.cached - report.failed
         return report
     }
@@ -120,15 +138,13 @@ public final class CachingImageManager: Sendable {
         stopped.withLock { $0 = true }
     }
 
-    private var isStopped: Bool { Task.isCancelled || stopped.withLock { $0 } }
-
-    /// One photo: skipped when cached (or recorded as failed), else decoded once and stored.
-    func cache(_ item: CacheItem, retryFailed: Bool) async -> CacheOutcome {
+    /// One photo, on the calling thread: skipped when cached (or recorded as failed), else decoded once
+    /// and stored.
+    func cacheNow(_ item: CacheItem, retryFailed: Bool) -> CacheOutcome {
         if store.isComplete(item.key, tiers: tiers, thumbHash: makesThumbHash) { return .cached }
         if !retryFailed, let reason = store.failure(item.key) { return .failed(reason) }
         do throws(PhotoError) {
-            let set = try await PhotoRenderer.renderingTiers(
-                item.path, tiers, thumbHash: makesThumbHash, maxPixels: maxPixels)
+            let set = try PhotoRenderer.renderTiers(item.path, tiers, thumbHash: makesThumbHash, maxPixels: maxPixels)
             try store.store(set, for: item.key)
             // The asset's other versions (before an edit, a replaced file) are of no use any more.
             store.remove(assetID: item.key.assetID, keeping: item.key.version)

@@ -187,9 +187,18 @@ struct ImageCommand: AsyncParsableCommand {
         var colour: String
         /// The library asset rendered, for a `library:<id>` request.
         var localIdentifier: String? = nil
+        /// Milliseconds from the command's start (its options read) to this image written: the request's
+        /// own time, without the process's start.
+        var elapsedMilliseconds = 0.0
+    }
+
+    static func milliseconds(since start: ContinuousClock.Instant) -> Double {
+        let elapsed = (ContinuousClock.now - start).components
+        return ((Double(elapsed.seconds) * 1000 + Double(elapsed.attoseconds) / 1e15) * 10).rounded() / 10
     }
 
     func run() async throws {
+        let started = ContinuousClock.now
         global.bootstrapLogging()
         #if Photos
             // A library asset is its photo resource (a Live or Motion Photo's still), checked to be
@@ -247,7 +256,8 @@ struct ImageCommand: AsyncParsableCommand {
                                 format: outputFormat.rawValue, contentMode: contentMode, metadata: policy.rawValue,
                                 degraded: image.degraded, requestID: requestID, source: image.source.rawValue,
                                 resizeMode: resize, deliveryMode: delivery, colour: colour,
-                                localIdentifier: identifier)))
+                                localIdentifier: identifier,
+                                elapsedMilliseconds: Self.milliseconds(since: started))))
                 } else {
                     let source =
                         image.source == .picture
