@@ -138,11 +138,26 @@ public final class CachingImageManager: Sendable {
         stopped.withLock { $0 = true }
     }
 
+    /// Whether `stopCachingImages()` was called since the last run started.
+    public var isStopped: Bool { stopped.withLock { $0 } }
+
+    /// What a run would report for `key` without decoding anything: `cached` when every tier is there,
+    /// `failed` with the recorded reason (unless `retryFailed`), nil when the picture must be made.
+    public func knownOutcome(_ key: DerivativeKey, retryFailed: Bool = false) -> CacheOutcome? {
+        if store.isComplete(key, tiers: tiers, thumbHash: makesThumbHash) { return .cached }
+        if !retryFailed, let reason = store.failure(key) { return .failed(reason) }
+        return nil
+    }
+
+    /// Caches one picture (a video's poster frame written to a file, say) on a thread of its own.
+    public func cache(_ item: CacheItem, retryFailed: Bool = false) async -> CacheOutcome {
+        await onOwnThread(named: "reel-cache") { [self] in cacheNow(item, retryFailed: retryFailed) }
+    }
+
     /// One photo, on the calling thread: skipped when cached (or recorded as failed), else decoded once
     /// and stored.
     func cacheNow(_ item: CacheItem, retryFailed: Bool) -> CacheOutcome {
-        if store.isComplete(item.key, tiers: tiers, thumbHash: makesThumbHash) { return .cached }
-        if !retryFailed, let reason = store.failure(item.key) { return .failed(reason) }
+        if let known = knownOutcome(item.key, retryFailed: retryFailed) { return known }
         do throws(PhotoError) {
             let set = try PhotoRenderer.renderTiers(item.path, tiers, thumbHash: makesThumbHash, maxPixels: maxPixels)
             try store.store(set, for: item.key)

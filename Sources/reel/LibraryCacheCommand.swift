@@ -75,7 +75,7 @@ struct LibraryCacheCommand: AsyncParsableCommand {
         var cached: Int
         var failed: Int
         var stopped: Int
-        /// Assets with no photo to cache (videos, for now).
+        /// Assets with no picture to cache (audio).
         var skipped: Int
         /// Files removed because the change log says their asset was deleted or changed.
         var invalidated: Int
@@ -109,7 +109,9 @@ struct LibraryCacheCommand: AsyncParsableCommand {
                 if let album { return try await library.fetchAssets(inCollection: album, options: options) }
                 return try await library.fetchAssets(options)
             }
-            let (items, skipped) = try await LibraryCache.items(assets, library: library)
+            let (items, withoutPhoto) = try await LibraryCache.items(assets, library: library)
+            let videos = assets.filter { $0.mediaType == .video }
+            let total = items.count + videos.count
             let manager = CachingImageManager(
                 store: store, tiers: tiers, concurrency: jobs ?? ProcessInfo.processInfo.activeProcessorCount)
             let started = Date()
@@ -118,11 +120,10 @@ struct LibraryCacheCommand: AsyncParsableCommand {
             let watch = LibraryCache.watchStop(store, since: started, manager: manager)
             defer { watch.cancel() }
             let json = json
-            let report = await manager.startCachingImages(for: items, retryFailed: retryFailed) { progress in
+            let photoReport = await manager.startCachingImages(for: items, retryFailed: retryFailed) { progress in
                 let id = progress.item.key.assetID
                 if json {
-                    var line = PhotoLine(
-                        localIdentifier: id, outcome: "made", done: progress.done, total: progress.total)
+                    var line = PhotoLine(localIdentifier: id, outcome: "made", done: progress.done, total: total)
                     switch progress.outcome {
                     case .made: break
                     case .cached: line.outcome = "cached"
@@ -136,6 +137,42 @@ struct LibraryCacheCommand: AsyncParsableCommand {
                     CLI.printWarning("\(id): not cached: \(reason)")
                 }
             }
+            // Videos: each one's first frame, decoded by FFmpeg as a poster, then tiered as a photo is.
+            var videoReport = CacheReport(total: videos.count)
+            for (index, video) in videos.enumerated() {
+                if manager.isStopped || Task.isCancelled {
+                    videoReport.stopped = videos.count - index
+                    break
+                }
+                let key = DerivativeKey(assetID: video.localIdentifier, version: String(video.contentHash.prefix(16)))
+                let outcome = await LibraryCache.cachePoster(
+                    video, key: key, library: library, manager: manager, retryFailed: retryFailed)
+                switch outcome {
+                case .made: videoReport.made += 1
+                case .cached: videoReport.cached += 1
+                case .failed(let reason):
+                    videoReport.failed += 1
+                    if !json { CLI.printWarning("\(video.localIdentifier): not cached: \(reason)") }
+                }
+                if json {
+                    var line = PhotoLine(
+                        localIdentifier: video.localIdentifier, outcome: "made", done: items.count + index + 1,
+                        total: total)
+                    if case .cached = outcome { line.outcome = "cached" }
+                    if case .failed(let reason) = outcome {
+                        line.outcome = "failed"
+                        line.reason = reason
+                    }
+                    line.thumbHash = store.thumbHash(key).map { Data($0).base64EncodedString() }
+                    CLI.printLine(CLI.jsonLine(line))
+                }
+            }
+            if photoReport.stopped > 0 { videoReport.stopped = videos.count }
+            let report = CacheReport(
+                total: photoReport.total + videoReport.total, made: photoReport.made + videoReport.made,
+                cached: photoReport.cached + videoReport.cached, failed: photoReport.failed + videoReport.failed,
+                stopped: photoReport.stopped + videoReport.stopped)
+            let skipped = withoutPhoto - videos.count
             if report.stopped == 0 { try? LibraryCache.recordToken(token, in: store) }
             if json {
                 CLI.printLine(
@@ -149,9 +186,9 @@ struct LibraryCacheCommand: AsyncParsableCommand {
                 if report.failed > 0 { parts.append("\(report.failed) could not be decoded (above)") }
                 if report.stopped > 0 { parts.append("\(report.stopped) left when stopped") }
                 if invalidated > 0 { parts.append("\(invalidated) files of changed or deleted assets removed") }
-                let videos = skipped > 0 ? "; \(skipped) assets without a photo left out" : ""
+                let others = skipped > 0 ? "; \(skipped) assets without a picture left out" : ""
                 CLI.printLine(
-                    "cached \(tiers.map(\.name).joined(separator: " and ")) of \(report.total) photos in \(folder): \(parts.joined(separator: ", "))\(videos)"
+                    "cached \(tiers.map(\.name).joined(separator: " and ")) of \(report.total) photos and videos in \(folder): \(parts.joined(separator: ", "))\(others)"
                 )
             }
             if report.stopped > 0 {
@@ -253,6 +290,35 @@ struct CacheFolderOption: ParsableArguments {
             return try await served(
                 asset, library: library, folder: folder, targetSize: targetSize, contentMode: contentMode,
                 options: render)
+        }
+
+        /// A video asset's tiers, from its first frame (as Photos shows a video): FFmpeg decodes the frame
+        /// upright to a JPEG in the temporary folder, tiered as a photo is, then removed. A video that
+        /// cannot be read is recorded as a photo that cannot be decoded is.
+        static func cachePoster(
+            _ video: LibraryAsset, key: DerivativeKey, library: PhotoLibrary, manager: CachingImageManager,
+            retryFailed: Bool
+        ) async -> CacheOutcome {
+            if let known = manager.knownOutcome(key, retryFailed: retryFailed) { return known }
+            let poster = FileManager.default.temporaryDirectory.appendingPathComponent(
+                "reel-poster-\(UUID().uuidString).jpg")
+            defer { try? FileManager.default.removeItem(at: poster) }
+            do {
+                let resource = try await library.resolve(video.localIdentifier, resource: .video)
+                let range = resource.isByteRange ? resource.offset..<(resource.offset + resource.length) : nil
+                let asset = try await Asset.load(
+                    URL(fileURLWithPath: resource.path), byteRange: range, limits: library.limits)
+                var generator = AssetImageGenerator(asset: asset, limits: library.limits)
+                generator.quality = 95
+                let (image, _) = try await generator.image(at: 0)
+                try image.data.write(to: poster)
+            } catch {
+                let cause = (error as? ExportError)?.message ?? (error as? LibraryError)?.message ?? "\(error)"
+                let reason = "\(video.originalFilename): no poster frame: \(cause)"
+                try? manager.store.recordFailure(key, reason)
+                return .failed(reason)
+            }
+            return await manager.cache(CacheItem(key: key, path: poster.path), retryFailed: true)
         }
 
         /// `CachingImageManager.cachedImage` for a library asset, its key as `reel library cache` made it.

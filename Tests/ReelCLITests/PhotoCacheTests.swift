@@ -8,10 +8,13 @@ import Testing
 /// run killed with SIGKILL resumed without duplicates or leftovers, and `--stop` ending a run.
 @Suite("Library cache", .tags(.process, .media), .timeLimit(.minutes(10)))
 struct PhotoCacheTests {
-    /// A library of `count` distinct 2000x1500 JPEGs (the last truncated when `damaged`) and a clip.
-    static func library(_ name: String, count: Int, damaged: Bool = false, heic: Bool = false) async throws -> (
-        folder: URL, environment: [String: String]
-    ) {
+    /// A library of `count` distinct 2000x1500 JPEGs (the last truncated when `damaged`), a 1200x1600 HEIC
+    /// when `heic`, and a 640x360 clip when `clip`.
+    static func library(_ name: String, count: Int, damaged: Bool = false, heic: Bool = false, clip: Bool = true)
+        async throws -> (
+            folder: URL, environment: [String: String]
+        )
+    {
         let folder = Fixtures.scratchFolder(name)
         let photos = folder.appendingPathComponent("photos")
         try FileManager.default.createDirectory(at: photos, withIntermediateDirectories: true)
@@ -35,9 +38,11 @@ struct PhotoCacheTests {
             let whole = try Data(contentsOf: url)
             try whole.prefix(whole.count / 2).write(to: url)
         }
-        try FileManager.default.copyItem(
-            atPath: try await Fixtures.url(Fixtures.landscape).path,
-            toPath: photos.appendingPathComponent("clip.mov").path)
+        if clip {
+            try FileManager.default.copyItem(
+                atPath: try await Fixtures.url(Fixtures.landscape).path,
+                toPath: photos.appendingPathComponent("clip.mov").path)
+        }
         let environment = ["REEL_LIBRARY": folder.appendingPathComponent("library.sqlite").path]
         let scan = try await ReelBinary.run(["library", "scan", photos.path], environment: environment)
         try #require(scan.status == 0, "\(scan.stderr)")
@@ -64,9 +69,10 @@ struct PhotoCacheTests {
         let lines = try Self.jsonLines(run.stdout)
         let photos = lines.filter { $0["localIdentifier"] != nil }
         let totals = try #require(lines.last)
-        #expect(totals["total"] as? Int == 4 && totals["made"] as? Int == 3 && totals["failed"] as? Int == 1)
-        #expect(totals["skipped"] as? Int == 1, "the clip has no photo: \(totals)")
-        #expect(photos.count == 4 && photos.map { $0["done"] as? Int ?? 0 }.sorted() == [1, 2, 3, 4])
+        // Three JPEGs (one damaged), the HEIC and the clip (its first frame).
+        #expect(totals["total"] as? Int == 5 && totals["made"] as? Int == 4 && totals["failed"] as? Int == 1)
+        #expect(totals["skipped"] as? Int == 0, "\(totals)")
+        #expect(photos.count == 5 && photos.map { $0["done"] as? Int ?? 0 } == [1, 2, 3, 4, 5])
         let failed = try #require(photos.first { $0["outcome"] as? String == "failed" })
         #expect((failed["reason"] as? String)?.contains("IMG_0002.jpg") == true, "\(failed)")
         #expect(
@@ -74,20 +80,21 @@ struct PhotoCacheTests {
                 ($0["thumbHash"] as? String)?.count ?? 0 >= 20
             })
 
-        // One thumbnail, one preview and one ThumbHash per decodable photo, and a failure record.
+        // One thumbnail, one preview and one ThumbHash per decodable photo or video, and a failure record.
         let files = Self.storeFiles(folder)
-        #expect(files.filter { $0.hasPrefix("thumbnail/") && $0.hasSuffix(".webp") }.count == 3, "\(files)")
-        #expect(files.filter { $0.hasPrefix("preview/") && $0.hasSuffix(".jpg") }.count == 3, "\(files)")
+        #expect(files.filter { $0.hasPrefix("thumbnail/") && $0.hasSuffix(".webp") }.count == 4, "\(files)")
+        #expect(files.filter { $0.hasPrefix("preview/") && $0.hasSuffix(".jpg") }.count == 4, "\(files)")
         #expect(
-            files.filter { $0.hasPrefix("thumbhash/") }.count == 3
+            files.filter { $0.hasPrefix("thumbhash/") }.count == 4
                 && files.filter { $0.hasPrefix("failed/") }.count == 1)
         #expect(!files.contains { $0.hasSuffix(".partial") })
         let store = folder.appendingPathComponent("library.derivatives")
         for file in files where file.hasPrefix("preview/") || file.hasPrefix("thumbnail/") {
             let probed = try #require(try await ProbedFile.probe(store.appendingPathComponent(file)).video)
             let short = min(probed.width ?? 0, probed.height ?? 0)
-            // Previews: 1440 px short edge, or the HEIC's own 1200 (never enlarged); thumbnails: 250 px.
-            let expected = file.hasPrefix("preview/") ? [1440, 1200] : [250]
+            // Previews: 1440 px short edge, or the HEIC's own 1200 and the clip's 360 (never enlarged);
+            // thumbnails: 250 px.
+            let expected = file.hasPrefix("preview/") ? [1440, 1200, 360] : [250]
             #expect(expected.contains(short), "\(file): \(probed.width ?? 0)x\(probed.height ?? 0)")
         }
 
@@ -95,12 +102,24 @@ struct PhotoCacheTests {
         let again = try await ReelBinary.run(["library", "cache", "--json"], environment: environment)
         let againTotals = try #require(try Self.jsonLines(again.stdout).last)
         #expect(
-            againTotals["made"] as? Int == 0 && againTotals["cached"] as? Int == 3 && againTotals["failed"] as? Int == 1
+            againTotals["made"] as? Int == 0 && againTotals["cached"] as? Int == 4 && againTotals["failed"] as? Int == 1
         )
         #expect(Self.storeFiles(folder) == files)
 
-        // Fast requests of a library photo: the smallest tier that covers the size, as it is.
+        // The clip's tiers are its first frame, as ffmpeg decodes it.
         let listed = try await ReelBinary.run(["library", "list", "--json"], environment: environment)
+        let clip = try #require(
+            try Self.jsonLines(listed.stdout).first { $0["originalFilename"] as? String == "clip.mov" })
+        let clipID = try #require(clip["localIdentifier"] as? String)
+        let clipPreview = try #require(files.first { $0.hasPrefix("preview/") && $0.contains(clipID.prefix(8)) })
+        let firstFrame = folder.appendingPathComponent("clip-first-frame.png")
+        try await Tools.ffmpeg([
+            "-i", folder.appendingPathComponent("photos/clip.mov").path, "-frames:v", "1", firstFrame.path,
+        ])
+        let clipPSNR = try await Pictures.psnr(store.appendingPathComponent(clipPreview), against: firstFrame)
+        #expect(clipPSNR.average >= 30, "\(clipPSNR)")
+
+        // Fast requests of a library photo: the smallest tier that covers the size, as it is.
         let heic = try #require(
             try Self.jsonLines(listed.stdout).first { $0["originalFilename"] as? String == "IMG_9000.HEIC" })
         let id = try #require(heic["localIdentifier"] as? String)
@@ -147,12 +166,12 @@ struct PhotoCacheTests {
         #expect(rescan.status == 0, "\(rescan.stderr)")
         let pruned = try await ReelBinary.run(["library", "cache", "--json"], environment: environment)
         let prunedTotals = try #require(try Self.jsonLines(pruned.stdout).last)
-        #expect(prunedTotals["invalidated"] as? Int == 3 && prunedTotals["total"] as? Int == 3, "\(prunedTotals)")
+        #expect(prunedTotals["invalidated"] as? Int == 3 && prunedTotals["total"] as? Int == 4, "\(prunedTotals)")
         #expect(!Self.storeFiles(folder).contains { $0.contains(goneID.prefix(8)) }, "\(Self.storeFiles(folder))")
     }
 
     @Test func aRunKilledMidwayResumesWithoutDuplicates() async throws {
-        let (folder, environment) = try await Self.library("cache-kill", count: 10)
+        let (folder, environment) = try await Self.library("cache-kill", count: 10, clip: false)
         let run = try ReelBinary.start(["library", "cache", "--jobs", "1"], environment: environment)
         let started = await eventually(within: .seconds(120)) {
             Self.storeFiles(folder).contains { $0.hasPrefix("preview/") } ? true : nil
@@ -176,7 +195,7 @@ struct PhotoCacheTests {
     }
 
     @Test func stopEndsTheRunsOnTheStore() async throws {
-        let (folder, environment) = try await Self.library("cache-stop", count: 30)
+        let (folder, environment) = try await Self.library("cache-stop", count: 30, clip: false)
         let run = try ReelBinary.start(["library", "cache", "--jobs", "1"], environment: environment)
         let started = await eventually(within: .seconds(120)) {
             Self.storeFiles(folder).contains { $0.hasPrefix("preview/") } ? true : nil
