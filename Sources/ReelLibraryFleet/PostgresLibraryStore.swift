@@ -251,6 +251,9 @@ public final class PostgresLibraryStore: LibraryStore {
             SELECT \(unescaped: Self.fileColumns) FROM reel_library_file f
             WHERE NOT EXISTS (SELECT 1 FROM reel_library_asset a WHERE a.path = f.path)
             AND NOT EXISTS (SELECT 1 FROM reel_library_asset a WHERE a.paired_video_path = f.path)
+            AND NOT EXISTS (SELECT 1 FROM reel_library_asset a WHERE a.full_size_photo_path = f.path)
+            AND NOT EXISTS (SELECT 1 FROM reel_library_asset a WHERE a.adjustment_data_path = f.path)
+            AND NOT EXISTS (SELECT 1 FROM reel_library_asset a WHERE a.full_size_paired_video_path = f.path)
             ORDER BY f.path LIMIT \(limit)
             """)
     }
@@ -321,8 +324,13 @@ public final class PostgresLibraryStore: LibraryStore {
             pairing: try row["pairing"].decode(String?.self).flatMap(PairingKind.init(rawValue:)),
             stillImageTime: try row["still_image_time"].decode(Double?.self),
             contentHash: try row["content_hash"].decode(String.self), path: try row["path"].decode(String.self),
-            addedDate: Date(timeIntervalSince1970: try row["added_date"].decode(Double.self)))
-        return StoredAsset(asset: asset, pairedVideoPath: try row["paired_video_path"].decode(String?.self))
+            addedDate: Date(timeIntervalSince1970: try row["added_date"].decode(Double.self)),
+            hasAdjustments: try row["has_adjustments"].decode(Int.self) != 0)
+        return StoredAsset(
+            asset: asset, pairedVideoPath: try row["paired_video_path"].decode(String?.self),
+            fullSizePhotoPath: try row["full_size_photo_path"].decode(String?.self),
+            adjustmentDataPath: try row["adjustment_data_path"].decode(String?.self),
+            fullSizePairedVideoPath: try row["full_size_paired_video_path"].decode(String?.self))
     }
 
     // MARK: Albums and changes
