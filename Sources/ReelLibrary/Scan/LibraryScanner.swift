@@ -108,6 +108,7 @@ public struct LibraryScanner: Sendable {
                     }
                 }
                 for name in known.keys where !present.contains(name) { removed.append(folder + "/" + name) }
+                state.walkedFolders.insert(folder)
                 let edits = EditLayout.Listing(names: Array(present))
                 if !edits.isEmpty { state.editListings[folder] = edits }
                 skipped += entries.skipped

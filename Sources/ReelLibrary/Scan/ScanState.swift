@@ -11,6 +11,9 @@ final class ScanState {
     var editListings: [String: EditLayout.Listing] = [:]
     /// Originals' stems whose edit may have changed in this scan: reconciled at its end.
     var touchedEdits = Set<EditLayout.Key>()
+    /// Folders this scan listed: only their edits are reconciled (another folder's listing is unknown;
+    /// a vanished folder's originals are gone with it).
+    var walkedFolders = Set<String>()
 
     init(store: any LibraryStore, addedDate: Date) {
         self.store = store
@@ -145,7 +148,7 @@ final class ScanState {
     /// (standalone assets of them go), or, without an original, rendered photos and movies become
     /// assets of their own.
     func reconcileEdits() async throws {
-        let keys = touchedEdits.sorted()
+        let keys = touchedEdits.filter { walkedFolders.contains($0.folder) }.sorted()
         touchedEdits = []
         for start in stride(from: 0, to: keys.count, by: 128) {
             var batch = Batch()
