@@ -200,6 +200,36 @@ struct EditTests {
         #expect(try await laterLibrary.photoResource(for: asset, version: .current).type == .photo)
     }
 
+    @Test("an edited Live Photo's rendered photo and movie, paired with each other first, join their original")
+    func pairedEditJoinsItsOriginal() async throws {
+        let folder = LibraryFixtures.folder("edit-paired-first")
+        let file = { (name: String) in folder.appendingPathComponent(name) }
+        // The rendered edit carries the original's content identifier, as an iPhone's does, so alone it
+        // pairs with the edited movie: one Live Photo of the edit's own.
+        try await LibraryFixtures.still(
+            Media.heicIdentifier, at: file("IMG_E0005.HEIC"), captured: "2020:05:04 18:39:12")
+        try await LibraryFixtures.movie(Media.heicIdentifier, at: file("IMG_E0005.MOV"), seconds: 1)
+        try EditFixtures.aae(at: file("IMG_0005.AAE"))
+        let library = try LibraryFixtures.library("edit-paired-first")
+        let before = try await library.scan([folder.path])
+        #expect(before.insertedLocalIdentifiers.count == 1, "\(before)")
+        #expect(try await library.fetchAssets().first?.pairing == .contentIdentifier)
+        try await LibraryFixtures.still(Media.heicIdentifier, at: file("IMG_0005.HEIC"))
+        try await LibraryFixtures.movie(Media.heicIdentifier, at: file("IMG_0005.MOV"))
+        let after = try await library.scan([folder.path])
+        #expect(after.removedLocalIdentifiers == before.insertedLocalIdentifiers, "\(after)")
+        #expect(after.insertedLocalIdentifiers.count == 1, "\(after)")
+        let summary = try await Self.summary(library)
+        #expect(summary.edited)
+        #expect(
+            summary.names == [
+                "photo:IMG_0005.HEIC", "pairedVideo:IMG_0005.MOV", "fullSizePhoto:IMG_E0005.HEIC",
+                "adjustmentData:IMG_0005.AAE", "fullSizePairedVideo:IMG_E0005.MOV",
+            ], "\(summary)")
+        let again = try await library.scan([folder.path])
+        #expect(again.changedLocalIdentifiers.isEmpty && again.insertedLocalIdentifiers.isEmpty, "\(again)")
+    }
+
     @Test("a garbled, hostile or oversized AAE is a note: the scan goes on and the photo keeps its edit")
     func garbledAdjustmentData() async throws {
         let folder = LibraryFixtures.folder("edit-garbled")

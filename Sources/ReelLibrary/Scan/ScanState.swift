@@ -183,10 +183,15 @@ final class ScanState {
         var attached = Set<String>()
         if var stored = original {
             let before = Set(stored.editPaths)
+            // A movie the original already has as its pairedVideo (paired by content identifier when its
+            // own movie is missing) stays that.
+            let movie = movie == stored.pairedVideoPath ? nil : movie
+            var handled = Set<String>()  // assets already deleted or unpaired here
             for path in [rendered, movie].compactMap({ $0 }) {
                 attached.insert(path)
                 guard let owner = try await store.asset(containingPath: path),
-                    owner.asset.localIdentifier != stored.asset.localIdentifier
+                    owner.asset.localIdentifier != stored.asset.localIdentifier,
+                    handled.insert(owner.asset.localIdentifier).inserted
                 else { continue }
                 if owner.asset.path == path {
                     batch.add(
