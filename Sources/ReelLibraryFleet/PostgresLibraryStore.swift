@@ -200,6 +200,23 @@ public final class PostgresLibraryStore: LibraryStore {
 
     static let assetColumns = "a.*, \(AssetSelect.representsBurst(.postgres))"
 
+    /// One connection: the asset's row, then its files' records.
+    public func assetWithFiles(_ localIdentifier: String) async throws -> (StoredAsset, [FileRecord])? {
+        try await read("read an asset and its files") { connection, logger in
+            let rows = try await connection.rows(
+                """
+                SELECT \(unescaped: Self.assetColumns) FROM reel_library_asset a
+                WHERE a.local_identifier = \(localIdentifier)
+                """, logger)
+            guard let stored = try rows.first.map(PostgresLibraryStore.storedAsset) else { return nil }
+            let paths = [stored.asset.path] + (stored.pairedVideoPath.map { [$0] } ?? []) + stored.editPaths
+            let files = try await connection.rows(
+                "SELECT \(unescaped: Self.fileColumns) FROM reel_library_file WHERE path = ANY(\(paths))", logger
+            ).map(PostgresLibraryStore.fileRecord)
+            return (stored, files)
+        }
+    }
+
     func assets(_ what: String, _ query: PostgresQuery) async throws -> [StoredAsset] {
         try await read(what) { connection, logger in
             try await connection.rows(query, logger).map(PostgresLibraryStore.storedAsset)

@@ -477,7 +477,9 @@ struct LibraryWriteResourceCommand: AsyncParsableCommand {
     @Argument(help: "The asset's local identifier.") var identifier: String
     @Option(
         name: .long,
-        help: ArgumentHelp("Resource type: pairedVideo, photo, video, or its raw value.", valueName: "type"))
+        help: ArgumentHelp(
+            "Resource type: pairedVideo, photo, video, fullSizePhoto, adjustmentData, fullSizePairedVideo, or its raw value.",
+            valueName: "type"))
     var type: String?
     @Option(name: [.short, .customLong("output")], help: ArgumentHelp("The file to write.", valueName: "file"))
     var output: String
