@@ -242,18 +242,29 @@ struct EditTests {
         // Over the limit: never parsed.
         try Data(repeating: 0x41, count: AAEParser.maxBytes + 1).write(to: file("IMG_0003.AAE"))
         try await EditFixtures.photo("yellow", at: file("IMG_0004.HEIC"))
-        // A property list that is not a dictionary.
+        // A binary property list: never read.
         let array = try PropertyListSerialization.data(fromPropertyList: ["a", "b"], format: .binary, options: 0)
         try array.write(to: file("IMG_0004.AAE"))
 
+        // Arrays nested 60,000 deep: Foundation's parser recurses, so this is never handed to it.
+        try await EditFixtures.photo("white", at: file("IMG_0005.HEIC"))
+        let nested = "<?xml version=\"1.0\"?><plist version=\"1.0\">" + String(repeating: "<array>", count: 60_000)
+        try Data((nested + String(repeating: "</array>", count: 60_000) + "</plist>").utf8).write(
+            to: file("IMG_0005.AAE"))
+        // An XML property list that is not a dictionary.
+        try await EditFixtures.photo("black", at: file("IMG_0006.HEIC"))
+        try PropertyListSerialization.data(fromPropertyList: ["a"], format: .xml, options: 0).write(
+            to: file("IMG_0006.AAE"))
         let library = try LibraryFixtures.library("edit-garbled")
         let report = try await library.scan([folder.path])
-        #expect(report.insertedLocalIdentifiers.count == 3, "\(report)")
+        #expect(report.insertedLocalIdentifiers.count == 5, "\(report)")
         let notes = Dictionary(
             uniqueKeysWithValues: report.notes.map { (($0.path as NSString).lastPathComponent, $0.reason) })
         #expect(notes["IMG_0002.AAE"] == "adjustment data unreadable: not a property list", "\(notes)")
         #expect(notes["IMG_0003.AAE"]?.contains("over the limit") == true, "\(notes)")
-        #expect(notes["IMG_0004.AAE"] == "adjustment data unreadable: not a dictionary", "\(notes)")
+        #expect(notes["IMG_0004.AAE"] == "adjustment data unreadable: not an XML property list", "\(notes)")
+        #expect(notes["IMG_0005.AAE"] == "adjustment data unreadable: nested deeper than 16 levels", "\(notes)")
+        #expect(notes["IMG_0006.AAE"] == "adjustment data unreadable: not a dictionary", "\(notes)")
         let edited = try #require(try await library.fetchAssets().first { $0.originalFilename == "IMG_0002.HEIC" })
         #expect(edited.hasAdjustments)
         #expect(Self.types(try await library.resources(for: edited)) == [.photo, .fullSizePhoto, .adjustmentData])

@@ -44,6 +44,13 @@ public enum AAEParser {
         guard bytes.count <= maxBytes else {
             return .failure(AAEError("\(bytes.count) bytes, over the limit of \(maxBytes)"))
         }
+        // Photos writes XML property lists one dictionary deep. Foundation's parsers recurse, so a
+        // hostile file nesting thousands of arrays is refused before it is parsed, and binary lists
+        // (which nest by reference) are not read at all.
+        guard isXML(bytes) else { return .failure(AAEError("not an XML property list")) }
+        guard nestingDepth(bytes) <= maxDepth else {
+            return .failure(AAEError("nested deeper than \(maxDepth) levels"))
+        }
         let plist: Any
         do {
             plist = try PropertyListSerialization.propertyList(from: Data(bytes), options: [], format: nil)
@@ -83,6 +90,51 @@ public enum AAEParser {
             AdjustmentInfo(
                 formatIdentifier: identifier, formatVersion: version, baseVersion: base, editorBundleID: editor,
                 timestamp: dictionary["adjustmentTimestamp"] as? Date, dataLength: data.count))
+    }
+
+    /// Deepest nesting of arrays and dictionaries read (Photos' AAE files have one dictionary).
+    static let maxDepth = 16
+
+    /// Whether `bytes` start (after a byte-order mark and white space) with `<?xml` or `<plist`.
+    static func isXML(_ bytes: [UInt8]) -> Bool {
+        var start = 0
+        if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { start = 3 }
+        while start < bytes.count, [0x20, 0x09, 0x0A, 0x0D].contains(bytes[start]) { start += 1 }
+        let rest = bytes[start...]
+        return rest.starts(with: Array("<?xml".utf8)) || rest.starts(with: Array("<plist".utf8))
+    }
+
+    /// The deepest nesting of `<array>` and `<dict>` elements in `bytes` (self-closing ones do not nest).
+    static func nestingDepth(_ bytes: [UInt8]) -> Int {
+        var depth = 0
+        var deepest = 0
+        var index = 0
+        let open: [[UInt8]] = [Array("<array".utf8), Array("<dict".utf8)]
+        let close: [[UInt8]] = [Array("</array".utf8), Array("</dict".utf8)]
+        while index < bytes.count {
+            guard bytes[index] == UInt8(ascii: "<") else {
+                index += 1
+                continue
+            }
+            let rest = bytes[index...]
+            if close.contains(where: { rest.starts(with: $0) }) {
+                depth -= 1
+            } else if let tag = open.first(where: { rest.starts(with: $0) }) {
+                let after = index + tag.count
+                if after < bytes.count,
+                    [UInt8(ascii: ">"), UInt8(ascii: "/"), 0x20, 0x09, 0x0A, 0x0D].contains(bytes[after])
+                {
+                    var end = after
+                    while end < bytes.count, bytes[end] != UInt8(ascii: ">") { end += 1 }
+                    if end >= bytes.count || bytes[end - 1] != UInt8(ascii: "/") {
+                        depth += 1
+                        deepest = max(deepest, depth)
+                    }
+                }
+            }
+            index += 1
+        }
+        return deepest
     }
 
     /// An AAE property list (XML) for `data` in `formatIdentifier`'s `formatVersion`, as Photos writes.
