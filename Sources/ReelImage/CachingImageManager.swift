@@ -177,6 +177,8 @@ public final class CachingImageManager: Sendable {
         for key: DerivativeKey, width: Int, height: Int, targetSize: ImageTargetSize,
         contentMode: ImageContentMode = .aspectFit
     ) -> (tier: PhotoTier, path: String)? {
+        // The picture the tiers were made from, as the run recorded it (an edit may be cropped).
+        let (width, height) = store.pictureSize(key) ?? (width, height)
         let options = PhotoRenderOptions(
             maxWidth: targetSize.width, maxHeight: targetSize.height, fill: contentMode == .aspectFill)
         for tier in tiers.sorted(by: { $0.shortEdge < $1.shortEdge }) {
@@ -204,7 +206,8 @@ extension CachingImageManager {
             let (tier, path) = cachedTier(
                 for: key, width: width, height: height, targetSize: targetSize, contentMode: contentMode)
         else { return nil }
-        let size = tier.size(width: width, height: height)
+        let picture = store.pictureSize(key) ?? (width, height)
+        let size = tier.size(width: picture.width, height: picture.height)
         if tier.format == options.format {
             guard let data = FileManager.default.contents(atPath: path) else { return nil }
             var image = RenderedPhoto(data: data, width: size.width, height: size.height, format: tier.format)

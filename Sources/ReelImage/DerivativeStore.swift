@@ -18,7 +18,8 @@ public struct DerivativeKey: Sendable, Hashable, Codable {
 /// The files a caching image manager keeps (PhotoKit's `PHCachingImageManager` cache, on disk): for each
 /// asset and version, one file per tier, its ThumbHash, or the reason it could not be decoded. Laid out
 /// as `<folder>/<tier>/<shard>/<asset>.<version>.<recipe>.<ext>`, `<folder>/thumbhash/<shard>/<asset>.
-/// <version>.thumbhash` and `<folder>/failed/<shard>/<asset>.<version>.txt`, the shard being the asset's
+/// <version>.thumbhash`, `<folder>/size/…` (the picture's upright size) and `<folder>/failed/<shard>/
+/// <asset>.<version>.txt`, the shard being the asset's
 /// first two characters. Every file is written whole (a temporary name, then renamed), so a reader or
 /// a run killed midway never sees half a picture; any number of processes (a fleet's workers on a
 /// shared folder) may fill one store. Stateless: the file system is the store.
@@ -38,6 +39,10 @@ public struct DerivativeStore: Sendable {
 
     func thumbHashPath(of key: DerivativeKey) -> String {
         "\(shard("thumbhash", key))/\(Self.safeName(key.assetID)).\(key.version).thumbhash"
+    }
+
+    func sizePath(of key: DerivativeKey) -> String {
+        "\(shard("size", key))/\(Self.safeName(key.assetID)).\(key.version).txt"
     }
 
     func failurePath(of key: DerivativeKey) -> String {
@@ -66,6 +71,15 @@ public struct DerivativeStore: Sendable {
         return [UInt8](data)
     }
 
+    /// The upright size of the picture `key`'s tiers were made from (an edit's may differ from the
+    /// original's), when a run recorded it.
+    public func pictureSize(_ key: DerivativeKey) -> (width: Int, height: Int)? {
+        guard let text = try? String(contentsOfFile: sizePath(of: key), encoding: .utf8) else { return nil }
+        let parts = text.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: "x").compactMap { Int($0) }
+        guard parts.count == 2, parts[0] > 0, parts[1] > 0 else { return nil }
+        return (parts[0], parts[1])
+    }
+
     /// Why `key` could not be cached, when a run recorded so.
     public func failure(_ key: DerivativeKey) -> String? {
         (try? String(contentsOfFile: failurePath(of: key), encoding: .utf8))?
@@ -83,6 +97,7 @@ public struct DerivativeStore: Sendable {
         for (tier, image) in set.tiers {
             try write(image.data, to: path(of: key, tier: tier))
         }
+        try write(Data("\(set.width)x\(set.height)\n".utf8), to: sizePath(of: key))
         if let hash = set.thumbHash {
             try write(Data((Data(hash).base64EncodedString() + "\n").utf8), to: thumbHashPath(of: key))
         }

@@ -133,23 +133,53 @@ public final class PhotoLibrary: Sendable {
 
     // MARK: - Resources
 
-    /// The asset's resources (`PHAssetResource.assetResources(for:)`): its photo or video, and a Live
-    /// Photo's `pairedVideo` (the movie file, or the Motion Photo's embedded range).
+    /// The asset's resources (`PHAssetResource.assetResources(for:)`): its photo or video, a Live
+    /// Photo's `pairedVideo` (the movie file, or the Motion Photo's embedded range), and an edited
+    /// photo's `fullSizePhoto`, `adjustmentData` and `fullSizePairedVideo` (`EditLayout`).
     public func resources(for asset: LibraryAsset) async throws -> [AssetResource] {
-        guard let stored = try await store.assets(localIdentifiers: [asset.localIdentifier]).first else {
+        guard let (stored, files) = try await store.assetWithFiles(asset.localIdentifier) else {
             throw LibraryError(.notFound, "no asset \(asset.localIdentifier) in the library")
         }
-        var paths = [stored.asset.path]
-        if let video = stored.pairedVideoPath { paths.append(video) }
-        let files = Dictionary(uniqueKeysWithValues: try await store.files(atPaths: paths).map { ($0.path, $0) })
+        return Self.resources(of: stored, files: files)
+    }
+
+    /// The file to render for `version` of a photo (`PHImageRequestOptionsVersion`): `current` is the
+    /// rendered edit (`fullSizePhoto`) when the asset has adjustments, else its `photo`; `unadjusted`
+    /// and `original` are its `photo`. One read of the store. Throws `LibraryError` (`.notFound`) for
+    /// an unknown asset or one without a photo.
+    public func photoResource(for asset: LibraryAsset, version: AssetVersion) async throws -> AssetResource {
+        guard let (stored, files) = try await store.assetWithFiles(asset.localIdentifier) else {
+            throw LibraryError(.notFound, "no asset \(asset.localIdentifier) in the library")
+        }
+        let resources = Self.resources(of: stored, files: files)
+        if version == .current, stored.asset.hasAdjustments,
+            let edit = resources.first(where: { $0.type == .fullSizePhoto })
+        {
+            return edit
+        }
+        guard let photo = resources.first(where: { $0.type == .photo }) else {
+            throw LibraryError(.notFound, "asset \(asset.localIdentifier) has no photo resource")
+        }
+        return photo
+    }
+
+    /// The resources of `stored`, from its files' records.
+    static func resources(of stored: StoredAsset, files list: [FileRecord]) -> [AssetResource] {
+        let files = Dictionary(list.map { ($0.path, $0) }, uniquingKeysWith: { a, _ in a })
+        let identifier = stored.asset.localIdentifier
         var resources: [AssetResource] = []
+        func whole(_ type: AssetResourceType, _ file: FileRecord) -> AssetResource {
+            AssetResource(
+                type: type, assetLocalIdentifier: identifier, uniformTypeIdentifier: file.facts.uniformTypeIdentifier,
+                originalFilename: file.name, path: file.path, offset: 0, length: file.stamp.size,
+                contentHash: file.contentHash)
+        }
         if let primary = files[stored.asset.path] {
             // A Motion Photo's photo resource is its still alone, as PhotoKit's has no motion in it.
             let still = primary.facts.motionPhoto?.stillLength.flatMap { $0 > 0 && $0 < primary.stamp.size ? $0 : nil }
             resources.append(
                 AssetResource(
-                    type: primary.facts.mediaType == .video ? .video : .photo,
-                    assetLocalIdentifier: asset.localIdentifier,
+                    type: primary.facts.mediaType == .video ? .video : .photo, assetLocalIdentifier: identifier,
                     uniformTypeIdentifier: primary.facts.uniformTypeIdentifier, originalFilename: primary.name,
                     path: primary.path, offset: 0, length: still ?? primary.stamp.size,
                     contentHash: still == nil ? primary.contentHash : nil, isByteRange: still != nil))
@@ -157,20 +187,18 @@ public final class PhotoLibrary: Sendable {
                 let stem = (primary.name as NSString).deletingPathExtension
                 resources.append(
                     AssetResource(
-                        type: .pairedVideo, assetLocalIdentifier: asset.localIdentifier,
-                        uniformTypeIdentifier: "public.mpeg-4",
+                        type: .pairedVideo, assetLocalIdentifier: identifier, uniformTypeIdentifier: "public.mpeg-4",
                         originalFilename: stem + ".MP4", path: primary.path, offset: motion.offset,
-                        length: motion.length,
-                        contentHash: nil))
+                        length: motion.length, contentHash: nil))
             }
         }
-        if let video = stored.pairedVideoPath.flatMap({ files[$0] }) {
-            resources.append(
-                AssetResource(
-                    type: .pairedVideo, assetLocalIdentifier: asset.localIdentifier,
-                    uniformTypeIdentifier: video.facts.uniformTypeIdentifier, originalFilename: video.name,
-                    path: video.path,
-                    offset: 0, length: video.stamp.size, contentHash: video.contentHash))
+        if let video = stored.pairedVideoPath.flatMap({ files[$0] }) { resources.append(whole(.pairedVideo, video)) }
+        if let edit = stored.fullSizePhotoPath.flatMap({ files[$0] }) { resources.append(whole(.fullSizePhoto, edit)) }
+        if let data = stored.adjustmentDataPath.flatMap({ files[$0] }) {
+            resources.append(whole(.adjustmentData, data))
+        }
+        if let movie = stored.fullSizePairedVideoPath.flatMap({ files[$0] }) {
+            resources.append(whole(.fullSizePairedVideo, movie))
         }
         return resources
     }
@@ -181,7 +209,7 @@ public final class PhotoLibrary: Sendable {
         guard let stored = try await store.assets(localIdentifiers: [asset.localIdentifier]).first else {
             throw LibraryError(.notFound, "no asset \(asset.localIdentifier) in the library")
         }
-        let paths = [stored.asset.path] + (stored.pairedVideoPath.map { [$0] } ?? [])
+        let paths = [stored.asset.path] + (stored.pairedVideoPath.map { [$0] } ?? []) + stored.editPaths
         return try await store.files(atPaths: paths).flatMap { file in
             (file.facts.motionPhotoRejection.map { ["not a Motion Photo: \($0)"] } ?? []) + file.facts.warnings
         }

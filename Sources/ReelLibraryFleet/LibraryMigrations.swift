@@ -116,7 +116,21 @@ enum LibraryMigrations {
                     PRIMARY KEY (album, local_identifier))
                 """,
                 "CREATE INDEX reel_library_album_asset_by_asset ON reel_library_album_asset (local_identifier)",
-            ])
+            ]),
+        Schema.Migration(
+            version: 2, description: "edits: the rendered edit, its AAE and movie beside the original, hasAdjustments",
+            statements: [
+                "ALTER TABLE reel_library_asset ADD COLUMN full_size_photo_path text COLLATE \"C\"",
+                "ALTER TABLE reel_library_asset ADD COLUMN adjustment_data_path text COLLATE \"C\"",
+                "ALTER TABLE reel_library_asset ADD COLUMN full_size_paired_video_path text COLLATE \"C\"",
+                "ALTER TABLE reel_library_asset ADD COLUMN has_adjustments bigint NOT NULL DEFAULT 0",
+                "CREATE INDEX reel_library_asset_by_full_size_photo ON reel_library_asset (full_size_photo_path)",
+                "CREATE INDEX reel_library_asset_by_adjustment_data ON reel_library_asset (adjustment_data_path)",
+                """
+                CREATE INDEX reel_library_asset_by_full_size_paired_video
+                ON reel_library_asset (full_size_paired_video_path)
+                """,
+            ]),
     ]
 
     /// The newest version this build knows.

@@ -90,7 +90,10 @@ extension PostgresLibraryStore {
                     altitude = \(a.location?.altitude), burst_identifier = \(a.burstIdentifier),
                     playback_style = \(a.playbackStyle.rawValue), source_type = \(a.sourceType.rawValue),
                     original_filename = \(a.originalFilename), content_identifier = \(a.contentIdentifier),
-                    pairing = \(a.pairing?.rawValue), still_image_time = \(a.stillImageTime), changed_seq = \(sequence)
+                    pairing = \(a.pairing?.rawValue), still_image_time = \(a.stillImageTime),
+                    full_size_photo_path = \(stored.fullSizePhotoPath), adjustment_data_path = \(stored.adjustmentDataPath),
+                    full_size_paired_video_path = \(stored.fullSizePairedVideoPath),
+                    has_adjustments = \(a.hasAdjustments ? 1 : 0), changed_seq = \(sequence)
                 WHERE local_identifier = \(a.localIdentifier) RETURNING 1 AS done
                 """, "asset", a.localIdentifier)
             return a.localIdentifier
@@ -190,7 +193,8 @@ extension PostgresLibraryStore {
                 paired_video_path, media_type, media_subtypes, pixel_width, pixel_height, duration, creation_date,
                 creation_time_zone_offset, modification_date, latitude, longitude, altitude, is_favorite, is_hidden,
                 burst_identifier, playback_style, source_type, original_filename, content_identifier, pairing,
-                still_image_time, added_date, created_seq, changed_seq)
+                still_image_time, added_date, created_seq, changed_seq, full_size_photo_path, adjustment_data_path,
+                full_size_paired_video_path, has_adjustments)
             VALUES (\(identifier), \(a.contentHash), \(copy), \(a.path), \(folder(of: a.path)),
                 \(LivePhotoRules.stem(of: a.path)), \(stored.pairedVideoPath), \(a.mediaType.rawValue),
                 \(Int64(truncatingIfNeeded: a.mediaSubtypes.rawValue)), \(a.pixelWidth), \(a.pixelHeight),
@@ -199,7 +203,8 @@ extension PostgresLibraryStore {
                 \(a.location?.altitude), \(a.isFavorite ? 1 : 0), \(a.isHidden ? 1 : 0), \(a.burstIdentifier),
                 \(a.playbackStyle.rawValue), \(a.sourceType.rawValue), \(a.originalFilename), \(a.contentIdentifier),
                 \(a.pairing?.rawValue), \(a.stillImageTime), \(a.addedDate.timeIntervalSince1970), \(sequence),
-                \(sequence))
+                \(sequence), \(stored.fullSizePhotoPath), \(stored.adjustmentDataPath), \(stored.fullSizePairedVideoPath),
+                \(a.hasAdjustments ? 1 : 0))
             """
     }
 

@@ -200,6 +200,23 @@ public final class PostgresLibraryStore: LibraryStore {
 
     static let assetColumns = "a.*, \(AssetSelect.representsBurst(.postgres))"
 
+    /// One connection: the asset's row, then its files' records.
+    public func assetWithFiles(_ localIdentifier: String) async throws -> (StoredAsset, [FileRecord])? {
+        try await read("read an asset and its files") { connection, logger in
+            let rows = try await connection.rows(
+                """
+                SELECT \(unescaped: Self.assetColumns) FROM reel_library_asset a
+                WHERE a.local_identifier = \(localIdentifier)
+                """, logger)
+            guard let stored = try rows.first.map(PostgresLibraryStore.storedAsset) else { return nil }
+            let paths = [stored.asset.path] + (stored.pairedVideoPath.map { [$0] } ?? []) + stored.editPaths
+            let files = try await connection.rows(
+                "SELECT \(unescaped: Self.fileColumns) FROM reel_library_file WHERE path = ANY(\(paths))", logger
+            ).map(PostgresLibraryStore.fileRecord)
+            return (stored, files)
+        }
+    }
+
     func assets(_ what: String, _ query: PostgresQuery) async throws -> [StoredAsset] {
         try await read(what) { connection, logger in
             try await connection.rows(query, logger).map(PostgresLibraryStore.storedAsset)
@@ -251,6 +268,9 @@ public final class PostgresLibraryStore: LibraryStore {
             SELECT \(unescaped: Self.fileColumns) FROM reel_library_file f
             WHERE NOT EXISTS (SELECT 1 FROM reel_library_asset a WHERE a.path = f.path)
             AND NOT EXISTS (SELECT 1 FROM reel_library_asset a WHERE a.paired_video_path = f.path)
+            AND NOT EXISTS (SELECT 1 FROM reel_library_asset a WHERE a.full_size_photo_path = f.path)
+            AND NOT EXISTS (SELECT 1 FROM reel_library_asset a WHERE a.adjustment_data_path = f.path)
+            AND NOT EXISTS (SELECT 1 FROM reel_library_asset a WHERE a.full_size_paired_video_path = f.path)
             ORDER BY f.path LIMIT \(limit)
             """)
     }
@@ -321,8 +341,13 @@ public final class PostgresLibraryStore: LibraryStore {
             pairing: try row["pairing"].decode(String?.self).flatMap(PairingKind.init(rawValue:)),
             stillImageTime: try row["still_image_time"].decode(Double?.self),
             contentHash: try row["content_hash"].decode(String.self), path: try row["path"].decode(String.self),
-            addedDate: Date(timeIntervalSince1970: try row["added_date"].decode(Double.self)))
-        return StoredAsset(asset: asset, pairedVideoPath: try row["paired_video_path"].decode(String?.self))
+            addedDate: Date(timeIntervalSince1970: try row["added_date"].decode(Double.self)),
+            hasAdjustments: try row["has_adjustments"].decode(Int.self) != 0)
+        return StoredAsset(
+            asset: asset, pairedVideoPath: try row["paired_video_path"].decode(String?.self),
+            fullSizePhotoPath: try row["full_size_photo_path"].decode(String?.self),
+            adjustmentDataPath: try row["adjustment_data_path"].decode(String?.self),
+            fullSizePairedVideoPath: try row["full_size_paired_video_path"].decode(String?.self))
     }
 
     // MARK: Albums and changes

@@ -94,6 +94,13 @@ struct ImageCommand: AsyncParsableCommand {
             valueName: "space"))
     var colour = "srgb"
 
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "PhotoKit's version of a library:<id> photo: current (default: its edit when it has one), unadjusted or original (the photo as taken). A photo file is its own every version.",
+            valueName: "current|unadjusted|original"))
+    var version = "current"
+
     @Flag(name: .long, help: "Replace the file if it exists.")
     var overwrite = false
 
@@ -160,6 +167,9 @@ struct ImageCommand: AsyncParsableCommand {
         if !["srgb", "p3"].contains(colour) {
             throw ValidationError("--colour is srgb or p3, not '\(colour)'")
         }
+        if !["current", "unadjusted", "original"].contains(version) {
+            throw ValidationError("--version is current, unadjusted or original, not '\(version)'")
+        }
         let named = Self.formatName(URL(fileURLWithPath: output).pathExtension)
         if let format, let named, Self.formatName(format) != named {
             throw ValidationError("the file's extension says \(named) but --format says \(format)")
@@ -187,6 +197,8 @@ struct ImageCommand: AsyncParsableCommand {
         var colour: String
         /// The library asset rendered, for a `library:<id>` request.
         var localIdentifier: String? = nil
+        /// The asset's resource rendered (`photo`, or `fullSizePhoto`: its edit), for a `library:<id>` request.
+        var resource: String? = nil
         /// Milliseconds from the command's start (its options read) to this image written: the request's
         /// own time, without the process's start.
         var elapsedMilliseconds = 0.0
@@ -205,10 +217,13 @@ struct ImageCommand: AsyncParsableCommand {
             // the file the library indexed.
             var path = asset
             let identifier = LibraryReference.identifier(in: asset)
+            var resource: String?
             if let identifier {
                 let link = library.link(limits: input.limits, queueDatabase: StoreOptions.environmentDatabaseURL)
                 try link.openNow()
-                let resolved = try await link.resolve(identifier, resource: "photo")
+                // The version picks the file: the edit (`fullSizePhoto`) for current when there is one.
+                resource = try await link.photoResourceName(identifier, version: version)
+                let resolved = try await link.resolve(identifier, resource: resource)
                 try resolved.checkUnchanged()
                 path = resolved.path
             }
@@ -256,7 +271,7 @@ struct ImageCommand: AsyncParsableCommand {
                                 format: outputFormat.rawValue, contentMode: contentMode, metadata: policy.rawValue,
                                 degraded: image.degraded, requestID: requestID, source: image.source.rawValue,
                                 resizeMode: resize, deliveryMode: delivery, colour: colour,
-                                localIdentifier: identifier,
+                                localIdentifier: identifier, resource: resource,
                                 elapsedMilliseconds: Self.milliseconds(since: started))))
                 } else {
                     let source =
@@ -270,7 +285,7 @@ struct ImageCommand: AsyncParsableCommand {
             // A library photo's fast request: a tier `reel library cache` made, without decoding the photo.
             if let identifier, options.resizeMode == .fast,
                 let served = try await LibraryCache.served(
-                    identifier, library: library, cache: cache, limits: input.limits,
+                    identifier, resource: resource, library: library, cache: cache, limits: input.limits,
                     targetSize: box == (0, 0) ? .maximum : ImageTargetSize(width: box.0, height: box.1),
                     contentMode: contentMode == "fill" ? .aspectFill : .aspectFit, options: options)
             {

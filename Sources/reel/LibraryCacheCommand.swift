@@ -266,21 +266,33 @@ struct CacheFolderOption: ParsableArguments {
             return (items, skipped)
         }
 
-        /// The photo of `asset` a cache holds tiers of, nil for an asset without one (a video).
+        /// The photo of `asset` a cache holds tiers of (its current version: the edit when it has one),
+        /// nil for an asset without one (a video).
         static func item(_ asset: LibraryAsset, library: PhotoLibrary) async throws -> CacheItem? {
-            guard asset.mediaType == .image,
-                let resource = try await LibraryCLI.mapping({ try await library.resources(for: asset) })
-                    .first(where: { $0.type == .photo })
-            else { return nil }
+            try await current(asset, library: library)?.item
+        }
+
+        /// `item`, and the name of the resource it reads (`photo`, or `fullSizePhoto` for an edit).
+        static func current(_ asset: LibraryAsset, library: PhotoLibrary) async throws -> (
+            item: CacheItem, resource: String
+        )? {
+            guard asset.mediaType == .image else { return nil }
+            let resource = try await LibraryCLI.mapping {
+                try await library.photoResource(for: asset, version: .current)
+            }
             let version = String((resource.contentHash ?? asset.contentHash).prefix(16))
-            return CacheItem(key: DerivativeKey(assetID: asset.localIdentifier, version: version), path: resource.path)
+            return (
+                CacheItem(key: DerivativeKey(assetID: asset.localIdentifier, version: version), path: resource.path),
+                resource.type.name
+            )
         }
 
         /// `served` for `reel image library:<id> --resize fast`: the library and its store as the options
         /// name them; nil when nothing cached serves the request.
         static func served(
-            _ identifier: String, library options: LibraryOptions, cache: CacheFolderOption, limits: InputLimits,
-            targetSize: ImageTargetSize, contentMode: ImageContentMode, options render: PhotoRenderOptions
+            _ identifier: String, resource: String?, library options: LibraryOptions, cache: CacheFolderOption,
+            limits: InputLimits, targetSize: ImageTargetSize, contentMode: ImageContentMode,
+            options render: PhotoRenderOptions
         ) async throws -> RenderedPhoto? {
             guard render.crop == nil, render.metadata == .strip, render.colour == .sRGB else { return nil }
             let location = options.location(queueDatabase: StoreOptions.environmentDatabaseURL)
@@ -288,8 +300,8 @@ struct CacheFolderOption: ParsableArguments {
             let library = try LibraryOptions.open(location, limits: limits)
             let asset = try await LibraryCLI.mapping { try await library.asset(identifier) }
             return try await served(
-                asset, library: library, folder: folder, targetSize: targetSize, contentMode: contentMode,
-                options: render)
+                asset, resource: resource, library: library, folder: folder, targetSize: targetSize,
+                contentMode: contentMode, options: render)
         }
 
         /// A video asset's tiers, from its first frame (as Photos shows a video): FFmpeg decodes the frame
@@ -322,11 +334,16 @@ struct CacheFolderOption: ParsableArguments {
         }
 
         /// `CachingImageManager.cachedImage` for a library asset, its key as `reel library cache` made it.
+        /// `resource` is the one the request reads (nil: the current version's); the cache holds the current
+        /// version only, so a request for another file (`--version original` of an edited photo) is not
+        /// served from it.
         static func served(
-            _ asset: LibraryAsset, library: PhotoLibrary, folder: String, targetSize: ImageTargetSize,
-            contentMode: ImageContentMode, options: PhotoRenderOptions
+            _ asset: LibraryAsset, resource: String?, library: PhotoLibrary, folder: String,
+            targetSize: ImageTargetSize, contentMode: ImageContentMode, options: PhotoRenderOptions
         ) async throws -> RenderedPhoto? {
-            guard let item = try await item(asset, library: library) else { return nil }
+            guard let (item, current) = try await current(asset, library: library),
+                resource == nil || resource == current
+            else { return nil }
             do {
                 return try await CachingImageManager(store: DerivativeStore(folder: folder)).cachedImage(
                     for: item.key, width: asset.pixelWidth, height: asset.pixelHeight, targetSize: targetSize,

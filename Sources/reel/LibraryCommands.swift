@@ -18,7 +18,8 @@ struct LibraryCommand: AsyncParsableCommand {
         subcommands: [
             LibraryScanCommand.self, LibraryListCommand.self, LibraryShowCommand.self, LibraryResourcesCommand.self,
             LibraryWriteResourceCommand.self, LibrarySetCommand.self, LibraryAlbumsCommand.self,
-            LibraryAlbumCommand.self, LibraryChangesCommand.self, LibraryImportCommand.self, LibraryCacheCommand.self,
+            LibraryAlbumCommand.self, LibraryChangesCommand.self, LibraryImportCommand.self, LibraryEditCommand.self,
+            LibraryRevertCommand.self, LibraryCacheCommand.self,
         ])
 }
 
@@ -113,7 +114,7 @@ final class LazyLibrary: AssetLibrary {
         _ = try openedOrFailure().get()
     }
 
-    private func library() throws(ExportError) -> PhotoLibrary {
+    func library() throws(ExportError) -> PhotoLibrary {
         do {
             return try openedOrFailure().get()
         } catch {
@@ -200,7 +201,8 @@ enum LibraryCLI {
             case localIdentifier, mediaType, mediaTypeName, mediaSubtypes, mediaSubtypeNames, pixelWidth, pixelHeight
             case duration, creationDate, creationTimeZoneOffset, modificationDate, location, isFavorite, isHidden
             case burstIdentifier, representsBurst, playbackStyle, playbackStyleName, sourceType, originalFilename
-            case contentIdentifier, pairing, stillImageTime, contentHash, path, addedDate, resources, notes
+            case contentIdentifier, pairing, stillImageTime, contentHash, path, addedDate, hasAdjustments, resources
+            case notes
         }
 
         struct Location: Encodable {
@@ -231,6 +233,7 @@ enum LibraryCLI {
             }
             try c.encode(asset.isFavorite, forKey: .isFavorite)
             try c.encode(asset.isHidden, forKey: .isHidden)
+            try c.encode(asset.hasAdjustments, forKey: .hasAdjustments)
             try c.encodeIfPresent(asset.burstIdentifier, forKey: .burstIdentifier)
             try c.encode(asset.representsBurst, forKey: .representsBurst)
             try c.encode(asset.playbackStyle.rawValue, forKey: .playbackStyle)
@@ -278,6 +281,7 @@ enum LibraryCLI {
         parts.append("\(asset.pixelWidth)x\(asset.pixelHeight)")
         if asset.mediaType == .video { parts.append(String(format: "%.2f s", asset.duration)) }
         if let pairing = asset.pairing { parts.append(pairing.rawValue) }
+        if asset.hasAdjustments { parts.append("edited") }
         parts.append(asset.creationDate.map { ISO8601DateFormatter().string(from: $0) } ?? "-")
         parts.append(asset.path)
         return parts.joined(separator: "  ")
@@ -473,7 +477,9 @@ struct LibraryWriteResourceCommand: AsyncParsableCommand {
     @Argument(help: "The asset's local identifier.") var identifier: String
     @Option(
         name: .long,
-        help: ArgumentHelp("Resource type: pairedVideo, photo, video, or its raw value.", valueName: "type"))
+        help: ArgumentHelp(
+            "Resource type: pairedVideo, photo, video, fullSizePhoto, adjustmentData, fullSizePairedVideo, or its raw value.",
+            valueName: "type"))
     var type: String?
     @Option(name: [.short, .customLong("output")], help: ArgumentHelp("The file to write.", valueName: "file"))
     var output: String

@@ -33,6 +33,10 @@ public enum LibraryStoreContract {
         Case(
             description: "pairing lookups: by content identifier, unpaired only, by folder and stem",
             body: pairingLookups),
+        Case(
+            description:
+                "an edit's files and hasAdjustments: kept, updated, owned, fetched by predicate, with their files",
+            body: edits),
     ]
 
     // MARK: - Builders
@@ -277,6 +281,40 @@ public enum LibraryStoreContract {
         #expect(
             try await store.skippedFiles(under: "/r") == [SkippedFile(path: "/r/b/link", reason: "a symbolic link")])
         #expect(try await store.folders(under: "/r").contains("/r/b"))
+    }
+
+    static func edits(_ store: any LibraryStore) async throws {
+        try await store.apply([
+            .putFile(record("/e/IMG_1.HEIC", hash: hash(1))),
+            .putFile(record("/e/IMG_E1.JPG", hash: hash(2))),
+            .putFile(record("/e/IMG_1.AAE", hash: hash(3), type: .unknown)),
+            .putFile(record("/e/IMG_E1.MOV", hash: hash(4), type: .video)),
+        ])
+        var edited = asset(1, path: "/e/IMG_1.HEIC", hash: hash(1))
+        edited.fullSizePhotoPath = "/e/IMG_E1.JPG"
+        edited.adjustmentDataPath = "/e/IMG_1.AAE"
+        edited.fullSizePairedVideoPath = "/e/IMG_E1.MOV"
+        edited.asset.hasAdjustments = true
+        let made = try await insert(store, [edited, asset(5, path: "/e/IMG_5.HEIC")])
+        let token = try await store.currentChangeToken()
+        var stored = try #require(try await store.assets(localIdentifiers: [made[0]]).first)
+        #expect(stored.asset.hasAdjustments && stored.editPaths == ["/e/IMG_E1.JPG", "/e/IMG_1.AAE", "/e/IMG_E1.MOV"])
+        #expect(try await store.unownedFiles(limit: 10).isEmpty, "an edit's files are owned by its asset")
+        #expect(try await ids(store, "hasAdjustments == TRUE") == [made[0]])
+        #expect(try await ids(store, "hasAdjustments == NO") == [made[1]])
+        let (withFiles, files) = try #require(try await store.assetWithFiles(made[0]))
+        #expect(withFiles == stored)
+        #expect(Set(files.map(\.path)) == ["/e/IMG_1.HEIC", "/e/IMG_E1.JPG", "/e/IMG_1.AAE", "/e/IMG_E1.MOV"])
+        #expect(try await store.assetWithFiles("none/L0/001") == nil)
+        stored.clearEdit()
+        try await store.apply([.updateAsset(stored)])
+        let reverted = try #require(try await store.assets(localIdentifiers: [made[0]]).first)
+        #expect(!reverted.asset.hasAdjustments && reverted.editPaths.isEmpty)
+        #expect(try await store.changes(since: token).updatedLocalIdentifiers == [made[0]])
+        #expect(
+            Set(try await store.unownedFiles(limit: 10).map(\.path)) == [
+                "/e/IMG_E1.JPG", "/e/IMG_1.AAE", "/e/IMG_E1.MOV",
+            ])
     }
 
     static func pairingLookups(_ store: any LibraryStore) async throws {

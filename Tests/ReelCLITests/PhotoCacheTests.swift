@@ -156,7 +156,8 @@ struct PhotoCacheTests {
         let kept = try await image("200x200", "kept.jpg", ["--metadata", "keep"])
         #expect(kept["source"] as? String == "picture" && kept["width"] as? Int == 150, "\(kept)")
 
-        // The change log: a photo deleted and the folder rescanned, its tiers go with the next run.
+        // The change log: a photo deleted and the folder rescanned, its tiers (thumbnail, preview, ThumbHash
+        // and size) go with the next run.
         let gone = try #require(
             try Self.jsonLines(listed.stdout).first { $0["originalFilename"] as? String == "IMG_0000.jpg" })
         let goneID = try #require(gone["localIdentifier"] as? String)
@@ -166,8 +167,33 @@ struct PhotoCacheTests {
         #expect(rescan.status == 0, "\(rescan.stderr)")
         let pruned = try await ReelBinary.run(["library", "cache", "--json"], environment: environment)
         let prunedTotals = try #require(try Self.jsonLines(pruned.stdout).last)
-        #expect(prunedTotals["invalidated"] as? Int == 3 && prunedTotals["total"] as? Int == 4, "\(prunedTotals)")
+        #expect(prunedTotals["invalidated"] as? Int == 4 && prunedTotals["total"] as? Int == 4, "\(prunedTotals)")
         #expect(!Self.storeFiles(folder).contains { $0.contains(goneID.prefix(8)) }, "\(Self.storeFiles(folder))")
+
+        // An edit (PhotoKit's content editing output): the HEIC's tiers are made again from the red edit,
+        // which fast requests then get; the original is not the cache's and is decoded.
+        let red = folder.appendingPathComponent("edited.jpg")
+        try await Tools.ffmpeg(["-f", "lavfi", "-i", "color=red:s=900x1200", "-frames:v", "1", red.path])
+        let data = folder.appendingPathComponent("adjustments.bin")
+        try Data("crop".utf8).write(to: data)
+        let edit = try await ReelBinary.run(
+            [
+                "library", "edit", id, "--rendered", red.path, "--adjustment-data", data.path, "--format-identifier",
+                "com.example.crop", "--format-version", "1.0",
+            ], environment: environment)
+        #expect(edit.status == 0, "\(edit.stderr)")
+        let recached = try await ReelBinary.run(["library", "cache", "--json"], environment: environment)
+        let heicLine = try #require(
+            try Self.jsonLines(recached.stdout).first { $0["localIdentifier"] as? String == id })
+        #expect(heicLine["outcome"] as? String == "made", "\(heicLine)")
+        let edited = try await image("200x200", "edited.webp", ["--metadata", "strip"])
+        #expect(edited["source"] as? String == "cached-tier" && edited["width"] as? Int == 250, "\(edited)")
+        #expect(edited["height"] as? Int == 333, "the edit's own size (900x1200): \(edited)")
+        let frame = try await Pictures.firstFrame(folder.appendingPathComponent("edited.webp"), pixelFormat: "rgb24")
+        #expect(frame.bytes[0] > 200 && frame.bytes[1] < 60 && frame.bytes[2] < 60, "\(frame.bytes.prefix(3))")
+        let original = try await image("200x200", "original.webp", ["--metadata", "strip", "--version", "original"])
+        #expect(original["source"] as? String == "picture", "\(original)")
+        #expect(Self.storeFiles(folder).filter { $0.hasPrefix("preview/") && $0.contains(id.prefix(8)) }.count == 1)
     }
 
     @Test func aRunKilledMidwayResumesWithoutDuplicates() async throws {

@@ -5,12 +5,13 @@ import Foundation
 /// `isFavorite` and `isHidden`.
 public enum FetchKey: String, Sendable, CaseIterable, Codable {
     case localIdentifier, creationDate, modificationDate, mediaType, mediaSubtypes, duration
-    case pixelWidth, pixelHeight, isFavorite, isHidden, burstIdentifier
+    case pixelWidth, pixelHeight, isFavorite, isHidden, burstIdentifier, hasAdjustments
 
     /// Every name PhotoKit allows, as written in predicates.
     public static let allowedNames = [
         "SELF", "localIdentifier", "creationDate", "modificationDate", "mediaType", "mediaSubtypes", "duration",
         "pixelWidth", "pixelHeight", "favorite", "isFavorite", "hidden", "isHidden", "burstIdentifier",
+        "hasAdjustments",
     ]
 
     /// The key a predicate name stands for; nil for a name PhotoKit refuses.

@@ -305,7 +305,7 @@ public enum PredicateParser {
                     )
                 }
                 return .date(date)
-            case .isFavorite, .isHidden:
+            case .isFavorite, .isHidden, .hasAdjustments:
                 if isKeyword(token, "TRUE", "YES") || token.text == "1" { return .bool(true) }
                 if isKeyword(token, "FALSE", "NO") || token.text == "0" { return .bool(false) }
                 throw LibraryError(.invalidArgument, "\(key.rawValue) compares with TRUE or FALSE, not '\(token.text)'")

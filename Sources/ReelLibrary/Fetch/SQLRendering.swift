@@ -150,6 +150,7 @@ public enum AssetSelect {
         case .isFavorite: "a.is_favorite"
         case .isHidden: "a.is_hidden"
         case .burstIdentifier: "a.burst_identifier"
+        case .hasAdjustments: "a.has_adjustments"
         }
     }
 

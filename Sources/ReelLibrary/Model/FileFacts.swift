@@ -3,7 +3,7 @@ import Foundation
 /// What one file says about itself, read from its headers (never its pixels): the raw material of an
 /// asset's PhotoKit fields, kept per file so a rescan can rebuild assets without reading files again.
 public struct FileFacts: Sendable, Codable, Equatable {
-    /// Image or video (never unknown: other files are skipped, not indexed).
+    /// Image or video; unknown only for an edit's AAE file (other files are skipped, not indexed).
     public var mediaType: MediaType
     /// The container as sniffed from the bytes: `jpeg`, `heic`, `png`, `gif`, or FFmpeg's demuxer name.
     public var format: String
@@ -42,6 +42,9 @@ public struct FileFacts: Sendable, Codable, Equatable {
     public var model: String?
     /// Things read wrongly but survivable (a bad MakerNote, an XMP packet cut short).
     public var warnings: [String] = []
+    /// What an AAE file (an edit's adjustment data, `IMG_1234.AAE`) says, when it could be read; such a
+    /// file's `mediaType` is unknown and it is never an asset of its own.
+    public var adjustment: AdjustmentInfo?
 
     public init(mediaType: MediaType, format: String, uniformTypeIdentifier: String) {
         self.mediaType = mediaType

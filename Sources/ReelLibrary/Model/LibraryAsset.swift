@@ -78,6 +78,9 @@ public struct LibraryAsset: Sendable, Codable, Equatable, Identifiable {
     public var path: String
     /// When the library first saw it.
     public var addedDate: Date
+    /// Whether the asset has an edit (PhotoKit's `hasAdjustments`): a rendered edit beside its original
+    /// (`IMG_E1234.HEIC` or `.JPG` beside `IMG_1234.HEIC`), its `fullSizePhoto` resource.
+    public var hasAdjustments: Bool
 
     public var id: String { localIdentifier }
 
@@ -87,7 +90,8 @@ public struct LibraryAsset: Sendable, Codable, Equatable, Identifiable {
         modificationDate: Date, location: LibraryLocation? = nil, isFavorite: Bool = false, isHidden: Bool = false,
         burstIdentifier: String? = nil, representsBurst: Bool = false, playbackStyle: PlaybackStyle,
         sourceType: AssetSourceType = .typeUserLibrary, originalFilename: String, contentIdentifier: String? = nil,
-        pairing: PairingKind? = nil, stillImageTime: Double? = nil, contentHash: String, path: String, addedDate: Date
+        pairing: PairingKind? = nil, stillImageTime: Double? = nil, contentHash: String, path: String, addedDate: Date,
+        hasAdjustments: Bool = false
     ) {
         self.localIdentifier = localIdentifier
         self.mediaType = mediaType
@@ -112,6 +116,43 @@ public struct LibraryAsset: Sendable, Codable, Equatable, Identifiable {
         self.contentHash = contentHash
         self.path = path
         self.addedDate = addedDate
+        self.hasAdjustments = hasAdjustments
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case localIdentifier, mediaType, mediaSubtypes, pixelWidth, pixelHeight, duration, creationDate
+        case creationTimeZoneOffset, modificationDate, location, isFavorite, isHidden, burstIdentifier
+        case representsBurst, playbackStyle, sourceType, originalFilename, contentIdentifier, pairing
+        case stillImageTime, contentHash, path, addedDate, hasAdjustments
+    }
+
+    /// Decodes an asset; JSON written before `hasAdjustments` existed reads as false.
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        localIdentifier = try c.decode(String.self, forKey: .localIdentifier)
+        mediaType = try c.decode(MediaType.self, forKey: .mediaType)
+        mediaSubtypes = try c.decode(MediaSubtypes.self, forKey: .mediaSubtypes)
+        pixelWidth = try c.decode(Int.self, forKey: .pixelWidth)
+        pixelHeight = try c.decode(Int.self, forKey: .pixelHeight)
+        duration = try c.decode(Double.self, forKey: .duration)
+        creationDate = try c.decodeIfPresent(Date.self, forKey: .creationDate)
+        creationTimeZoneOffset = try c.decodeIfPresent(Int.self, forKey: .creationTimeZoneOffset)
+        modificationDate = try c.decode(Date.self, forKey: .modificationDate)
+        location = try c.decodeIfPresent(LibraryLocation.self, forKey: .location)
+        isFavorite = try c.decode(Bool.self, forKey: .isFavorite)
+        isHidden = try c.decode(Bool.self, forKey: .isHidden)
+        burstIdentifier = try c.decodeIfPresent(String.self, forKey: .burstIdentifier)
+        representsBurst = try c.decode(Bool.self, forKey: .representsBurst)
+        playbackStyle = try c.decode(PlaybackStyle.self, forKey: .playbackStyle)
+        sourceType = try c.decode(AssetSourceType.self, forKey: .sourceType)
+        originalFilename = try c.decode(String.self, forKey: .originalFilename)
+        contentIdentifier = try c.decodeIfPresent(String.self, forKey: .contentIdentifier)
+        pairing = try c.decodeIfPresent(PairingKind.self, forKey: .pairing)
+        stillImageTime = try c.decodeIfPresent(Double.self, forKey: .stillImageTime)
+        contentHash = try c.decode(String.self, forKey: .contentHash)
+        path = try c.decode(String.self, forKey: .path)
+        addedDate = try c.decode(Date.self, forKey: .addedDate)
+        hasAdjustments = try c.decodeIfPresent(Bool.self, forKey: .hasAdjustments) ?? false
     }
 }
 

@@ -125,6 +125,14 @@ public enum AssetResourceType: Int, Sendable, Codable, CaseIterable {
     }
 }
 
+/// Which version of a photo to render (`PHImageRequestOptionsVersion`): `current` is the edit when
+/// the asset has one, `unadjusted` and `original` the photo as it was taken.
+public enum AssetVersion: String, Sendable, Codable, CaseIterable {
+    case current
+    case unadjusted
+    case original
+}
+
 /// `PHAssetCollectionType`.
 public enum AssetCollectionType: Int, Sendable, Codable {
     case album = 1

@@ -70,6 +70,7 @@ public enum FileInspector {
         } catch {
             throw Refusal(reason: "unreadable: \(error.message)")
         }
+        if PathParts.pathExtension(ofName: name).lowercased() == "aae" { return adjustmentData(source) }
         do {
             switch sniff(head, name: name) {
             case .jpeg: return try jpeg(path: path, source: source, limits: limits)
@@ -88,6 +89,30 @@ public enum FileInspector {
         } catch {
             throw Refusal(reason: "\(error)")
         }
+    }
+
+    // MARK: - Edits
+
+    /// An edit's AAE property list: never refused (a garbled one is indexed with a warning, so its
+    /// photo keeps its edit and the scan goes on).
+    static func adjustmentData(_ source: any ByteSource) -> FileFacts {
+        var facts = FileFacts(
+            mediaType: .unknown, format: "aae", uniformTypeIdentifier: AAEParser.uniformTypeIdentifier)
+        guard source.count <= Int64(AAEParser.maxBytes) else {
+            facts.warnings = [
+                "adjustment data unreadable: \(source.count) bytes, over the limit of \(AAEParser.maxBytes)"
+            ]
+            return facts
+        }
+        do {
+            switch AAEParser.parse(try source.read(at: 0, length: Int(source.count))) {
+            case .success(let info): facts.adjustment = info
+            case .failure(let error): facts.warnings = ["adjustment data unreadable: \(error.reason)"]
+            }
+        } catch {
+            facts.warnings = ["adjustment data unreadable: \(error.description)"]
+        }
+        return facts
     }
 
     // MARK: - Images

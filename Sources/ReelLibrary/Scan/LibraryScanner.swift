@@ -108,6 +108,9 @@ public struct LibraryScanner: Sendable {
                     }
                 }
                 for name in known.keys where !present.contains(name) { removed.append(folder + "/" + name) }
+                state.walkedFolders.insert(folder)
+                let edits = EditLayout.Listing(names: Array(present))
+                if !edits.isEmpty { state.editListings[folder] = edits }
                 skipped += entries.skipped
                 stack += entries.folders.reversed()
                 progress?(ScanProgress(phase: .walking, filesSeen: seen, filesToRead: pending.count, filesRead: 0))
@@ -120,6 +123,7 @@ public struct LibraryScanner: Sendable {
         // 2. Files an interrupted scan left without an asset are finished first.
         let busy = Set(removed).union(pending.map(\.path))
         let unowned = try await store.unownedFiles(limit: 10_000).filter { !busy.contains($0.path) }
+        for path in removed + pending.map(\.path) + unowned.map(\.path) { state.noteEdit(path) }
         if !unowned.isEmpty { try await state.resolve(new: unowned, changed: [], moved: []) }
 
         // 3. Read new and changed files in batches; moves are found by content among the removed.
@@ -178,6 +182,9 @@ public struct LibraryScanner: Sendable {
                     if let rejection = record.facts.motionPhotoRejection {
                         notes.append(SkippedFile(path: record.path, reason: "not a Motion Photo: \(rejection)"))
                     }
+                    if record.facts.mediaType == .unknown {
+                        notes += record.facts.warnings.map { SkippedFile(path: record.path, reason: $0) }
+                    }
                     bytes +=
                         ContentKey.isSampled(size: record.stamp.size) ? 3 * ContentKey.sampleBytes : record.stamp.size
                     keys.note(record)
@@ -209,6 +216,7 @@ public struct LibraryScanner: Sendable {
         // 4. What is gone.
         progress?(ScanProgress(phase: .finishing, filesSeen: seen, filesToRead: pending.count, filesRead: read))
         try await state.remove(removed.filter { removedSet.contains($0) })
+        try await state.reconcileEdits()
 
         // 5. Skips: record this scan's, forget those that no longer apply.
         let skippedNow = Set(skipped.map(\.path))

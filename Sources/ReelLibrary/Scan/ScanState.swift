@@ -7,6 +7,13 @@ final class ScanState {
     let store: any LibraryStore
     let addedDate: Date
     var tracker = ChangeTracker()
+    /// The edits' files of each folder the walk listed (`EditLayout`), for folders that have any.
+    var editListings: [String: EditLayout.Listing] = [:]
+    /// Originals' stems whose edit may have changed in this scan: reconciled at its end.
+    var touchedEdits = Set<EditLayout.Key>()
+    /// Folders this scan listed: only their edits are reconciled (another folder's listing is unknown;
+    /// a vanished folder's originals are gone with it).
+    var walkedFolders = Set<String>()
 
     init(store: any LibraryStore, addedDate: Date) {
         self.store = store
@@ -56,6 +63,8 @@ final class ScanState {
             }
             var stored = current(found)
             if stored.asset.path == old.path {
+                // A moved original leaves its edit behind: the edit is found again by name at the end.
+                stored.clearEdit()
                 stored.asset.path = record.path
                 stored.asset.originalFilename = record.name
                 stored.asset.modificationDate = Date(
@@ -113,8 +122,113 @@ final class ScanState {
             batch.add(.updateAsset(stored), .changed)
         }
 
-        try await pair(newFiles, into: &batch, touched: touched)
+        // An edit's rendered photo or movie beside its original waits for the end of the scan.
+        let waiting = newFiles.filter { holdsBack($0.path) }
+        for file in waiting { batch.add(.putFile(file)) }
+        try await pair(newFiles.filter { !holdsBack($0.path) }, into: &batch, touched: touched)
         try await commit(batch)
+    }
+
+    /// Whether the file at `path` is an edit's rendered photo or movie whose original is beside it.
+    func holdsBack(_ path: String) -> Bool {
+        editListings[PathParts.folder(of: path)]?.holdsBack(PathParts.name(of: path)) ?? false
+    }
+
+    /// Notes that the file at `path` is new, changed or gone: when it is one of an edit's files, or an
+    /// original with an edit's files beside it, that edit is reconciled at the end of the scan.
+    func noteEdit(_ path: String) {
+        let folder = PathParts.folder(of: path)
+        let (role, stem) = EditLayout.role(ofName: PathParts.name(of: path))
+        if role != .original || editListings[folder]?.hasEdit(stem) == true {
+            touchedEdits.insert(EditLayout.Key(folder: folder, stem: stem))
+        }
+    }
+
+    /// Brings every touched edit in line with the files: the original's asset gets its edit's files
+    /// (standalone assets of them go), or, without an original, rendered photos and movies become
+    /// assets of their own.
+    func reconcileEdits() async throws {
+        let keys = touchedEdits.filter { walkedFolders.contains($0.folder) }.sorted()
+        touchedEdits = []
+        for start in stride(from: 0, to: keys.count, by: 128) {
+            var batch = Batch()
+            var orphans: [FileRecord] = []
+            for key in keys[start..<min(keys.count, start + 128)] {
+                orphans += try await reconcile(key, into: &batch)
+            }
+            if !orphans.isEmpty { try await pair(orphans, into: &batch, touched: [:]) }
+            try await commit(batch)
+        }
+    }
+
+    /// One edit: returns the files that are to be assets of their own.
+    private func reconcile(_ key: EditLayout.Key, into batch: inout Batch) async throws -> [FileRecord] {
+        let listing = editListings[key.folder]
+        func paths(_ names: [String]?) -> [String] { (names ?? []).map { key.folder + "/" + $0 } }
+        let renderedPaths = paths(listing?.renderedPhotos[key.stem])
+        let moviePaths = paths(listing?.renderedMovies[key.stem])
+        let dataPaths = paths(listing?.adjustmentData[key.stem])
+        let all = renderedPaths + moviePaths + dataPaths
+        let files = Dictionary(
+            try await store.files(atPaths: all).map { ($0.path, $0) }, uniquingKeysWith: { a, _ in a })
+        let rendered = renderedPaths.first { files[$0]?.facts.mediaType == .image }
+        let movie = moviePaths.first { files[$0]?.facts.mediaType == .video }
+        let data = dataPaths.first { files[$0] != nil }
+        let original = try await store.assets(inFolder: key.folder, stem: key.stem, limit: LivePhotoRules.maxCandidates)
+            .first {
+                $0.asset.mediaType == .image
+                    && EditLayout.role(ofName: PathParts.name(of: $0.asset.path)).role == .original
+            }
+        var orphans: [FileRecord] = []
+        var attached = Set<String>()
+        if var stored = original {
+            let before = Set(stored.editPaths)
+            // A movie the original already has as its pairedVideo (paired by content identifier when its
+            // own movie is missing) stays that.
+            let movie = movie == stored.pairedVideoPath ? nil : movie
+            var handled = Set<String>()  // assets already deleted or unpaired here
+            for path in [rendered, movie].compactMap({ $0 }) {
+                attached.insert(path)
+                guard let owner = try await store.asset(containingPath: path),
+                    owner.asset.localIdentifier != stored.asset.localIdentifier,
+                    handled.insert(owner.asset.localIdentifier).inserted
+                else { continue }
+                if owner.asset.path == path {
+                    batch.add(
+                        .deleteAsset(localIdentifier: owner.asset.localIdentifier),
+                        .removed(owner.asset.localIdentifier))
+                    if let video = owner.pairedVideoPath, video != movie,
+                        let file = try await store.files(atPaths: [video]).first
+                    {
+                        orphans.append(file)
+                    }
+                } else {
+                    var unpaired = owner
+                    unpaired.asset = AssetBuilder.unpaired(owner.asset)
+                    unpaired.pairedVideoPath = nil
+                    batch.add(.updateAsset(unpaired), .changed)
+                }
+            }
+            if let data { attached.insert(data) }
+            stored.fullSizePhotoPath = rendered
+            stored.adjustmentDataPath = data
+            stored.fullSizePairedVideoPath = movie
+            stored.asset.hasAdjustments = rendered != nil
+            batch.add(.updateAsset(stored), .changed)
+            // A rendered photo or movie the edit no longer uses is an asset of its own again.
+            let dropped = before.subtracting(attached).filter { !dataPaths.contains($0) }
+            for file in try await store.files(atPaths: dropped.sorted()) where file.facts.mediaType != .unknown {
+                if try await store.asset(containingPath: file.path) == nil { orphans.append(file) }
+            }
+        }
+        for path in renderedPaths + moviePaths where !attached.contains(path) {
+            guard let file = files[path], file.facts.mediaType != .unknown,
+                !orphans.contains(where: { $0.path == path }),
+                try await store.asset(containingPath: path) == nil
+            else { continue }
+            orphans.append(file)
+        }
+        return orphans
     }
 
     /// New files: pairs inside the batch, then with the library's unpaired assets, then alone.
@@ -186,8 +300,10 @@ final class ScanState {
                 candidates, for: video.path, date: video.facts.creationDate, path: \.asset.path,
                 date: \.asset.creationDate)
             {
-                let asset = AssetBuilder.paired(photo.asset, video: video, kind: .contentIdentifier)
-                photoUpdates[photo.asset.localIdentifier] = StoredAsset(asset: asset, pairedVideoPath: video.path)
+                var update = photo
+                update.asset = AssetBuilder.paired(photo.asset, video: video, kind: .contentIdentifier)
+                update.pairedVideoPath = video.path
+                photoUpdates[photo.asset.localIdentifier] = update
                 usedVideos.insert(video.path)
             }
         }
@@ -227,8 +343,10 @@ final class ScanState {
                     && photoUpdates[$0.asset.localIdentifier] == nil && touched[$0.asset.localIdentifier] == nil
                     && LivePhotoRules.inferable(photo: LivePhotoRules.side($0.asset), video: side)
             }) {
-                let asset = AssetBuilder.paired(photo.asset, video: video, kind: .inferred)
-                photoUpdates[photo.asset.localIdentifier] = StoredAsset(asset: asset, pairedVideoPath: video.path)
+                var update = photo
+                update.asset = AssetBuilder.paired(photo.asset, video: video, kind: .inferred)
+                update.pairedVideoPath = video.path
+                photoUpdates[photo.asset.localIdentifier] = update
                 usedVideos.insert(video.path)
             }
         }
@@ -305,7 +423,10 @@ final class ScanState {
                     } else if let videoPath = stored.pairedVideoPath, videoPath == path,
                         !gone.contains(stored.asset.path)
                     {
-                        batch.add(.updateAsset(StoredAsset(asset: AssetBuilder.unpaired(stored.asset))), .changed)
+                        var unpaired = stored
+                        unpaired.asset = AssetBuilder.unpaired(stored.asset)
+                        unpaired.pairedVideoPath = nil
+                        batch.add(.updateAsset(unpaired), .changed)
                         deleted.insert(stored.asset.localIdentifier)
                     }
                 }

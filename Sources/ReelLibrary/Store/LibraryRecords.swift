@@ -47,10 +47,34 @@ public struct StoredAsset: Sendable, Codable, Equatable {
     public var asset: LibraryAsset
     /// The Live Photo's movie, when paired.
     public var pairedVideoPath: String?
+    /// The edit's files beside the original (`EditLayout`): the rendered edit (`fullSizePhoto`), the
+    /// AAE property list (`adjustmentData`) and an edited Live Photo's movie (`fullSizePairedVideo`).
+    public var fullSizePhotoPath: String?
+    public var adjustmentDataPath: String?
+    public var fullSizePairedVideoPath: String?
 
-    public init(asset: LibraryAsset, pairedVideoPath: String? = nil) {
+    public init(
+        asset: LibraryAsset, pairedVideoPath: String? = nil, fullSizePhotoPath: String? = nil,
+        adjustmentDataPath: String? = nil, fullSizePairedVideoPath: String? = nil
+    ) {
         self.asset = asset
         self.pairedVideoPath = pairedVideoPath
+        self.fullSizePhotoPath = fullSizePhotoPath
+        self.adjustmentDataPath = adjustmentDataPath
+        self.fullSizePairedVideoPath = fullSizePairedVideoPath
+    }
+
+    /// Forgets the edit (its files are then no asset's).
+    public mutating func clearEdit() {
+        fullSizePhotoPath = nil
+        adjustmentDataPath = nil
+        fullSizePairedVideoPath = nil
+        asset.hasAdjustments = false
+    }
+
+    /// The edit's files that are set, in resource order.
+    public var editPaths: [String] {
+        [fullSizePhotoPath, adjustmentDataPath, fullSizePairedVideoPath].compactMap { $0 }
     }
 }
 

@@ -31,6 +31,9 @@ public protocol LibraryStore: Sendable {
 
     /// The assets with these identifiers, in no particular order (unknown ones are left out).
     func assets(localIdentifiers: [String]) async throws -> [StoredAsset]
+    /// The asset `localIdentifier` names with the records of its files (primary, paired video, edit),
+    /// read together; nil for an unknown asset.
+    func assetWithFiles(_ localIdentifier: String) async throws -> (StoredAsset, [FileRecord])?
     /// The asset whose primary file or paired video is `path`, if any.
     func asset(containingPath path: String) async throws -> StoredAsset?
     /// Assets of `mediaType` whose content identifier equals `identifier` case-insensitively, at
@@ -86,6 +89,12 @@ public protocol LibraryStore: Sendable {
 }
 
 extension LibraryStore {
+    public func assetWithFiles(_ localIdentifier: String) async throws -> (StoredAsset, [FileRecord])? {
+        guard let stored = try await assets(localIdentifiers: [localIdentifier]).first else { return nil }
+        let paths = [stored.asset.path] + (stored.pairedVideoPath.map { [$0] } ?? []) + stored.editPaths
+        return (stored, try await files(atPaths: paths))
+    }
+
     public func assets(named names: [(folder: String, stem: String)], limit: Int) async throws -> [[StoredAsset]] {
         var found: [[StoredAsset]] = []
         for name in names { found.append(try await assets(inFolder: name.folder, stem: name.stem, limit: limit)) }

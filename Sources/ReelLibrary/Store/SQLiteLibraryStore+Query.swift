@@ -49,8 +49,12 @@ import Foundation
                 originalFilename: row["original_filename"], contentIdentifier: row["content_identifier"],
                 pairing: pairing.flatMap(PairingKind.init(rawValue:)), stillImageTime: row["still_image_time"],
                 contentHash: row["content_hash"], path: row["path"],
-                addedDate: Date(timeIntervalSince1970: row["added_date"]))
-            return StoredAsset(asset: asset, pairedVideoPath: row["paired_video_path"])
+                addedDate: Date(timeIntervalSince1970: row["added_date"]),
+                hasAdjustments: row["has_adjustments"] ?? false)
+            return StoredAsset(
+                asset: asset, pairedVideoPath: row["paired_video_path"], fullSizePhotoPath: row["full_size_photo_path"],
+                adjustmentDataPath: row["adjustment_data_path"],
+                fullSizePairedVideoPath: row["full_size_paired_video_path"])
         }
     }
 #endif

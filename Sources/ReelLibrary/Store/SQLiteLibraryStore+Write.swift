@@ -73,7 +73,8 @@ import Foundation
                         media_subtypes = ?, pixel_width = ?, pixel_height = ?, duration = ?, creation_date = ?,
                         creation_time_zone_offset = ?, modification_date = ?, latitude = ?, longitude = ?, altitude = ?,
                         burst_identifier = ?, playback_style = ?, source_type = ?, original_filename = ?,
-                        content_identifier = ?, pairing = ?, still_image_time = ?, changed_seq = ?
+                        content_identifier = ?, pairing = ?, still_image_time = ?, full_size_photo_path = ?,
+                        adjustment_data_path = ?, full_size_paired_video_path = ?, has_adjustments = ?, changed_seq = ?
                         WHERE local_identifier = ?
                         """,
                     arguments: StatementArguments(
@@ -85,8 +86,9 @@ import Foundation
                             a.creationDate?.timeIntervalSince1970, a.creationTimeZoneOffset,
                             a.modificationDate.timeIntervalSince1970, a.location?.latitude, a.location?.longitude,
                             a.location?.altitude, a.burstIdentifier, a.playbackStyle.rawValue, a.sourceType.rawValue,
-                            a.originalFilename, a.contentIdentifier, a.pairing?.rawValue, a.stillImageTime, sequence,
-                            a.localIdentifier,
+                            a.originalFilename, a.contentIdentifier, a.pairing?.rawValue, a.stillImageTime,
+                            stored.fullSizePhotoPath, stored.adjustmentDataPath, stored.fullSizePairedVideoPath,
+                            a.hasAdjustments, sequence, a.localIdentifier,
                         ] as [(any DatabaseValueConvertible)?]))
                 try requireChange(db, "asset", a.localIdentifier)
                 return a.localIdentifier
@@ -179,8 +181,9 @@ import Foundation
                     media_subtypes, pixel_width, pixel_height, duration, creation_date, creation_time_zone_offset,
                     modification_date, latitude, longitude, altitude, is_favorite, is_hidden, burst_identifier,
                     playback_style, source_type, original_filename, content_identifier, pairing, still_image_time,
-                    added_date, created_seq, changed_seq)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    added_date, created_seq, changed_seq, full_size_photo_path, adjustment_data_path,
+                    full_size_paired_video_path, has_adjustments)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """
             ).execute(
                 arguments: StatementArguments(
@@ -193,6 +196,8 @@ import Foundation
                         a.location?.altitude, a.isFavorite, a.isHidden, a.burstIdentifier, a.playbackStyle.rawValue,
                         a.sourceType.rawValue, a.originalFilename, a.contentIdentifier, a.pairing?.rawValue,
                         a.stillImageTime, a.addedDate.timeIntervalSince1970, sequence, sequence,
+                        stored.fullSizePhotoPath,
+                        stored.adjustmentDataPath, stored.fullSizePairedVideoPath, a.hasAdjustments,
                     ] as [(any DatabaseValueConvertible)?]))
         }
 

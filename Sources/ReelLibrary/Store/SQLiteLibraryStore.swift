@@ -168,6 +168,26 @@ import Foundation
                     scope: .identifiers(localIdentifiers), includeHiddenAssets: true, includeAllBurstAssets: true))
         }
 
+        /// One read transaction: the asset and its files' records.
+        public func assetWithFiles(_ localIdentifier: String) async throws -> (StoredAsset, [FileRecord])? {
+            try await read { db in
+                guard
+                    let stored = try Row.fetchOne(
+                        db.cachedStatement(
+                            sql:
+                                "SELECT a.*, \(SQLiteLibraryStore.representsBurst) FROM asset a WHERE a.local_identifier = ?"
+                        ), arguments: [localIdentifier]
+                    ).map(SQLiteLibraryStore.storedAsset)
+                else { return nil }
+                let paths = [stored.asset.path] + (stored.pairedVideoPath.map { [$0] } ?? []) + stored.editPaths
+                let files = try paths.compactMap { path in
+                    try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM file WHERE path = ?"), arguments: [path])
+                        .map(SQLiteLibraryStore.fileRecord)
+                }
+                return (stored, files)
+            }
+        }
+
         public func asset(containingPath path: String) async throws -> StoredAsset? {
             try await read { db in
                 try Row.fetchOne(
@@ -234,7 +254,11 @@ import Foundation
                     db,
                     sql: """
                         SELECT f.* FROM file f WHERE NOT EXISTS (SELECT 1 FROM asset a WHERE a.path = f.path)
-                        AND NOT EXISTS (SELECT 1 FROM asset a WHERE a.paired_video_path = f.path) ORDER BY f.path LIMIT ?
+                        AND NOT EXISTS (SELECT 1 FROM asset a WHERE a.paired_video_path = f.path)
+                        AND NOT EXISTS (SELECT 1 FROM asset a WHERE a.full_size_photo_path = f.path)
+                        AND NOT EXISTS (SELECT 1 FROM asset a WHERE a.adjustment_data_path = f.path)
+                        AND NOT EXISTS (SELECT 1 FROM asset a WHERE a.full_size_paired_video_path = f.path)
+                        ORDER BY f.path LIMIT ?
                         """,
                     arguments: [limit]
                 ).map(SQLiteLibraryStore.fileRecord)

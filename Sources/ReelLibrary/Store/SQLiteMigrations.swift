@@ -90,6 +90,20 @@
                     sql: "INSERT INTO library_info (key, value) VALUES ('identifier', ?), ('sequence', '0')",
                     arguments: [LibraryIdentity.randomUUID()])
             }
+            // Edits (`EditLayout`): the rendered edit, its AAE and an edited Live Photo's movie beside
+            // the original, and PhotoKit's `hasAdjustments`. Indexed for the unowned-files query.
+            migrator.registerMigration("v2-edits") { db in
+                try db.execute(
+                    sql: """
+                        ALTER TABLE asset ADD COLUMN full_size_photo_path TEXT;
+                        ALTER TABLE asset ADD COLUMN adjustment_data_path TEXT;
+                        ALTER TABLE asset ADD COLUMN full_size_paired_video_path TEXT;
+                        ALTER TABLE asset ADD COLUMN has_adjustments INTEGER NOT NULL DEFAULT 0;
+                        CREATE INDEX asset_by_full_size_photo ON asset(full_size_photo_path);
+                        CREATE INDEX asset_by_adjustment_data ON asset(adjustment_data_path);
+                        CREATE INDEX asset_by_full_size_paired_video ON asset(full_size_paired_video_path);
+                        """)
+            }
             return migrator
         }
     }
