@@ -43,6 +43,18 @@ public struct CacheReport: Sendable, Equatable, Codable {
     /// Photos left undone because the run was stopped.
     public var stopped = 0
 
+    /// Photos finished, in any way.
+    public var done: Int { made + cached + failed }
+
+    /// Counts one photo's outcome.
+    public mutating func count(_ outcome: CacheOutcome) {
+        switch outcome {
+        case .made: made += 1
+        case .cached: cached += 1
+        case .failed: failed += 1
+        }
+    }
+
     public init(total: Int = 0, made: Int = 0, cached: Int = 0, failed: Int = 0, stopped: Int = 0) {
         self.total = total
         self.made = made
@@ -106,14 +118,11 @@ public final class CachingImageManager: Sendable {
                         }) {
                             let outcome = cacheNow(items[index], retryFailed: retryFailed)
                             state.withLock { state in
-                                switch outcome {
-                                case .made: state.report.made += 1
-                                case .cached: state.report.cached += 1
-                                case .failed: state.report.failed += 1
-                                }
-                                let done = state.report.made + state.report.cached + state.report.failed
+                                state.report.count(outcome)
                                 progress(
-                                    CacheProgress(item: items[index], outcome: outcome, done: done, total: items.count))
+                                    CacheProgress(
+                                        item: items[index], outcome: outcome, done: state.report.done,
+                                        total: items.count))
                             }
                         }
                         if running.withLock({ running in
@@ -129,7 +138,7 @@ public final class CachingImageManager: Sendable {
             stopCachingImages()
         }
         var report = state.withLock { $0.report }
-        report.stopped = report.total - report.made - report.cached - report.failed
+        report.stopped = report.total - report.done
         return report
     }
 

@@ -66,6 +66,26 @@ struct LibraryCacheCommand: AsyncParsableCommand {
         var total: Int
     }
 
+    #if Photos
+        /// A photo's or video's line: printed as JSON, or a warning when it could not be cached.
+        static func report(
+            _ key: DerivativeKey, _ outcome: CacheOutcome, done: Int, total: Int, store: DerivativeStore, json: Bool
+        ) {
+            var line = PhotoLine(localIdentifier: key.assetID, outcome: "made", done: done, total: total)
+            switch outcome {
+            case .made: break
+            case .cached: line.outcome = "cached"
+            case .failed(let reason):
+                guard json else { return CLI.printWarning("\(key.assetID): not cached: \(reason)") }
+                line.outcome = "failed"
+                line.reason = reason
+            }
+            guard json else { return }
+            line.thumbHash = store.thumbHash(key).map { Data($0).base64EncodedString() }
+            CLI.printLine(CLI.jsonLine(line))
+        }
+    #endif
+
     /// The last line of `--json`.
     struct TotalsLine: Encodable {
         var cacheFolder: String
@@ -121,21 +141,8 @@ struct LibraryCacheCommand: AsyncParsableCommand {
             defer { watch.cancel() }
             let json = json
             let photoReport = await manager.startCachingImages(for: items, retryFailed: retryFailed) { progress in
-                let id = progress.item.key.assetID
-                if json {
-                    var line = PhotoLine(localIdentifier: id, outcome: "made", done: progress.done, total: total)
-                    switch progress.outcome {
-                    case .made: break
-                    case .cached: line.outcome = "cached"
-                    case .failed(let reason):
-                        line.outcome = "failed"
-                        line.reason = reason
-                    }
-                    line.thumbHash = store.thumbHash(progress.item.key).map { Data($0).base64EncodedString() }
-                    CLI.printLine(CLI.jsonLine(line))
-                } else if case .failed(let reason) = progress.outcome {
-                    CLI.printWarning("\(id): not cached: \(reason)")
-                }
+                Self.report(
+                    progress.item.key, progress.outcome, done: progress.done, total: total, store: store, json: json)
             }
             // Videos: each one's first frame, decoded by FFmpeg as a poster, then tiered as a photo is.
             var videoReport = CacheReport(total: videos.count)
@@ -147,25 +154,8 @@ struct LibraryCacheCommand: AsyncParsableCommand {
                 let key = DerivativeKey(assetID: video.localIdentifier, version: String(video.contentHash.prefix(16)))
                 let outcome = await LibraryCache.cachePoster(
                     video, key: key, library: library, manager: manager, retryFailed: retryFailed)
-                switch outcome {
-                case .made: videoReport.made += 1
-                case .cached: videoReport.cached += 1
-                case .failed(let reason):
-                    videoReport.failed += 1
-                    if !json { CLI.printWarning("\(video.localIdentifier): not cached: \(reason)") }
-                }
-                if json {
-                    var line = PhotoLine(
-                        localIdentifier: video.localIdentifier, outcome: "made", done: items.count + index + 1,
-                        total: total)
-                    if case .cached = outcome { line.outcome = "cached" }
-                    if case .failed(let reason) = outcome {
-                        line.outcome = "failed"
-                        line.reason = reason
-                    }
-                    line.thumbHash = store.thumbHash(key).map { Data($0).base64EncodedString() }
-                    CLI.printLine(CLI.jsonLine(line))
-                }
+                videoReport.count(outcome)
+                Self.report(key, outcome, done: items.count + index + 1, total: total, store: store, json: json)
             }
             if photoReport.stopped > 0 { videoReport.stopped = videos.count }
             let report = CacheReport(
@@ -357,9 +347,14 @@ struct CacheFolderOption: ParsableArguments {
         static func tokenPath(_ store: DerivativeStore) -> String { store.folder + "/change-token" }
 
         static func recordToken(_ token: LibraryChangeToken, in store: DerivativeStore) throws {
-            try FileManager.default.createDirectory(atPath: store.folder, withIntermediateDirectories: true)
-            try AtomicFile.write(
-                Data("\(token)\n".utf8), to: URL(fileURLWithPath: tokenPath(store)), overwrite: true)
+            try writeLine("\(token)", to: tokenPath(store))
+        }
+
+        /// One line written whole at `path` in the store's folder (made when missing), replacing it.
+        static func writeLine(_ text: String, to path: String) throws {
+            try FileManager.default.createDirectory(
+                atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            try AtomicFile.write(Data("\(text)\n".utf8), to: URL(fileURLWithPath: path), overwrite: true)
         }
 
         /// Removes what the change log since the store's last whole run makes stale: every derivative of a
@@ -388,10 +383,7 @@ struct CacheFolderOption: ParsableArguments {
         static func stopPath(_ store: DerivativeStore) -> String { store.folder + "/stop-request" }
 
         static func requestStop(_ store: DerivativeStore) throws {
-            try FileManager.default.createDirectory(atPath: store.folder, withIntermediateDirectories: true)
-            try AtomicFile.write(
-                Data("\(Date().timeIntervalSince1970)\n".utf8), to: URL(fileURLWithPath: stopPath(store)),
-                overwrite: true)
+            try writeLine("\(Date().timeIntervalSince1970)", to: stopPath(store))
         }
 
         /// Watches for a stop request newer than `since` (four times a second) and stops `manager` when one
