@@ -87,4 +87,55 @@ struct OutputPublishingTests {
         #expect(session.currentProgress == final)
         #expect(reports.load(ordering: .relaxed) == 0)
     }
+
+    /// A queue's gate is synchronous and waits for async work (its lease confirmed by a task): more
+    /// sets at their gates at once than Swift's cooperative pool has threads must all publish, so the
+    /// gates never run on that pool. (On two cores, two queued sets once held both of its threads
+    /// while each gate waited for a task that needed one, and the worker hung.)
+    @Test func setsWhoseGatesWaitForTasksAllPublishHoweverManyRunAtOnce() async throws {
+        let asset = try await Asset.load(try await Fixtures.url(Fixtures.gop))
+        let folder = Fixtures.scratchFolder("gates")
+        let count = ProcessInfo.processInfo.activeProcessorCount + 1
+        let arrivals = Rendezvous(expected: count)
+        let request = ThumbnailSetRequest(count: 2, maxSize: "64x")
+        let results = try await withThrowingTaskGroup(of: Int.self) { group in
+            for index in 0..<count {
+                let set = ThumbnailSetExport(
+                    asset: asset, request: request, destination: folder.appendingPathComponent("set\(index)"))
+                set.publishGate = { () throws(ExportError) in
+                    // What `PublishVerdict.blocking` does: a task answers, this thread waits for it.
+                    let answered = DispatchSemaphore(value: 0)
+                    Task {
+                        await arrivals.arrive()
+                        answered.signal()
+                    }
+                    if answered.wait(timeout: .now() + 60) == .timedOut {
+                        throw ExportError(.internal, "the gate's task never ran")
+                    }
+                }
+                group.addTask { try await set.run().images.count }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(results == Array(repeating: 2, count: count))
+        #expect(contents(of: folder).sorted() == (0..<count).map { "set\($0)" }.sorted())
+    }
+}
+
+/// Suspends each caller until `expected` callers have arrived.
+private actor Rendezvous {
+    let expected: Int
+    private var waiting: [CheckedContinuation<Void, Never>] = []
+
+    init(expected: Int) { self.expected = expected }
+
+    func arrive() async {
+        await withCheckedContinuation { continuation in
+            waiting.append(continuation)
+            if waiting.count >= expected {
+                for waiter in waiting { waiter.resume() }
+                waiting.removeAll()
+            }
+        }
+    }
 }

@@ -240,8 +240,16 @@ public final class ThumbnailSetExport: Sendable {
             bytes += Int64(status.st_size)
         }
         files.sort()
-        try state.withLock { $0.gate }?()
-        try LadderVerification.publish(folder: folder, to: destination, overwrite: overwrite)
+        // The gate blocks (a queue confirms its lease, a child asks its worker) and the publish
+        // fsyncs: both on a thread of their own, as an export session's gate runs on its pipeline's
+        // thread. On the cooperative pool two sets at their gates held both of its threads (two
+        // cores) while each gate waited for a task that needed one.
+        let gate = state.withLock { $0.gate }
+        let destination = self.destination
+        try await onOwnThread(named: "reel-publish") { () throws(ExportError) in
+            try gate?()
+            try LadderVerification.publish(folder: folder, to: destination, overwrite: overwrite)
+        }
         published = true
         return Result(
             images: pictures, track: checked.grid != nil ? stem + "-thumbnails.vtt" : nil, files: files, bytes: bytes)
