@@ -30,7 +30,8 @@ extension PostgresStore {
                     worker = \(worker), lease_expires = now() + make_interval(secs => \(lease)),
                     heartbeat_at = now(), cancel_requested = false, progress = 0,
                     phase = \(ExportSession.Phase.transcoding.rawValue),
-                    fps = NULL, eta_seconds = NULL, renditions = NULL, started_at = now(), updated_at = now(),
+                    fps = NULL, eta_seconds = NULL, renditions = NULL, items = NULL, started_at = now(),
+                    updated_at = now(),
                     not_before = NULL
                 FROM next
                 WHERE j.id = next.id
@@ -62,6 +63,7 @@ extension PostgresStore {
         if let progress { rounded.record(progress, now: Date()) }
         let report = rounded
         let renditions = try report.renditions.map(JSONCoding.text)
+        let items = try report.items.map(JSONCoding.text)
         let seconds = options.lease / .seconds(1)
         let hasProgress = progress != nil
         let renewed = try await perform("renew the lease of \(lease.id)", within: workerTimeout) {
@@ -74,6 +76,7 @@ extension PostgresStore {
                     fps = CASE WHEN \(hasProgress) THEN \(report.fps) ELSE fps END,
                     eta_seconds = CASE WHEN \(hasProgress) THEN \(report.etaSeconds) ELSE eta_seconds END,
                     renditions = CASE WHEN \(hasProgress) THEN \(renditions)::jsonb ELSE renditions END,
+                    items = CASE WHEN \(hasProgress) THEN \(items)::jsonb ELSE items END,
                     updated_at = CASE WHEN \(hasProgress) THEN now() ELSE updated_at END
                 WHERE id = \(lease.id) AND lease_token = \(token) AND state = 'exporting'
                 RETURNING \(unescaped: Row.columns())
@@ -178,6 +181,7 @@ extension PostgresStore {
                     finished_at = CASE WHEN way.ended THEN now() END,
                     progress = CASE WHEN way.ended THEN j.progress ELSE 0 END,
                     renditions = CASE WHEN way.ended THEN j.renditions END,
+                    items = CASE WHEN way.ended THEN j.items END,
                     worker = NULL, phase = NULL, fps = NULL, eta_seconds = NULL, lease_token = NULL,
                     lease_expires = NULL, heartbeat_at = NULL, cancel_requested = false, updated_at = now()
                 FROM (VALUES

@@ -20,7 +20,7 @@ struct Row: Sendable {
             \(p)id, \(p)spec::text AS spec, \(p)priority, \(p)state, \(p)attempts, \(p)max_attempts, \(p)worker, \
             \(p)progress, \(p)phase, \(p)fps, \(p)eta_seconds, \(p)error::text AS error, \(p)result::text AS result, \
             \(p)created_at, \(p)updated_at, \(p)started_at, \(p)finished_at, \(p)not_before, \(p)lease_token, \
-            \(p)cancel_requested, \(p)heartbeat_at, \(p)renditions::text AS renditions, \
+            \(p)cancel_requested, \(p)heartbeat_at, \(p)renditions::text AS renditions, \(p)items::text AS items, \
             (\(p)state = 'exporting' AND \(p)lease_expires < now()) AS orphaned
             """
     }
@@ -47,6 +47,9 @@ struct Row: Sendable {
         if let renditions = try cells["renditions"].decode(String?.self) {
             status.renditions = try JSONCoding.decoder.decode(
                 [ExportSession.RenditionProgress].self, from: Data(renditions.utf8))
+        }
+        if let items = try cells["items"].decode(String?.self) {
+            status.items = try JSONCoding.decoder.decode(JobItems.self, from: Data(items.utf8))
         }
         if let error = try cells["error"].decode(String?.self) {
             status.error = try JSONCoding.decoder.decode(JobError.self, from: Data(error.utf8))
@@ -75,12 +78,14 @@ struct Row: Sendable {
         let error = try status.error.map { String(decoding: try JSONCoding.lineEncoder.encode($0), as: UTF8.self) }
         let result = try status.result.map { String(decoding: try JSONCoding.lineEncoder.encode($0), as: UTF8.self) }
         let renditions = try status.renditions.map(JSONCoding.text)
+        let items = try status.items.map(JSONCoding.text)
         let exporting = status.state == .exporting
         return """
             UPDATE reel_jobs SET
                 state = \(status.state.rawValue), attempts = \(status.attempts), worker = \(status.worker),
                 progress = \(status.progress), phase = \(status.phase?.rawValue), fps = \(status.fps),
-                eta_seconds = \(status.etaSeconds), renditions = \(renditions)::jsonb, error = \(error)::jsonb,
+                eta_seconds = \(status.etaSeconds), renditions = \(renditions)::jsonb, items = \(items)::jsonb,
+                error = \(error)::jsonb,
                 result = \(result)::jsonb,
                 updated_at = \(status.updatedAt), started_at = \(status.startedAt),
                 finished_at = \(status.finishedAt), not_before = \(status.notBefore),

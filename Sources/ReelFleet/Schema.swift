@@ -82,6 +82,9 @@ package enum Schema {
         Migration(
             version: 2, description: "per-rendition progress of ladder jobs",
             statements: ["ALTER TABLE reel_jobs ADD COLUMN renditions jsonb"]),
+        Migration(
+            version: 3, description: "photos done of a cache job's total",
+            statements: ["ALTER TABLE reel_jobs ADD COLUMN items jsonb"]),
     ]
 
     /// The newest version this build knows.

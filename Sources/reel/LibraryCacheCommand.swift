@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import ReelExport
 import ReelLibrary
+import ReelQueue
 import ReelSystem
 
 #if Photos
@@ -51,7 +52,23 @@ struct LibraryCacheCommand: AsyncParsableCommand {
     )
     var stop = false
 
-    @Flag(name: .long, help: "One JSON object per photo per line, then the totals.")
+    @Flag(
+        name: .long,
+        help:
+            "Queue the caching as jobs of --batch photos each, for 'reel work' (on any machine with the library and the store) to run."
+    )
+    var submit = false
+
+    @Option(
+        name: .long, help: ArgumentHelp("Assets per queued job (default 200, at most 10000).", valueName: "n"))
+    var batch: Int?
+
+    @Option(name: .long, help: ArgumentHelp("Queued jobs' priority (higher runs first).", valueName: "n"))
+    var priority: Int?
+
+    @OptionGroup var storeOptions: StoreOptions
+
+    @Flag(name: .long, help: "One JSON object per photo per line, then the totals (with --submit: per job).")
     var json = false
 
     /// One photo's line in `--json`.
@@ -105,6 +122,12 @@ struct LibraryCacheCommand: AsyncParsableCommand {
         if let jobs, !(1...64).contains(jobs) {
             throw ValidationError("--jobs must be between 1 and 64, not \(jobs)")
         }
+        if let batch, !(1...PhotoCacheRequest.maximumAssets).contains(batch) {
+            throw ValidationError("--batch must be between 1 and \(PhotoCacheRequest.maximumAssets), not \(batch)")
+        }
+        if batch != nil && !submit { throw ValidationError("--batch applies to --submit") }
+        if submit && stop { throw ValidationError("give --submit or --stop, not both") }
+        if submit && jobs != nil { throw ValidationError("--jobs is the worker's (reel work --jobs) with --submit") }
     }
 
     func run() async throws {
@@ -116,10 +139,22 @@ struct LibraryCacheCommand: AsyncParsableCommand {
             if stop {
                 try LibraryCache.requestStop(store)
                 CLI.printLine("asked the caching runs on \(folder) to stop")
+                let cancelled = try await LibraryCache.cancelJobs(caching: folder, in: storeOptions)
+                if cancelled > 0 { CLI.printLine("cancelled \(cancelled) queued cache jobs of \(folder)") }
                 return
             }
             let library = try library.open()
             let options = try fetch.options()
+            if submit {
+                let assets = try await LibraryCLI.mapping {
+                    if let album { return try await library.fetchAssets(inCollection: album, options: options) }
+                    return try await library.fetchAssets(options)
+                }
+                try await LibraryCache.submit(
+                    assets.map(\.localIdentifier), tiers: tiers, folder: folder, batch: batch, priority: priority,
+                    retryFailed: retryFailed, store: storeOptions, json: json)
+                return
+            }
             // The change log since the last run: deleted assets' tiers go, updated ones keep only their
             // current version's. The token is taken first, so what changes during this run is seen by
             // the next.
@@ -377,6 +412,45 @@ struct CacheFolderOption: ParsableArguments {
                 removed += store.remove(assetID: id, keeping: current ?? "")
             }
             return removed
+        }
+
+        /// Queues `ids` as cache jobs of `batch` assets each (in the library's order), printing each job as
+        /// `reel submit` does; the workers' library must be this one.
+        static func submit(
+            _ ids: [String], tiers: [PhotoTier], folder: String, batch: Int?, priority: Int?, retryFailed: Bool,
+            store options: StoreOptions, json: Bool
+        ) async throws {
+            guard !ids.isEmpty else {
+                CLI.printLine("no assets to cache; nothing was queued")
+                return
+            }
+            let size = batch ?? PhotoCacheRequest.defaultBatch
+            var specs: [JobSpec] = []
+            for start in stride(from: 0, to: ids.count, by: size) {
+                var request = JobRequest(asset: "library", export: ExportRequest(), priority: priority)
+                request.cache = PhotoCacheRequest(
+                    assets: Array(ids[start..<min(ids.count, start + size)]), sizes: tiers.map(\.name),
+                    cacheFolder: folder, retryFailed: retryFailed ? true : nil)
+                specs.append(
+                    try request.resolve(
+                        presets: .shipped, limits: Asset.defaultLimits, workingDirectory: URL(fileURLWithPath: "/")))
+            }
+            let store = try options.open(create: true)
+            for spec in specs { try await SubmitReport.submit(spec, to: store, json: json) }
+        }
+
+        /// Cancels the queue's cache jobs that fill `folder` and have not ended (`stopCachingImages` for
+        /// queued caching); 0 when there is no queue.
+        static func cancelJobs(caching folder: String, in options: StoreOptions) async throws -> Int {
+            guard let store = try? options.open(create: false) else { return 0 }
+            var cancelled = 0
+            for state in [JobState.waiting, .exporting] {
+                for status in try await store.list(state: state) where status.spec?.cache?.cacheFolder == folder {
+                    _ = try await store.cancel(status.id)
+                    cancelled += 1
+                }
+            }
+            return cancelled
         }
 
         /// The stop request's file: runs on the store started before it was written stop.

@@ -109,8 +109,11 @@ struct WorkCommand: AsyncParsableCommand {
         #endif
         // With the queue in PostgreSQL, the library is there too (unless --library names another), on
         // the worker's own pool: every worker of the fleet resolves identifiers and saves back alike.
-        configuration.library = library.link(
-            limits: input.limits, queueDatabase: storeOptions.databaseURL, sharing: fleetStore)
+        let link = library.link(limits: input.limits, queueDatabase: storeOptions.databaseURL, sharing: fleetStore)
+        configuration.library = link
+        #if Photos
+            configuration.photoCache = WorkerPhotoCache(library: link)
+        #endif
         // The pool runs in a ServiceGroup, with the metrics/health/status server when asked for
         // (WorkService.swift); SIGINT/SIGTERM/SIGHUP drain it, a second signal hands running jobs back.
         let runtime = ServiceOptions.Runtime(options: service, presets: presets)

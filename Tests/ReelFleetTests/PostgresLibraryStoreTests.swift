@@ -25,7 +25,7 @@ struct PostgresLibraryHarness: LibraryStoreHarness {
         let database = try PostgresStore(
             url: try DatabaseURL(url), options: PostgresStore.Options(connections: 4, requestTimeout: .seconds(120)))
         opened?.add(database)
-        #expect(try await database.migrate() == [1, 2])
+        #expect(try await database.migrate() == [1, 2, 3])
         let library = PostgresLibraryStore(database: database)
         #expect(try await library.migrate() == [1, 2])
         return (database, library)
@@ -56,14 +56,14 @@ struct PostgresLibraryStoreTests {
         #expect(applied.flatMap { $0 }.sorted() == [1, 2], "\(applied)")
         // The queue's schema is its own: still unmigrated, then migrated without touching the library's.
         #expect(try await stores[0].schemaVersion().current == 0)
-        #expect(try await stores[0].migrate() == [1, 2])
+        #expect(try await stores[0].migrate() == [1, 2, 3])
         let library = PostgresLibraryStore(database: stores[0])
         let version = try await library.schemaVersion()
         #expect(version.current == 2 && version.latest == 2)
         #expect(try await library.migrate().isEmpty)
         let database = URL(string: url)!.lastPathComponent
         #expect(try await server.psql(database, "SELECT count(*) FROM reel_library_schema_version") == "2")
-        #expect(try await server.psql(database, "SELECT count(*) FROM reel_schema_version") == "2")
+        #expect(try await server.psql(database, "SELECT count(*) FROM reel_schema_version") == "3")
         let identity = try await server.psql(database, "SELECT count(*) FROM reel_library_state")
         #expect(identity == "1", "one library identity, not one per migrator")
         for store in stores { await store.close() }

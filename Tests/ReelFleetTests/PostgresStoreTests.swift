@@ -38,11 +38,11 @@ struct PostgresStoreTests {
             for store in stores { group.addTask { try await store.migrate() } }
             return try await group.reduce(into: []) { $0 += $1 }
         }
-        #expect(applied.sorted() == [1, 2], "each migration applied exactly once")
+        #expect(applied.sorted() == [1, 2, 3], "each migration applied exactly once")
         #expect(try await stores[1].migrate() == [])
         let version = try await stores[2].schemaVersion()
-        #expect(version.current == 2 && version.latest == 2)
-        #expect(try await server.psql(url.databaseName, "SELECT count(*) FROM reel_schema_version") == "2")
+        #expect(version.current == 3 && version.latest == 3)
+        #expect(try await server.psql(url.databaseName, "SELECT count(*) FROM reel_schema_version") == "3")
         for store in stores { await store.close() }
     }
 

@@ -76,6 +76,10 @@ public struct JobSpec: Sendable, Codable, Equatable {
     /// the worker publishes, and `preset` reads `thumbnails`; nil in specs written before the field
     /// existed.
     public var thumbnails: ThumbnailSetRequest? = nil
+    /// Library photos to cache instead of an export (`PhotoCacheRequest`): `asset` then names the
+    /// library, `output` the job's report in the derivative store (`<folder>/jobs/<id>.json`), and
+    /// `preset` reads `cache`; nil in specs written before the field existed.
+    public var cache: PhotoCacheRequest? = nil
     /// What `submit` could not check for the worker and warned of (an output folder this user cannot
     /// write, which a worker running as another user may): kept with the job, so its status file and
     /// `reel status` say it; empty in specs written before the field existed.
@@ -108,7 +112,7 @@ extension JobSpec {
     private enum CodingKeys: String, CodingKey {
         case asset, preset, outputType, output, priority, key, timeRange, metadata, optimizeForNetwork, maxAttempts
         case forceTranscode, overwrite, fileLengthLimit, background, metadataChosen, allowAudioOnly
-        case library, saveToLibrary, keepContentIdentifier, poster, ladder, thumbnails, warnings
+        case library, saveToLibrary, keepContentIdentifier, poster, ladder, thumbnails, cache, warnings
     }
 
     /// Decodes specs written by older versions too (no `overwrite`, no `fileLengthLimit`, no `background`).
@@ -136,14 +140,20 @@ extension JobSpec {
         poster = try c.decodeIfPresent(Bool.self, forKey: .poster) ?? false
         ladder = try c.decodeIfPresent(Ladder.self, forKey: .ladder)
         thumbnails = try c.decodeIfPresent(ThumbnailSetRequest.self, forKey: .thumbnails)
+        cache = try c.decodeIfPresent(PhotoCacheRequest.self, forKey: .cache)
         warnings = try c.decodeIfPresent([String].self, forKey: .warnings) ?? []
     }
 
     /// The type as status files and listings show it: `hls` for a ladder (whatever its manifests),
-    /// `thumbnails` for a thumbnail set, else the output type's name.
+    /// `thumbnails` for a thumbnail set, `cache` for a cache job, else the output type's name.
     public var typeName: String {
-        ladder != nil ? "hls" : thumbnails != nil ? JobSpec.thumbnailsName : outputType.rawValue
+        ladder != nil
+            ? "hls"
+            : thumbnails != nil ? JobSpec.thumbnailsName : cache != nil ? JobSpec.cacheName : outputType.rawValue
     }
+
+    /// What a cache job's `preset` and type read.
+    public static let cacheName = "cache"
 
     /// What a thumbnail job's `preset` and type read.
     public static let thumbnailsName = "thumbnails"
@@ -236,6 +246,7 @@ extension JobSpec {
         }
         if poster != other.poster { fields.append("poster (\(other.poster), not \(poster))") }
         if thumbnails != other.thumbnails { fields.append("thumbnails (the set asked for differs)") }
+        if cache != other.cache { fields.append("cache (the photos or tiers asked for differ)") }
         if ladder != other.ladder {
             let describe = { (ladder: Ladder?) in
                 ladder.map {
@@ -367,6 +378,8 @@ public struct JobResult: Sendable, Codable, Equatable {
     /// A thumbnail job's pictures (requested and actual times, file, cell) and every file written,
     /// relative to the output folder; nil for other jobs.
     public var thumbnails: ThumbnailSetExport.Result?
+    /// A cache job's counts and the photos it could not cache, with why; nil for other jobs.
+    public var cache: PhotoCacheResult?
 
     /// `result`, its elapsed time rounded to the millisecond.
     public init(_ result: ExportSession.Result, adopted: Bool = false) {
@@ -398,7 +411,7 @@ public struct JobResult: Sendable, Codable, Equatable {
 
     private static let adoptedMethod = "adopted"
 
-    private enum CodingKeys: String, CodingKey { case method, savedLocalIdentifier, ladder, thumbnails }
+    private enum CodingKeys: String, CodingKey { case method, savedLocalIdentifier, ladder, thumbnails, cache }
 
     /// The export's keys, every one, and `savedLocalIdentifier` when the output was saved to a
     /// library; status files written before results had a `method` read as `transcode` with no decision.
@@ -410,6 +423,7 @@ public struct JobResult: Sendable, Codable, Equatable {
         savedLocalIdentifier = try container.decodeIfPresent(String.self, forKey: .savedLocalIdentifier)
         ladder = try container.decodeIfPresent(LadderResult.self, forKey: .ladder)
         thumbnails = try container.decodeIfPresent(ThumbnailSetExport.Result.self, forKey: .thumbnails)
+        cache = try container.decodeIfPresent(PhotoCacheResult.self, forKey: .cache)
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -418,6 +432,7 @@ public struct JobResult: Sendable, Codable, Equatable {
         try container.encodeIfPresent(savedLocalIdentifier, forKey: .savedLocalIdentifier)
         try container.encodeIfPresent(ladder, forKey: .ladder)
         try container.encodeIfPresent(thumbnails, forKey: .thumbnails)
+        try container.encodeIfPresent(cache, forKey: .cache)
     }
 }
 
@@ -441,6 +456,9 @@ public struct JobStatus: Sendable, Codable, Equatable {
     /// by the attempt's progress reports, every one 1 once the job completed; nil for other jobs and
     /// before the first report.
     public var renditions: [ExportSession.RenditionProgress]?
+    /// A cache job's photos done (made, already cached or failed) of its total: set by the attempt's
+    /// progress reports; nil for other jobs and before the first report.
+    public var items: JobItems?
     /// The spec's asset, preset (as given), output type and output path.
     public var asset: String
     public var preset: String
@@ -505,6 +523,7 @@ public struct JobStatus: Sendable, Codable, Equatable {
         try c.encode(fps, forKey: .fps)
         try c.encode(etaSeconds, forKey: .etaSeconds)
         try c.encode(renditions, forKey: .renditions)
+        try c.encodeIfPresent(items, forKey: .items)
         try c.encode(asset, forKey: .asset)
         try c.encode(preset, forKey: .preset)
         try c.encode(outputType, forKey: .outputType)
@@ -533,5 +552,15 @@ extension JobStatus {
     package static func newID(_ now: Date) -> String {
         let microseconds = UInt64(max(0, now.timeIntervalSince1970) * 1_000_000)
         return "j" + String(format: "%013llx", microseconds) + String(format: "%04x", UInt16.random(in: 0...UInt16.max))
+    }
+}
+
+/// Items done of a job's total (a cache job's photos).
+public struct JobItems: Sendable, Codable, Equatable {
+    public var done: Int
+    public var total: Int
+    public init(done: Int, total: Int) {
+        self.done = done
+        self.total = total
     }
 }

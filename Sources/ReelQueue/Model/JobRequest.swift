@@ -25,6 +25,9 @@ public struct JobRequest: Sendable, Codable, Equatable {
     /// A set of thumbnails instead of an export (`reel thumbnail --submit`, a manifest line's
     /// `thumbnails` object): the export's options then take only `output` and `overwrite`.
     public var thumbnails: ThumbnailSetRequest?
+    /// Library photos to cache instead of an export (`reel library cache --submit`, a manifest line's
+    /// `cache` object, which needs no `asset`): the export's options then take none.
+    public var cache: PhotoCacheRequest?
 
     public init(
         asset: String, export: ExportRequest, outputDir: String? = nil, priority: Int? = nil, key: String? = nil,
@@ -53,12 +56,18 @@ public struct JobRequest: Sendable, Codable, Equatable {
             outputDir: outputDir, priority: priority, key: key, maxAttempts: maxAttempts)
     }
 
-    private enum CodingKeys: String, CodingKey { case asset, outputDir, priority, key, maxAttempts, thumbnails }
+    private enum CodingKeys: String, CodingKey {
+        case asset, outputDir, priority, key, maxAttempts, thumbnails, cache
+    }
 
     /// Reads the flat form: the job's own keys and the export's side by side.
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
-        asset = try c.decode(String.self, forKey: .asset)
+        cache = try c.decodeIfPresent(PhotoCacheRequest.self, forKey: .cache)
+        // A cache job's photos are the worker's library's: its asset only names the library.
+        asset =
+            try cache != nil
+            ? c.decodeIfPresent(String.self, forKey: .asset) ?? "library" : c.decode(String.self, forKey: .asset)
         export = try ExportRequest(from: decoder)
         outputDir = try c.decodeIfPresent(String.self, forKey: .outputDir)
         priority = try c.decodeIfPresent(Int.self, forKey: .priority)
@@ -76,6 +85,7 @@ public struct JobRequest: Sendable, Codable, Equatable {
         try c.encodeIfPresent(key, forKey: .key)
         try c.encodeIfPresent(maxAttempts, forKey: .maxAttempts)
         try c.encodeIfPresent(thumbnails, forKey: .thumbnails)
+        try c.encodeIfPresent(cache, forKey: .cache)
     }
 
     /// How much `resolve` checks of the asset.
@@ -108,6 +118,7 @@ public struct JobRequest: Sendable, Codable, Equatable {
         presets: PresetLibrary, limits: InputLimits, workingDirectory: URL, checks: Checks = .plan,
         metadataDefault: MetadataPolicy? = nil
     ) throws(ExportError) -> JobSpec {
+        if let cache { return try resolve(cache, workingDirectory: workingDirectory) }
         if let thumbnails {
             return try resolve(thumbnails, limits: limits, workingDirectory: workingDirectory, checks: checks)
         }
@@ -181,7 +192,7 @@ public struct JobRequest: Sendable, Codable, Equatable {
     }
 
     /// The keys a manifest line may have: the job's own and the export's.
-    static let knownKeys = Set(["asset", "outputDir", "priority", "key", "maxAttempts", "thumbnails"]).union(
+    static let knownKeys = Set(["asset", "outputDir", "priority", "key", "maxAttempts", "thumbnails", "cache"]).union(
         ExportRequest.keys)
 }
 
@@ -301,12 +312,15 @@ public enum Manifest {
         if let thumbnails = object["thumbnails"] as? [String: Any] {
             unknown += StrictKeys.unknown(in: thumbnails, known: ThumbnailSetRequest.keys, prefix: "thumbnails.")
         }
+        if let cache = object["cache"] as? [String: Any] {
+            unknown += StrictKeys.unknown(in: cache, known: PhotoCacheRequest.keys, prefix: "cache.")
+        }
         if !unknown.isEmpty { throw ExportError(.invalidArgument, unknown.joined(separator: ", ")) }
         do {
             let request = try decoder.decode(JobRequest.self, from: data)
             // A ladder's rungs have a default preset (`Ladder.defaultPreset`), as with `reel export`.
             let ladder = request.export.type?.trimmingCharacters(in: .whitespaces).lowercased() == "hls"
-            if request.export.preset == nil && !ladder && request.thumbnails == nil {
+            if request.export.preset == nil && !ladder && request.thumbnails == nil && request.cache == nil {
                 throw ExportError(.invalidArgument, "missing \"preset\"")
             }
             return request

@@ -33,6 +33,7 @@ extension JobStatus {
         fps = nil
         etaSeconds = nil
         renditions = nil
+        items = nil
         startedAt = now
         updatedAt = now
         notBefore = nil
@@ -47,6 +48,7 @@ extension JobStatus {
         fps = report.framesPerSecond.map { ($0 * 10).rounded() / 10 }
         etaSeconds = report.secondsRemaining.map { ($0 * 10).rounded() / 10 }
         renditions = report.renditions.isEmpty ? nil : ExportSession.RenditionProgress.rounded(report.renditions)
+        items = report.items
         updatedAt = now
         heartbeatAt = now
     }
@@ -63,6 +65,7 @@ extension JobStatus {
                 for index in done.indices { done[index].fraction = 1 }
                 renditions = done
             }
+            if let cache = result.cache { items = JobItems(done: cache.total, total: cache.total) }
             self.result = result
             error = nil
             finishedAt = now
@@ -74,6 +77,7 @@ extension JobStatus {
                 state = .waiting
                 progress = 0
                 renditions = nil
+                items = nil
                 notBefore = due
                 return .waitingUntil(due)
             }
@@ -87,6 +91,7 @@ extension JobStatus {
             state = .waiting
             progress = 0
             renditions = nil
+            items = nil
             attempts = max(0, attempts - 1)
             return .waiting
         }
@@ -109,6 +114,7 @@ extension JobStatus {
         state = .waiting
         progress = 0
         renditions = nil
+        items = nil
         error = JobError.requeuedAfterCrash(attempt: attempts)
         return .waiting
     }
@@ -125,6 +131,7 @@ extension JobStatus {
         attempts = 0
         progress = 0
         renditions = nil
+        items = nil
         phase = nil
         fps = nil
         etaSeconds = nil

@@ -154,11 +154,14 @@ public struct JobProgress: Sendable, Equatable {
     public var secondsRemaining: Double?
     /// A ladder's renditions, each on its own; empty for other exports.
     public var renditions: [ExportSession.RenditionProgress]
+    /// A cache job's photos done of its total; nil for other jobs.
+    public var items: JobItems?
 
     public init(
         fraction: Double, phase: ExportSession.Phase, framesPerSecond: Double?, secondsRemaining: Double?,
-        renditions: [ExportSession.RenditionProgress] = []
+        renditions: [ExportSession.RenditionProgress] = [], items: JobItems? = nil
     ) {
+        self.items = items
         self.fraction = fraction
         self.phase = phase
         self.framesPerSecond = framesPerSecond

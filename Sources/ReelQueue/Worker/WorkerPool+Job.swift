@@ -75,7 +75,8 @@ extension WorkerPool {
         let lastRenewed = LastRenewal(job.claimSent)
         return await withTaskGroup(of: ExportAttempt?.self) { group in
             group.addTask {
-                await runner.run(job, threads: threads) { await self.confirm(job, lastRenewed: lastRenewed) }
+                if let cache = job.spec.cache { return await self.runCache(job, cache, threads: threads) }
+                return await runner.run(job, threads: threads) { await self.confirm(job, lastRenewed: lastRenewed) }
             }
             group.addTask { [self] in
                 await heartbeat(job, lastRenewed: lastRenewed)

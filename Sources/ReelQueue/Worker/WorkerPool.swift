@@ -40,6 +40,9 @@ public final class WorkerPool: Sendable {
         /// their output to. Without one, such jobs are checked against the file they resolved to at
         /// submit, and a save fails the job (`save-failed`, not retryable).
         public var library: (any AssetLibrary)?
+        /// What runs cache jobs (`JobSpec.cache`); without one they fail, retryable, for a worker that
+        /// has one.
+        public var photoCache: (any PhotoCacheRunner)?
 
         public init(
             jobs: Int = WorkerPool.defaultJobs, drain: Bool = false, presets: PresetLibrary = .shipped,
