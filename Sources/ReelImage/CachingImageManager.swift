@@ -111,6 +111,7 @@ public final class CachingImageManager: Sendable {
                 let running = Mutex(workers)
                 for _ in 0..<workers {
                     startThread(named: "reel-cache") { [self] in
+                        nameThisThread("reel-cache")
                         while let index = state.withLock({ state -> Int? in
                             guard state.next < items.count, !stopped.withLock({ $0 }) else { return nil }
                             state.next += 1

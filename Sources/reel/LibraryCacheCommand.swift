@@ -66,6 +66,9 @@ struct LibraryCacheCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Queued jobs' priority (higher runs first).", valueName: "n"))
     var priority: Int?
 
+    @Option(name: .long, help: ArgumentHelp("Attempts each queued job may have, 1-20 (default 3).", valueName: "n"))
+    var maxAttempts: Int?
+
     @OptionGroup var storeOptions: StoreOptions
 
     @Flag(name: .long, help: "One JSON object per photo per line, then the totals (with --submit: per job).")
@@ -125,7 +128,9 @@ struct LibraryCacheCommand: AsyncParsableCommand {
         if let batch, !(1...PhotoCacheRequest.maximumAssets).contains(batch) {
             throw ValidationError("--batch must be between 1 and \(PhotoCacheRequest.maximumAssets), not \(batch)")
         }
-        if batch != nil && !submit { throw ValidationError("--batch applies to --submit") }
+        if (batch != nil || priority != nil || maxAttempts != nil) && !submit {
+            throw ValidationError("--batch, --priority and --max-attempts apply to --submit")
+        }
         if submit && stop { throw ValidationError("give --submit or --stop, not both") }
         if submit && jobs != nil { throw ValidationError("--jobs is the worker's (reel work --jobs) with --submit") }
     }
@@ -152,7 +157,7 @@ struct LibraryCacheCommand: AsyncParsableCommand {
                 }
                 try await LibraryCache.submit(
                     assets.map(\.localIdentifier), tiers: tiers, folder: folder, batch: batch, priority: priority,
-                    retryFailed: retryFailed, store: storeOptions, json: json)
+                    maxAttempts: maxAttempts, retryFailed: retryFailed, store: storeOptions, json: json)
                 return
             }
             // The change log since the last run: deleted assets' tiers go, updated ones keep only their
@@ -417,8 +422,8 @@ struct CacheFolderOption: ParsableArguments {
         /// Queues `ids` as cache jobs of `batch` assets each (in the library's order), printing each job as
         /// `reel submit` does; the workers' library must be this one.
         static func submit(
-            _ ids: [String], tiers: [PhotoTier], folder: String, batch: Int?, priority: Int?, retryFailed: Bool,
-            store options: StoreOptions, json: Bool
+            _ ids: [String], tiers: [PhotoTier], folder: String, batch: Int?, priority: Int?, maxAttempts: Int?,
+            retryFailed: Bool, store options: StoreOptions, json: Bool
         ) async throws {
             guard !ids.isEmpty else {
                 CLI.printLine("no assets to cache; nothing was queued")
@@ -427,7 +432,8 @@ struct CacheFolderOption: ParsableArguments {
             let size = batch ?? PhotoCacheRequest.defaultBatch
             var specs: [JobSpec] = []
             for start in stride(from: 0, to: ids.count, by: size) {
-                var request = JobRequest(asset: "library", export: ExportRequest(), priority: priority)
+                var request = JobRequest(
+                    asset: "library", export: ExportRequest(), priority: priority, maxAttempts: maxAttempts)
                 request.cache = PhotoCacheRequest(
                     assets: Array(ids[start..<min(ids.count, start + size)]), sizes: tiers.map(\.name),
                     cacheFolder: folder, retryFailed: retryFailed ? true : nil)

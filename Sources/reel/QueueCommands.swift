@@ -129,6 +129,11 @@ struct WorkCommand: AsyncParsableCommand {
             throw CLIFailure(message: "cannot find this executable to run isolated exports")
         }
         var environment: [String: String] = [:]
+        // The library a cache job's process reads: the worker's.
+        switch library.location(queueDatabase: storeOptions.databaseURL) {
+        case .file(let path): environment["REEL_LIBRARY"] = path
+        case .database(let url): environment["REEL_LIBRARY"] = url
+        }
         if let settings = CLI.currentLogSettings {
             // The child logs like the worker; without --verbose it stays at warning (its per-job info
             // would only repeat the worker's).
@@ -151,7 +156,13 @@ struct RunJobCommand: AsyncParsableCommand {
     func run() async throws {
         // The worker passes its log settings in REEL_LOG_LEVEL / REEL_LOG_FORMAT.
         CLI.bootstrapLogging(verbose: false)
-        let runner = ChildRunner()
+        // A cache job reads the worker's library, which the worker names in REEL_LIBRARY.
+        #if Photos
+            let runner = ChildRunner(
+                photoCache: WorkerPhotoCache(library: try LibraryOptions.parse([]).link(limits: Asset.defaultLimits)))
+        #else
+            let runner = ChildRunner()
+        #endif
         // A stop signal (from the worker, or anyone) stops the export; the worker decides what it means.
         let sources = CLI.onTerminationSignals { runner.interrupt() }
         defer { sources.forEach { $0.cancel() } }

@@ -146,4 +146,29 @@ struct PhotoCacheJobTests {
         #expect(cache["cacheFolder"] as? String == store && cache["sizes"] as? [String] == ["thumbnail"])
         #expect(status["output"] as? String == "\(store)/jobs/\(id).json" && status["priority"] as? Int == 4)
     }
+
+    /// A cache job whose decoding stops (its threads held still, as a hung decoder holds them) fails
+    /// as `stalled` after the worker's stall timeout, in one line, in the worker's process and in an
+    /// isolated one; the threads are held well past the timeout (8 s against 2 s).
+    @Test(arguments: ["--no-isolate", "--isolate"])
+    func aCacheJobWhoseDecodingStopsFailsAsStalled(_ mode: String) async throws {
+        let (folder, library) = try await PhotoCacheTests.library("cache-jobs-stall", count: 6, clip: false)
+        let spool = folder.appendingPathComponent("spool")
+        let environment = library.merging(["REEL_SPOOL": spool.path]) { $1 }
+        let ids = try Self.submitted(
+            try await ReelBinary.run(
+                ["library", "cache", "--submit", "--max-attempts", "1", "--json"], environment: environment))
+        let worker = try ReelBinary.start(
+            ["work", "--drain", "--jobs", "1", "--stall-timeout", "2", mode], environment: environment)
+        let froze = try await ThreadFreezer.freeze(
+            threadsNamed: "reel-cache", in: worker.pid, for: 8, waiting: 120, timeLimit: .seconds(180))
+        try #require(froze.status == 0 && froze.stdout.contains("froze"), "\(froze.stdout)\(froze.stderr)")
+        #expect(try await worker.exit(within: .seconds(120)).status == 0, "\(worker.output.suffix(2000))")
+        let status = try Self.status(spool, try #require(ids.first))
+        let error = try #require(status["error"] as? [String: Any], "\(status)")
+        #expect(status["state"] as? String == "failed" && error["code"] as? String == "stalled", "\(status)")
+        let message = error["message"] as? String ?? ""
+        #expect(message.contains("no progress for 2 s") && !message.contains("\n"), "\(message)")
+    }
+
 }

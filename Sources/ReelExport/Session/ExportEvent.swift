@@ -78,6 +78,8 @@ public enum ExportEvent: Sendable, Equatable, Codable {
         public var ladder: LadderResult? = nil
         /// A thumbnail set's pictures and files (type `thumbnails`; the output is its folder).
         public var thumbnails: ThumbnailSetExport.Result? = nil
+        /// A cache job's counts and problems (type `cache`; the output is the job's report).
+        public var cache: PhotoCacheResult? = nil
 
         public init(
             output: String, preset: String, type: String, result: ExportSession.Result, source: LibrarySource? = nil,

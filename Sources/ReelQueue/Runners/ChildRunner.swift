@@ -91,17 +91,24 @@ public final class ChildRunner: Sendable {
     private let session = Mutex<ExportSession?>(nil)
     /// A thumbnail job's set, while it runs.
     private let thumbnailSet = Mutex<ThumbnailSetExport?>(nil)
+    /// A cache job's run, while it runs.
+    private let cacheRun = Mutex<(any PhotoCacheRun)?>(nil)
     private let stopped = Atomic<Bool>(false)
     /// The attempt's temporary output, once the request is read.
     private let temporary = Mutex<URL?>(nil)
+    /// What runs cache jobs (nil: they fail, retryable, as in a worker without one).
+    private let photoCache: (any PhotoCacheRunner)?
 
-    public init() {}
+    public init(photoCache: (any PhotoCacheRunner)? = nil) {
+        self.photoCache = photoCache
+    }
 
     /// Stops the export (a stop signal, or the worker gone); the temporary output is removed.
     public func interrupt() {
         stopped.store(true, ordering: .sequentiallyConsistent)
         session.withLock { $0 }?.cancelExport()
         thumbnailSet.withLock { $0 }?.cancel()
+        cacheRun.withLock { $0 }?.stop()
     }
 
     /// Runs the request read from `input`, writing events with `emit`. Returns the exit status:
@@ -128,6 +135,30 @@ public final class ChildRunner: Sendable {
         do throws(ExportError) {
             let presets = try PresetLibrary(userFolder: request.presetsFolder.map { URL(fileURLWithPath: $0) })
             let spec = request.spec
+            if let cache = spec.cache {
+                guard let photoCache else { throw WorkerPool.cannotCacheError }
+                let began = ContinuousClock.now
+                // Photos done go to the worker as progress `frames` (it knows the job's total).
+                let made = try await photoCache.run(
+                    cache, threads: request.threads, stallTimeout: request.stallTimeout,
+                    attach: { [self] run in
+                        cacheRun.withLock { $0 = run }
+                        if stopped.load(ordering: .sequentiallyConsistent) { run.stop() }
+                    },
+                    progress: { items in
+                        emit(
+                            .progress(
+                                .init(
+                                    fraction: items.total > 0 ? Double(items.done) / Double(items.total) : 1,
+                                    frames: items.done)))
+                    })
+                var completion = ExportEvent.Completion(
+                    output: spec.output, preset: spec.preset, type: spec.typeName,
+                    result: made.summary(elapsed: (ContinuousClock.now - began) / .seconds(1)))
+                completion.cache = made
+                emit(.completed(completion))
+                return 0
+            }
             if spec.thumbnails != nil {
                 let set = try await spec.thumbnailSet(limits: request.limits, tag: request.attemptTag) {
                     () throws(ExportError) in

@@ -96,6 +96,7 @@ struct IsolatedRunner: ExportRunner {
             return .failed(JobError(code: .internal, message: error.description, retryable: true))
         }
         let ended = DispatchGroup()
+        let began = ContinuousClock.now
         // Stdin stays open: the child asks before it publishes, and the answer goes there. (A child that
         // is already gone makes these writes fail, never raise SIGPIPE in the worker.)
         let toChild = child.input!
@@ -116,6 +117,9 @@ struct IsolatedRunner: ExportRunner {
             Self.forEachLine(of: child.output) { line in
                 report.withLock { $0.lastLine = .now }
                 switch ChildMessage(jsonLine: line) {
+                case .event(.progress(let progress))? where job.spec.cache != nil:
+                    let items = JobItems(done: progress.frames, total: job.spec.cache?.assets.count ?? 0)
+                    job.report(JobProgress(items: items, since: began))
                 case .event(.progress(let progress))?:
                     job.report(
                         JobProgress(
@@ -125,6 +129,7 @@ struct IsolatedRunner: ExportRunner {
                     var result = JobResult(completion.result)
                     result.ladder = completion.ladder
                     result.thumbnails = completion.thumbnails
+                    result.cache = completion.cache
                     report.withLock { $0.result = result }
                 case .event(.failed(let failure))?:
                     report.withLock { $0.failure = JobError(failure) }

@@ -31,6 +31,10 @@ extension WorkerPool {
                 attempt = .completed(adopted)
             }
         }
+        // A cache job's report is written beside what it made, by the lease holder.
+        if case .completed(let result) = attempt, lease.spec.cache != nil, job.stopReason != .lost {
+            attempt = await writeCacheReport(result, of: job)
+        }
         // The job is completed only once its output is an asset of the library; a failed save leaves
         // the published output and its receipt, so the next attempt adopts it and saves again.
         if case .completed(let result) = attempt, lease.spec.saveToLibrary, job.stopReason != .lost {
@@ -75,7 +79,10 @@ extension WorkerPool {
         let lastRenewed = LastRenewal(job.claimSent)
         return await withTaskGroup(of: ExportAttempt?.self) { group in
             group.addTask {
-                if let cache = job.spec.cache { return await self.runCache(job, cache, threads: threads) }
+                // A cache job runs here unless the worker isolates its jobs: then its process does.
+                if let cache = job.spec.cache, self.configuration.isolation == nil {
+                    return await self.runCache(job, cache, threads: threads)
+                }
                 return await runner.run(job, threads: threads) { await self.confirm(job, lastRenewed: lastRenewed) }
             }
             group.addTask { [self] in
