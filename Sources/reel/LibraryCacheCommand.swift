@@ -4,6 +4,7 @@ import ReelExport
 import ReelLibrary
 import ReelQueue
 import ReelSystem
+import Synchronization
 
 #if Photos
     import ReelImage
@@ -89,14 +90,19 @@ struct LibraryCacheCommand: AsyncParsableCommand {
     #if Photos
         /// A photo's or video's line: printed as JSON, or a warning when it could not be cached.
         static func report(
-            _ key: DerivativeKey, _ outcome: CacheOutcome, done: Int, total: Int, store: DerivativeStore, json: Bool
+            _ key: DerivativeKey, _ outcome: CacheOutcome, done: Int, total: Int, store: DerivativeStore, json: Bool,
+            progress: TerminalProgress? = nil
         ) {
             var line = PhotoLine(localIdentifier: key.assetID, outcome: "made", done: done, total: total)
+            progress?.draw("caching: \(done)/\(total) photos and videos", last: done == total)
             switch outcome {
             case .made: break
             case .cached: line.outcome = "cached"
             case .failed(let reason):
-                guard json else { return CLI.printWarning("\(key.assetID): not cached: \(reason)") }
+                guard json else {
+                    progress?.clear()
+                    return CLI.printWarning("\(key.assetID): not cached: \(reason)")
+                }
                 line.outcome = "failed"
                 line.reason = reason
             }
@@ -180,9 +186,12 @@ struct LibraryCacheCommand: AsyncParsableCommand {
             let watch = LibraryCache.watchStop(store, since: started, manager: manager)
             defer { watch.cancel() }
             let json = json
+            // On a terminal, without --json: photos done of the total on stderr's last line.
+            let terminal = !json && CLI.stderrIsTerminal ? TerminalProgress() : nil
             let photoReport = await manager.startCachingImages(for: items, retryFailed: retryFailed) { progress in
                 Self.report(
-                    progress.item.key, progress.outcome, done: progress.done, total: total, store: store, json: json)
+                    progress.item.key, progress.outcome, done: progress.done, total: total, store: store, json: json,
+                    progress: terminal)
             }
             // Videos: each one's first frame, decoded by FFmpeg as a poster, then tiered as a photo is.
             var videoReport = CacheReport(total: videos.count)
@@ -195,8 +204,11 @@ struct LibraryCacheCommand: AsyncParsableCommand {
                 let outcome = await LibraryCache.cachePoster(
                     video, key: key, library: library, manager: manager, retryFailed: retryFailed)
                 videoReport.count(outcome)
-                Self.report(key, outcome, done: items.count + index + 1, total: total, store: store, json: json)
+                Self.report(
+                    key, outcome, done: items.count + index + 1, total: total, store: store, json: json,
+                    progress: terminal)
             }
+            terminal?.clear()
             if photoReport.stopped > 0 { videoReport.stopped = videos.count }
             let report = CacheReport(
                 total: photoReport.total + videoReport.total, made: photoReport.made + videoReport.made,
@@ -486,3 +498,23 @@ struct CacheFolderOption: ParsableArguments {
         }
     }
 #endif
+
+/// A line of progress on a terminal's stderr, redrawn at most ten times a second (and for the last
+/// step), cleared before anything else is printed and at the end.
+final class TerminalProgress: Sendable {
+    private let lastDraw = Mutex(ContinuousClock.now - .seconds(1))
+
+    func draw(_ text: String, last: Bool = false) {
+        let now = ContinuousClock.now
+        let due = lastDraw.withLock { drawn -> Bool in
+            guard last || now - drawn > .milliseconds(100) else { return false }
+            drawn = now
+            return true
+        }
+        if due { try? FileHandle.standardError.write(contentsOf: Data("\r\(text)\u{1B}[K".utf8)) }
+    }
+
+    func clear() {
+        try? FileHandle.standardError.write(contentsOf: Data("\r\u{1B}[K".utf8))
+    }
+}
