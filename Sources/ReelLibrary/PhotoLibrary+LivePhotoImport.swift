@@ -52,7 +52,10 @@ extension PhotoLibrary {
             throw LibraryError(
                 .cannotPair, "\(stillPath) is a Motion Photo: it is a Live Photo of its own, with its movie inside it")
         }
-        let seconds = movie.facts.duration ?? .infinity
+        guard let seconds = movie.facts.duration else {
+            throw LibraryError(
+                .cannotPair, "\(moviePath): its length cannot be read, so it cannot be a Live Photo's movie")
+        }
         if seconds > LivePhotoRules.importedMaxDuration {
             throw LibraryError(
                 .cannotPair,
