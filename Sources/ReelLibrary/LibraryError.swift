@@ -18,10 +18,13 @@ public struct LibraryError: Error, Sendable, Equatable, CustomStringConvertible 
         public static let writeFailed = Code(name: "write-failed")
         /// Another scan holds the library.
         public static let busy = Code(name: "busy")
+        /// A still and a movie that cannot be imported as one Live Photo (`import --live`): a movie
+        /// over a Live Photo's 5 s, or a file already in another Live Photo.
+        public static let cannotPair = Code(name: "cannot-pair")
 
         /// Every code, in the order they are documented.
         public static let allCases: [Code] = [
-            invalidArgument, notFound, invalidToken, stale, storeFailed, writeFailed, busy,
+            invalidArgument, notFound, invalidToken, stale, storeFailed, writeFailed, busy, cannotPair,
         ]
     }
 

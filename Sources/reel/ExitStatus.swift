@@ -39,7 +39,8 @@ enum ExitStatus: Int32, CaseIterable, Sendable {
         case .badInput:
             "bad or incompatible input (unreadable, not media, over a limit, preset and type do not fit, no video for"
                 + " a video preset, a photo given to a video command; a library asset, resource or album the library"
-                + " does not have, or a file that changed since it was scanned)"
+                + " does not have, or a file that changed since it was scanned; a still and a movie `library import"
+                + " --live` cannot pair)"
         case .noInput: "`submit --manifest <file>`: the manifest cannot be read (missing, a folder, no permission)"
         case .unavailable:
             "the queue's store is unavailable (no spool where one is needed, permissions, database away), or the"
@@ -107,7 +108,7 @@ extension ExitStatus {
     /// Each library code's exit status.
     static let ofLibraryCode: [LibraryError.Code: ExitStatus] = [
         .invalidArgument: .usage, .invalidToken: .usage, .notFound: .badInput, .stale: .badInput,
-        .storeFailed: .unavailable, .writeFailed: .outputProblem, .busy: .temporaryFailure,
+        .storeFailed: .unavailable, .writeFailed: .outputProblem, .busy: .temporaryFailure, .cannotPair: .badInput,
     ]
 }
 

@@ -107,7 +107,15 @@ struct ImageCommand: AsyncParsableCommand {
     @Flag(
         name: .long,
         help:
-            "Print each image written as one JSON line (file, width, height, format, degraded, requestID, source).")
+            "Save the final image to the library (--library, $REEL_LIBRARY) as a new photo asset (PHAssetCreationRequest); the command completes only once it is there."
+    )
+    var saveToLibrary = false
+
+    @Flag(
+        name: .long,
+        help:
+            "Print each image written as one JSON line (file, width, height, format, degraded, requestID, source; savedLocalIdentifier with --save-to-library)."
+    )
     var json = false
 
     /// `--size`: (0, 0) for max.
@@ -170,6 +178,11 @@ struct ImageCommand: AsyncParsableCommand {
         if !["current", "unadjusted", "original"].contains(version) {
             throw ValidationError("--version is current, unadjusted or original, not '\(version)'")
         }
+        if saveToLibrary && delivery == Delivery.fast.rawValue {
+            throw ValidationError(
+                "--save-to-library saves the final image; --delivery fast writes only a degraded one (use opportunistic or high-quality)"
+            )
+        }
         let named = Self.formatName(URL(fileURLWithPath: output).pathExtension)
         if let format, let named, Self.formatName(format) != named {
             throw ValidationError("the file's extension says \(named) but --format says \(format)")
@@ -199,6 +212,8 @@ struct ImageCommand: AsyncParsableCommand {
         var localIdentifier: String? = nil
         /// The asset's resource rendered (`photo`, or `fullSizePhoto`: its edit), for a `library:<id>` request.
         var resource: String? = nil
+        /// The new asset the final image became, with `--save-to-library` (export's key).
+        var savedLocalIdentifier: String? = nil
         /// Milliseconds from the command's start (its options read) to this image written: the request's
         /// own time, without the process's start.
         var elapsedMilliseconds = 0.0
@@ -218,9 +233,10 @@ struct ImageCommand: AsyncParsableCommand {
             var path = asset
             let identifier = LibraryReference.identifier(in: asset)
             var resource: String?
+            let link = library.link(limits: input.limits, queueDatabase: StoreOptions.environmentDatabaseURL)
+            // The library a save goes to is opened before any work: one that cannot be opened fails at once.
+            if identifier != nil || saveToLibrary { try link.openNow() }
             if let identifier {
-                let link = library.link(limits: input.limits, queueDatabase: StoreOptions.environmentDatabaseURL)
-                try link.openNow()
                 // The version picks the file: the edit (`fullSizePhoto`) for current when there is one.
                 resource = try await link.photoResourceName(identifier, version: version)
                 let resolved = try await link.resolve(identifier, resource: resource)
@@ -262,7 +278,7 @@ struct ImageCommand: AsyncParsableCommand {
             options.resizeMode = PhotoResizeMode(rawValue: resize) ?? .exact
             options.colour = PhotoColour(rawValue: colour) ?? .sRGB
             let requestID = UUID().uuidString.lowercased()
-            func report(_ image: RenderedPhoto) {
+            func report(_ image: RenderedPhoto, saved: String? = nil) {
                 if json {
                     CLI.printLine(
                         CLI.jsonLine(
@@ -271,7 +287,7 @@ struct ImageCommand: AsyncParsableCommand {
                                 format: outputFormat.rawValue, contentMode: contentMode, metadata: policy.rawValue,
                                 degraded: image.degraded, requestID: requestID, source: image.source.rawValue,
                                 resizeMode: resize, deliveryMode: delivery, colour: colour,
-                                localIdentifier: identifier, resource: resource,
+                                localIdentifier: identifier, resource: resource, savedLocalIdentifier: saved,
                                 elapsedMilliseconds: Self.milliseconds(since: started))))
                 } else {
                     let source =
@@ -280,7 +296,13 @@ struct ImageCommand: AsyncParsableCommand {
                     CLI.printLine(
                         "wrote \(file.path) (\(image.width)x\(image.height) \(outputFormat.rawValue)\(image.degraded ? ", degraded" : ""), from a \(photo.name) photo\(source))"
                     )
+                    if let saved { CLI.printLine("saved to the library as \(saved)") }
                 }
+            }
+            // Done only once the final image is an asset of the library (saving it again is harmless);
+            // a failed save leaves the image written.
+            func save() async throws -> String? {
+                saveToLibrary ? try await link.saveOutput(at: file.path, from: nil) : nil
             }
             // A library photo's fast request: a tier `reel library cache` made, without decoding the photo.
             if let identifier, options.resizeMode == .fast,
@@ -290,7 +312,7 @@ struct ImageCommand: AsyncParsableCommand {
                     contentMode: contentMode == "fill" ? .aspectFill : .aspectFit, options: options)
             {
                 try AtomicFile.write(served.data, to: file, overwrite: overwrite)
-                report(served)
+                report(served, saved: try await save())
                 return
             }
             // Opportunistic and fast delivery: the quick picture first, written whole (a reader of the
@@ -305,15 +327,16 @@ struct ImageCommand: AsyncParsableCommand {
                 if delivery == Delivery.fast.rawValue { return }
                 wroteDegraded = true
             }
+            let image: RenderedPhoto
             do {
-                let image = try await PhotoInput.render(path, options, limits: input.limits)
+                image = try await PhotoInput.render(path, options, limits: input.limits)
                 try AtomicFile.write(image.data, to: file, overwrite: overwrite || wroteDegraded)
-                report(image)
             } catch {
                 // No degraded picture is left standing for a request that failed.
                 if wroteDegraded { try? FileManager.default.removeItem(at: file) }
                 throw error
             }
+            report(image, saved: try await save())
         #else
             throw LeftOut.photos.failure
         #endif

@@ -37,6 +37,9 @@ public enum LibraryStoreContract {
             description:
                 "an edit's files and hasAdjustments: kept, updated, owned, fetched by predicate, with their files",
             body: edits),
+        Case(
+            description: "a recorded (imported) Live Photo pairing: stored, read back, found by either file",
+            body: importedPairing),
     ]
 
     // MARK: - Builders
@@ -340,5 +343,33 @@ public enum LibraryStoreContract {
                 ids[2], ids[3],
             ])
         #expect(try await store.assets(inFolder: "/g", stem: "img_2", limit: 10).isEmpty)
+    }
+
+    /// `import --live`'s pairing is the asset's own record: its kind, its movie and its Live Photo
+    /// fields come back as written, either file finds the asset, and it is not an unpaired candidate
+    /// for a movie that carries its still's identifier.
+    static func importedPairing(_ store: any LibraryStore) async throws {
+        var live = asset(1, path: "/live/still.heic", subtypes: .photoLive, contentIdentifier: "STILL-ID")
+        live.asset.pairing = .imported
+        live.asset.playbackStyle = .livePhoto
+        live.asset.stillImageTime = 1.5
+        live.pairedVideoPath = "/live/movie.mov"
+        let id = try #require(try await insert(store, [live]).first)
+        let stored = try #require(try await store.assets(localIdentifiers: [id]).first)
+        #expect(stored.asset.pairing == .imported && stored.pairedVideoPath == "/live/movie.mov")
+        #expect(stored.asset.mediaSubtypes.contains(.photoLive) && stored.asset.playbackStyle == .livePhoto)
+        #expect(stored.asset.stillImageTime == 1.5)
+        #expect(try await store.asset(containingPath: "/live/movie.mov")?.asset.localIdentifier == id)
+        #expect(try await store.asset(containingPath: "/live/still.heic")?.asset.localIdentifier == id)
+        #expect(
+            try await store.assets(contentIdentifier: "still-id", mediaType: .image, unpaired: true, limit: 10)
+                .isEmpty)
+        #expect(try await ids(store, "(mediaSubtypes & 8) != 0") == [id])
+        // An update (a rescan that read the still again) keeps the pairing as written.
+        var updated = stored
+        updated.asset.pixelWidth = 640
+        try await store.apply([.updateAsset(updated)])
+        let again = try #require(try await store.assets(localIdentifiers: [id]).first)
+        #expect(again.asset.pairing == .imported && again.pairedVideoPath == "/live/movie.mov")
     }
 }

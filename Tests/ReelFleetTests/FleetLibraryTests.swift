@@ -72,4 +72,62 @@ struct FleetLibraryTests {
         let files = try FileManager.default.subpathsOfDirectory(atPath: state.path)
         #expect(!files.contains { $0.hasSuffix("library.sqlite") }, "a SQLite library was made: \(files)")
     }
+
+    @Test("library import --live into the fleet's library: one Live Photo recorded in PostgreSQL, kept by rescans")
+    func liveImportRecordedInPostgres() async throws {
+        let fleet = try await FleetProcessTests.Fleet.make()
+        let state = Fixtures.scratchFolder("fleet-live-state")
+        let environment = fleet.environment.merging(["XDG_STATE_HOME": state.path, "REEL_LIBRARY": ""]) { $1 }
+        let sources = Fixtures.scratchFolder("fleet-live-sources")
+        // A JPEG still and a 2 s movie with no identifiers, different names, taken years apart.
+        let still = sources.appendingPathComponent("still.jpg")
+        let madeStill = try await Tools.run(
+            "ffmpeg",
+            [
+                "-y", "-v", "error", "-f", "lavfi", "-i", "color=c=teal:s=320x240", "-frames:v", "1", "-f", "mjpeg",
+                still.path,
+            ])
+        try #require(madeStill.status == 0, "\(madeStill.stderr)")
+        let movie = sources.appendingPathComponent("clip.mov")
+        let madeMovie = try await Tools.run(
+            "ffmpeg",
+            [
+                "-y", "-v", "error", "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=30:duration=2", "-c:v", "libx264",
+                "-preset", "ultrafast", "-pix_fmt", "yuv420p", "-movflags", "use_metadata_tags", "-metadata",
+                "com.apple.quicktime.creationdate=2023-08-01T09:00:00+0000", "-f", "mov", movie.path,
+            ])
+        try #require(madeMovie.status == 0, "\(madeMovie.stderr)")
+        let target = Fixtures.scratchFolder("fleet-live-photos")
+
+        let imported = try await ReelBinary.run(
+            ["library", "import", still.path, movie.path, "--live", "--into", target.path, "--json"],
+            environment: environment)
+        #expect(imported.status == 0, "\(imported.stderr)")
+        let report = try #require(
+            try JSONSerialization.jsonObject(with: Data(imported.stdout.utf8)) as? [String: Any], "\(imported.stdout)")
+        let id = try #require((report["insertedLocalIdentifiers"] as? [String])?.first, "\(report)")
+        // The pairing is the asset's row in the fleet's database (read with psql, not through Reel).
+        let recorded =
+            "SELECT pairing || ' ' || paired_video_path FROM reel_library_asset WHERE local_identifier = '\(id)'"
+        let movieCopy = target.appendingPathComponent("clip.mov").path
+        #expect(try await fleet.sql(recorded) == "imported \(movieCopy)")
+        #expect(try await fleet.sql("SELECT count(*) FROM reel_library_asset") == "1")
+
+        // A rescan that reads both files again keeps it.
+        let later = Date(timeIntervalSinceNow: 3600)
+        for name in ["still.jpg", "clip.mov"] {
+            try FileManager.default.setAttributes(
+                [.modificationDate: later], ofItemAtPath: target.appendingPathComponent(name).path)
+        }
+        let scan = try await ReelBinary.run(["library", "scan", "--json", target.path], environment: environment)
+        #expect(scan.status == 0, "\(scan.stderr)")
+        let filesRead = "\"filesRead\":2"
+        #expect(scan.stdout.contains(filesRead), "\(scan.stdout)")
+        #expect(try await fleet.sql(recorded) == "imported \(movieCopy)")
+        #expect(try await fleet.sql("SELECT count(*) FROM reel_library_asset") == "1")
+        let shown = try await ReelBinary.run(["library", "show", id, "--json"], environment: environment)
+        #expect(shown.status == 0, "\(shown.stderr)")
+        let photoLive = "\"photoLive\""
+        #expect(shown.stdout.contains(photoLive), "\(shown.stdout)")
+    }
 }

@@ -34,6 +34,10 @@ public enum PairingKind: String, Sendable, Codable {
     case inferred
     /// A Motion Photo: the video is a byte range of the photo's own file.
     case motionPhoto
+    /// Paired by hand: a still and a movie imported together as one Live Photo (`reel library import
+    /// --live`, `PhotoLibrary.importLivePhoto`), whatever their identifiers, names or times say. The
+    /// asset's record is the pairing: a rescan keeps it while both files are there.
+    case imported
 }
 
 /// An asset of the library, with PhotoKit's field names and raw values (`PHAsset`), plus where its

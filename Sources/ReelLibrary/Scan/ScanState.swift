@@ -91,8 +91,9 @@ final class ScanState {
                 if let videoPath = stored.pairedVideoPath, let kind = stored.asset.pairing,
                     let video = try await store.files(atPaths: [videoPath]).first
                 {
-                    if !(record.facts.contentIdentifier != nil && video.facts.contentIdentifier != nil
-                        && !LivePhotoRules.same(record.facts.contentIdentifier, video.facts.contentIdentifier))
+                    if kind == .imported
+                        || !(record.facts.contentIdentifier != nil && video.facts.contentIdentifier != nil
+                            && !LivePhotoRules.same(record.facts.contentIdentifier, video.facts.contentIdentifier))
                     {
                         rebuilt = AssetBuilder.paired(rebuilt, video: video, kind: kind)
                         keptVideo = videoPath
@@ -105,7 +106,7 @@ final class ScanState {
                 stored = StoredAsset(asset: rebuilt, pairedVideoPath: keptVideo)
             } else if let kind = stored.asset.pairing {
                 if LivePhotoRules.same(stored.asset.contentIdentifier, record.facts.contentIdentifier)
-                    || kind == .inferred
+                    || kind == .inferred || kind == .imported
                 {
                     stored.asset = AssetBuilder.paired(stored.asset, video: record, kind: kind)
                 } else {
@@ -390,6 +391,24 @@ final class ScanState {
             batch.add(
                 .insertAsset(StoredAsset(asset: AssetBuilder.asset(from: video, addedDate: addedDate))), .inserted)
         }
+    }
+
+    /// A still and a movie imported together (`PhotoLibrary.importLivePhoto`): one Live Photo,
+    /// paired `imported`, in one transaction. An asset a vanished file at either path left behind
+    /// (no rescan since) goes first, as a scan would remove it.
+    func insertImportedPair(photo: FileRecord, video: FileRecord) async throws {
+        var stale: [String] = []
+        for path in [photo.path, video.path] where try await store.asset(containingPath: path) != nil {
+            stale.append(path)
+        }
+        if !stale.isEmpty { try await remove(stale) }
+        var batch = Batch()
+        batch.add(.putFile(photo))
+        batch.add(.putFile(video))
+        let asset = AssetBuilder.paired(
+            AssetBuilder.asset(from: photo, addedDate: addedDate), video: video, kind: .imported)
+        batch.add(.insertAsset(StoredAsset(asset: asset, pairedVideoPath: video.path)), .inserted)
+        try await commit(batch)
     }
 
     /// A path's folder and stem as one key (`LivePhotoRules.folder(of:)`, `stem(of:)`).
