@@ -351,8 +351,9 @@ struct CacheFolderOption: ParsableArguments {
         /// cannot be read is recorded as a photo that cannot be decoded is.
         static func cachePoster(
             _ video: LibraryAsset, key: DerivativeKey, library: PhotoLibrary, manager: CachingImageManager,
-            retryFailed: Bool
+            retryFailed: Bool, limits: InputLimits? = nil
         ) async -> CacheOutcome {
+            let limits = limits ?? library.limits
             if let known = manager.knownOutcome(key, retryFailed: retryFailed) { return known }
             let poster = FileManager.default.temporaryDirectory.appendingPathComponent(
                 "reel-poster-\(UUID().uuidString).jpg")
@@ -360,9 +361,8 @@ struct CacheFolderOption: ParsableArguments {
             do {
                 let resource = try await library.resolve(video.localIdentifier, resource: .video)
                 let range = resource.isByteRange ? resource.offset..<(resource.offset + resource.length) : nil
-                let asset = try await Asset.load(
-                    URL(fileURLWithPath: resource.path), byteRange: range, limits: library.limits)
-                var generator = AssetImageGenerator(asset: asset, limits: library.limits)
+                let asset = try await Asset.load(URL(fileURLWithPath: resource.path), byteRange: range, limits: limits)
+                var generator = AssetImageGenerator(asset: asset, limits: limits)
                 generator.quality = 95
                 let (image, _) = try await generator.image(at: 0)
                 try image.data.write(to: poster)

@@ -13,22 +13,28 @@ import Synchronization
     struct WorkerPhotoCache: PhotoCacheRunner {
         let library: LazyLibrary
 
-        func start(_ request: PhotoCacheRequest, threads: Int, progress: @escaping @Sendable (JobItems) -> Void)
-            -> any PhotoCacheRun
-        {
+        func start(
+            _ request: PhotoCacheRequest, threads: Int, limits: InputLimits,
+            progress: @escaping @Sendable (JobItems) -> Void
+        ) -> any PhotoCacheRun {
             let run = CacheJobRun()
             let library = library
             run.begin { () throws(ExportError) in
-                try await Self.cache(request, library: library, threads: threads, run: run, progress: progress)
+                try await Self.cache(
+                    request, library: library, threads: threads, limits: limits, run: run, progress: progress)
             }
             return run
         }
 
         /// Caches the request's photos and videos' first frames; an identifier the library no longer
         /// has, or an asset without a picture, is skipped with its reason; a picture that cannot be
-        /// decoded is recorded as failed (the store remembers it) and never stops the rest.
+        /// decoded is recorded as failed (the store remembers it) and never stops the rest. The worker's
+        /// input limits apply to every file read, whatever the library's were at its scan: a file outside
+        /// the allowed roots or over the size limit is skipped with the reason, a photo over the pixel
+        /// limit fails as too large.
         static func cache(
-            _ request: PhotoCacheRequest, library link: LazyLibrary, threads: Int, run: CacheJobRun,
+            _ request: PhotoCacheRequest, library link: LazyLibrary, threads: Int, limits: InputLimits,
+            run: CacheJobRun,
             progress: @escaping @Sendable (JobItems) -> Void
         ) async throws(ExportError) -> PhotoCacheResult {
             let library = try link.library()
@@ -61,12 +67,13 @@ import Synchronization
                 }
                 do {
                     if let item = try await LibraryCache.item(asset, library: library) {
+                        try Asset.checkAccess(URL(fileURLWithPath: item.path), limits: limits)
                         items.append(item)
                     } else {
                         result.problems.append(.init(localIdentifier: asset.localIdentifier, reason: "no picture"))
                     }
                 } catch {
-                    let cause = (error as? CLIFailure)?.message ?? "\(error)"
+                    let cause = (error as? CLIFailure)?.message ?? (error as? ExportError)?.message ?? "\(error)"
                     result.problems.append(.init(localIdentifier: asset.localIdentifier, reason: cause))
                 }
             }
@@ -76,7 +83,8 @@ import Synchronization
             let failures = Mutex<[PhotoCacheResult.Problem]>([])
             let manager = CachingImageManager(
                 store: DerivativeStore(folder: folder), tiers: tiers,
-                concurrency: threads > 0 ? threads : ProcessInfo.processInfo.activeProcessorCount)
+                concurrency: threads > 0 ? threads : ProcessInfo.processInfo.activeProcessorCount,
+                maxPixels: limits.maxPhotoPixels)
             run.attach(manager)
             progress(JobItems(done: before, total: total))
             let retryFailed = request.retryFailed ?? false
@@ -91,7 +99,7 @@ import Synchronization
                 if run.isStopped { throw ExportError(.cancelled, "the cache job was stopped") }
                 let key = DerivativeKey(assetID: video.localIdentifier, version: String(video.contentHash.prefix(16)))
                 let outcome = await LibraryCache.cachePoster(
-                    video, key: key, library: library, manager: manager, retryFailed: retryFailed)
+                    video, key: key, library: library, manager: manager, retryFailed: retryFailed, limits: limits)
                 report.count(outcome)
                 if case .failed(let reason) = outcome {
                     failures.withLock { $0.append(.init(localIdentifier: video.localIdentifier, reason: reason)) }

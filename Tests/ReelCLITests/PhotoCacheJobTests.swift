@@ -171,4 +171,36 @@ struct PhotoCacheJobTests {
         #expect(message.contains("no progress for 2 s") && !message.contains("\n"), "\(message)")
     }
 
+    /// The worker's input limits apply to a cache job's files, whatever the library's were at its scan,
+    /// in the worker's process and in an isolated one: a file outside its allowed roots is skipped with
+    /// the reason, a photo over its pixel limit fails without being decoded.
+    @Test(arguments: ["--no-isolate", "--isolate"])
+    func theWorkersInputLimitsApply(_ mode: String) async throws {
+        // Two 2000x1500 JPEGs (3 MP) and a 1200x1600 HEIC (1.9 MP).
+        let (folder, library) = try await PhotoCacheTests.library(
+            "cache-jobs-limits", count: 2, heic: true, clip: false)
+        let spool = folder.appendingPathComponent("spool")
+        let environment = library.merging(["REEL_SPOOL": spool.path]) { $1 }
+        func round(_ limits: [String]) async throws -> [String: Any] {
+            let ids = try Self.submitted(
+                try await ReelBinary.run(["library", "cache", "--submit", "--json"], environment: environment))
+            let worker = try ReelBinary.start(["work", "--drain", mode] + limits, environment: environment)
+            #expect(try await worker.exit(within: .seconds(300)).status == 0, "\(worker.output.suffix(2000))")
+            let status = try Self.status(spool, try #require(ids.first))
+            #expect(status["state"] as? String == "completed", "\(status)")
+            return try #require((status["result"] as? [String: Any])?["cache"] as? [String: Any], "\(status)")
+        }
+        let elsewhere = folder.appendingPathComponent("elsewhere")
+        try FileManager.default.createDirectory(at: elsewhere, withIntermediateDirectories: true)
+        let outside = try await round(["--allow-root", elsewhere.path])
+        let reasons = (outside["problems"] as? [[String: String]] ?? []).compactMap { $0["reason"] }
+        #expect(outside["skipped"] as? Int == 3 && outside["made"] as? Int == 0, "\(outside)")
+        #expect(reasons.count == 3 && reasons.allSatisfy { $0.contains("allowed") }, "\(reasons)")
+        let large = try await round(["--max-megapixels", "2"])
+        #expect(large["made"] as? Int == 1 && large["failed"] as? Int == 2, "\(large)")
+        let failures = (large["problems"] as? [[String: String]] ?? []).compactMap { $0["reason"] }
+        #expect(failures.count == 2 && failures.allSatisfy { $0.contains("IMG_000") }, "\(failures)")
+        #expect(PhotoCacheTests.storeFiles(folder).filter { $0.hasPrefix("thumbnail/") }.count == 1)
+    }
+
 }

@@ -140,7 +140,7 @@ public final class ChildRunner: Sendable {
                 let began = ContinuousClock.now
                 // Photos done go to the worker as progress `frames` (it knows the job's total).
                 let made = try await photoCache.run(
-                    cache, threads: request.threads, stallTimeout: request.stallTimeout,
+                    cache, threads: request.threads, limits: request.limits, stallTimeout: request.stallTimeout,
                     attach: { [self] run in
                         cacheRun.withLock { $0 = run }
                         if stopped.load(ordering: .sequentiallyConsistent) { run.stop() }

@@ -1,5 +1,7 @@
 import Foundation
 import ReelExport
+// `public`: the runner takes an `InputLimits`, ReelMedia's `InputPolicy` under ReelExport's name.
+public import ReelMedia
 import ReelSystem
 import Synchronization
 
@@ -7,10 +9,13 @@ import Synchronization
 /// work` gives one when it was built with photos; it reads the worker's library and decodes with
 /// libheif and libvips, which this module does not link.
 public protocol PhotoCacheRunner: Sendable {
-    /// Starts caching `request`'s photos with `threads` decoders (0: the cores); `progress` is called
-    /// after each photo with the count done (made, already cached or failed) of the total.
-    func start(_ request: PhotoCacheRequest, threads: Int, progress: @escaping @Sendable (JobItems) -> Void)
-        -> any PhotoCacheRun
+    /// Starts caching `request`'s photos with `threads` decoders (0: the cores), under the worker's
+    /// input `limits` (allowed roots, file size, photo pixels); `progress` is called after each photo
+    /// with the count done (made, already cached or failed) of the total.
+    func start(
+        _ request: PhotoCacheRequest, threads: Int, limits: InputLimits,
+        progress: @escaping @Sendable (JobItems) -> Void
+    ) -> any PhotoCacheRun
 }
 
 /// One cache job's run.
@@ -64,11 +69,11 @@ extension PhotoCacheRunner {
     /// is left behind, and the job ends anyway). What a worker runs in its own process and an isolated
     /// job's process runs alike.
     func run(
-        _ request: PhotoCacheRequest, threads: Int, stallTimeout: TimeInterval,
+        _ request: PhotoCacheRequest, threads: Int, limits: InputLimits, stallTimeout: TimeInterval,
         attach: (any PhotoCacheRun) -> Void, progress: @escaping @Sendable (JobItems) -> Void
     ) async throws(ExportError) -> PhotoCacheResult {
         let watched = CacheWatch(total: request.assets.count)
-        let run = start(request, threads: threads) { items in
+        let run = start(request, threads: threads, limits: limits) { items in
             watched.saw(items)
             progress(items)
         }
@@ -114,7 +119,7 @@ extension WorkerPool {
         let began = ContinuousClock.now
         do throws(ExportError) {
             let made = try await photoCache.run(
-                request, threads: threads, stallTimeout: configuration.stallTimeout,
+                request, threads: threads, limits: configuration.limits, stallTimeout: configuration.stallTimeout,
                 attach: { job.attach(CacheRunHandle(run: $0)) },
                 progress: { job.report(JobProgress(items: $0, since: began)) })
             var result = JobResult(made.summary(elapsed: (ContinuousClock.now - began) / .seconds(1)))
