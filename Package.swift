@@ -204,7 +204,7 @@ let package = Package(
         .target(name: "LibraryContract", dependencies: ["ReelLibrary", "TestSupport"], path: "Tests/LibraryContract"),
         // Photos against vipsheader, ffprobe and ffmpeg's own upright renders; `reel probe`, `thumbnail`
         // and `export` of photos.
-        .testTarget(name: "ReelImageTests", dependencies: ["ReelImage", "ReelMedia", "TestSupport"]),
+        .testTarget(name: "ReelImageTests", dependencies: ["ReelImage", "ReelMedia", "ReelExport", "TestSupport"]),
         .testTarget(name: "ReelBoxesTests", dependencies: ["ReelBoxes", "ReelSystem", "TestSupport"]),
         // The base: the atomic writer's rules, on file systems with and without RENAME_NOREPLACE and links.
         .testTarget(name: "ReelSystemTests", dependencies: ["ReelSystem", "TestSupport"]),

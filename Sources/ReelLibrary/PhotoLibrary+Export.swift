@@ -76,12 +76,7 @@ extension PhotoLibrary: AssetLibrary {
     /// failures).
     public func addFile(at path: String, lockWait: Duration = .seconds(30)) async throws -> LibraryAsset {
         let absolute = URL(fileURLWithPath: path).standardizedFileURL.path
-        var status = stat()
-        guard lstat(absolute, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else {
-            throw LibraryError(.invalidArgument, "\(path) is not a regular file")
-        }
-        let modified = Int64(status.st_mtim.tv_sec) * 1_000_000_000 + Int64(status.st_mtim.tv_nsec)
-        let stamp = FileStamp(size: Int64(status.st_size), modifiedNanoseconds: modified)
+        let stamp = try Self.walked(absolute, named: path).stamp
         do {
             try ReelExport.Asset.checkAccess(URL(fileURLWithPath: absolute), limits: limits)
         } catch {
@@ -106,13 +101,7 @@ extension PhotoLibrary: AssetLibrary {
             return stored.asset
         }
         let walked = WalkedFile(path: absolute, name: (absolute as NSString).lastPathComponent, stamp: stamp)
-        let limits = limits
-        let read = await onOwnThread(named: "reel-library") { LibraryScanner.readOne(walked, limits: limits) }
-        var record: FileRecord
-        switch read {
-        case .failure(let skip): throw LibraryError(.invalidArgument, "\(path): \(skip.reason)")
-        case .success(let found): record = found
-        }
+        var record = try await read(walked, named: path)
         if ContentKey.isSampled(size: record.stamp.size) {
             // A sampled key another file holds is kept only for the same bytes, as a scan does.
             try await KeyConfirmation(store: store).confirm(&record, removed: [], changed: [])

@@ -110,7 +110,12 @@ extension PhotoLibrary {
     /// The file at `path` read as a scan reads it (for what it is, before anything is copied).
     private func readForImport(_ path: String) async throws -> FileRecord {
         let absolute = URL(fileURLWithPath: path).standardizedFileURL.path
-        let walked = try Self.walked(absolute, named: path)
+        return try await read(try Self.walked(absolute, named: path), named: path)
+    }
+
+    /// `walked` read as a scan reads it (hashed, parsed), off the caller's thread; a file the scan
+    /// would skip is `.invalidArgument` with the skip's reason, naming `path`.
+    func read(_ walked: WalkedFile, named path: String) async throws -> FileRecord {
         let limits = limits
         let read = await onOwnThread(named: "reel-library") { LibraryScanner.readOne(walked, limits: limits) }
         switch read {
@@ -161,15 +166,8 @@ extension PhotoLibrary {
     private func indexLivePhotoHoldingLock(still: String, movie: String) async throws -> ScanReport {
         let started = ContinuousClock.now
         var records: [FileRecord] = []
-        for path in [still, movie] {
-            let walked = try Self.walked(path, named: path)
-            let limits = limits
-            let read = await onOwnThread(named: "reel-library") { LibraryScanner.readOne(walked, limits: limits) }
-            switch read {
-            case .failure(let skip): throw LibraryError(.invalidArgument, "\(path): \(skip.reason)")
-            case .success(let found): records.append(found)
-            }
-        }
+        // The copies, read again: their own paths and stamps, and the bytes as they landed.
+        for path in [still, movie] { records.append(try await read(try Self.walked(path, named: path), named: path)) }
         var report = ScanReport(token: try await store.currentChangeToken())
         report.filesSeen = 2
         report.filesRead = 2

@@ -156,11 +156,15 @@ struct LibraryCacheCommand: AsyncParsableCommand {
             }
             let library = try library.open()
             let options = try fetch.options()
-            if submit {
-                let assets = try await LibraryCLI.mapping {
+            let album = album
+            let selected = {
+                try await LibraryCLI.mapping {
                     if let album { return try await library.fetchAssets(inCollection: album, options: options) }
                     return try await library.fetchAssets(options)
                 }
+            }
+            if submit {
+                let assets = try await selected()
                 try await LibraryCache.submit(
                     assets.map(\.localIdentifier), tiers: tiers, folder: folder, batch: batch, priority: priority,
                     maxAttempts: maxAttempts, retryFailed: retryFailed, store: storeOptions, json: json)
@@ -171,10 +175,7 @@ struct LibraryCacheCommand: AsyncParsableCommand {
             // the next.
             let token = try await LibraryCLI.mapping { try await library.currentChangeToken() }
             let invalidated = try await LibraryCache.invalidate(store, library: library)
-            let assets = try await LibraryCLI.mapping {
-                if let album { return try await library.fetchAssets(inCollection: album, options: options) }
-                return try await library.fetchAssets(options)
-            }
+            let assets = try await selected()
             let (items, withoutPhoto) = try await LibraryCache.items(assets, library: library)
             let videos = assets.filter { $0.mediaType == .video }
             let total = items.count + videos.count
@@ -188,32 +189,12 @@ struct LibraryCacheCommand: AsyncParsableCommand {
             let json = json
             // On a terminal, without --json: photos done of the total on stderr's last line.
             let terminal = !json && CLI.stderrIsTerminal ? TerminalProgress() : nil
-            let photoReport = await manager.startCachingImages(for: items, retryFailed: retryFailed) { progress in
-                Self.report(
-                    progress.item.key, progress.outcome, done: progress.done, total: total, store: store, json: json,
-                    progress: terminal)
-            }
-            // Videos: each one's first frame, decoded by FFmpeg as a poster, then tiered as a photo is.
-            var videoReport = CacheReport(total: videos.count)
-            for (index, video) in videos.enumerated() {
-                if manager.isStopped || Task.isCancelled {
-                    videoReport.stopped = videos.count - index
-                    break
-                }
-                let key = DerivativeKey(assetID: video.localIdentifier, version: String(video.contentHash.prefix(16)))
-                let outcome = await LibraryCache.cachePoster(
-                    video, key: key, library: library, manager: manager, retryFailed: retryFailed)
-                videoReport.count(outcome)
-                Self.report(
-                    key, outcome, done: items.count + index + 1, total: total, store: store, json: json,
-                    progress: terminal)
+            let report = await LibraryCache.cache(
+                items, videos: videos, library: library, manager: manager, retryFailed: retryFailed
+            ) { key, outcome, done in
+                Self.report(key, outcome, done: done, total: total, store: store, json: json, progress: terminal)
             }
             terminal?.clear()
-            if photoReport.stopped > 0 { videoReport.stopped = videos.count }
-            let report = CacheReport(
-                total: photoReport.total + videoReport.total, made: photoReport.made + videoReport.made,
-                cached: photoReport.cached + videoReport.cached, failed: photoReport.failed + videoReport.failed,
-                stopped: photoReport.stopped + videoReport.stopped)
             let skipped = withoutPhoto - videos.count
             if report.stopped == 0 { try? LibraryCache.recordToken(token, in: store) }
             if json {
@@ -327,6 +308,39 @@ struct CacheFolderOption: ParsableArguments {
                 CacheItem(key: DerivativeKey(assetID: asset.localIdentifier, version: version), path: resource.path),
                 resource.type.name
             )
+        }
+
+        /// Caches `items` (photos, `concurrency` at a time) and then `videos` (each one's first frame,
+        /// decoded by FFmpeg as a poster and tiered as a photo is) with `manager`, calling `each` as each
+        /// picture is done (`done` counting up over both); the totals, with what a stop left. What
+        /// `reel library cache` and a worker's cache jobs run alike; `limits` (nil: the library's) are
+        /// what the videos are read under.
+        static func cache(
+            _ items: [CacheItem], videos: [LibraryAsset], library: PhotoLibrary, manager: CachingImageManager,
+            retryFailed: Bool, limits: InputLimits? = nil,
+            each: @escaping @Sendable (DerivativeKey, CacheOutcome, Int) -> Void
+        ) async -> CacheReport {
+            let photos = await manager.startCachingImages(for: items, retryFailed: retryFailed) { progress in
+                each(progress.item.key, progress.outcome, progress.done)
+            }
+            var report = photos
+            report.total += videos.count
+            guard photos.stopped == 0 else {
+                report.stopped += videos.count
+                return report
+            }
+            for (index, video) in videos.enumerated() {
+                if manager.isStopped || Task.isCancelled {
+                    report.stopped += videos.count - index
+                    break
+                }
+                let key = DerivativeKey(assetID: video.localIdentifier, version: String(video.contentHash.prefix(16)))
+                let outcome = await cachePoster(
+                    video, key: key, library: library, manager: manager, retryFailed: retryFailed, limits: limits)
+                report.count(outcome)
+                each(key, outcome, items.count + index + 1)
+            }
+            return report
         }
 
         /// `served` for `reel image library:<id> --resize fast`: the library and its store as the options

@@ -87,26 +87,16 @@ import Synchronization
                 maxPixels: limits.maxPhotoPixels)
             run.attach(manager)
             progress(JobItems(done: before, total: total))
-            let retryFailed = request.retryFailed ?? false
-            let photos = await manager.startCachingImages(for: items, retryFailed: retryFailed) { step in
-                if case .failed(let reason) = step.outcome {
-                    failures.withLock { $0.append(.init(localIdentifier: step.item.key.assetID, reason: reason)) }
-                }
-                progress(JobItems(done: before + step.done, total: total))
-            }
-            var report = photos
-            for video in videos {
-                if run.isStopped { throw ExportError(.cancelled, "the cache job was stopped") }
-                let key = DerivativeKey(assetID: video.localIdentifier, version: String(video.contentHash.prefix(16)))
-                let outcome = await LibraryCache.cachePoster(
-                    video, key: key, library: library, manager: manager, retryFailed: retryFailed, limits: limits)
-                report.count(outcome)
+            let report = await LibraryCache.cache(
+                items, videos: videos, library: library, manager: manager, retryFailed: request.retryFailed ?? false,
+                limits: limits
+            ) { key, outcome, done in
                 if case .failed(let reason) = outcome {
-                    failures.withLock { $0.append(.init(localIdentifier: video.localIdentifier, reason: reason)) }
+                    failures.withLock { $0.append(.init(localIdentifier: key.assetID, reason: reason)) }
                 }
-                progress(JobItems(done: before + report.done, total: total))
+                progress(JobItems(done: before + done, total: total))
             }
-            if photos.stopped > 0 || run.isStopped { throw ExportError(.cancelled, "the cache job was stopped") }
+            if report.stopped > 0 || run.isStopped { throw ExportError(.cancelled, "the cache job was stopped") }
             result.made = report.made
             result.cached = report.cached
             result.failed = report.failed

@@ -1,4 +1,5 @@
 import Foundation
+import ReelExport
 import ReelImage
 import Synchronization
 import TestSupport
@@ -23,6 +24,12 @@ struct PhotoTierTests {
             }
         }
         return pixels
+    }
+
+    /// A queued cache job names its tiers before any worker sees them (`PhotoCacheRequest.check()`, in
+    /// ReelExport, which does not link libvips): the names it accepts are the tiers a worker makes.
+    @Test func cacheJobsNameTheTiersThereAre() {
+        #expect(PhotoCacheRequest.tierNames == PhotoTier.standard.map(\.name))
     }
 
     @Test func thumbHashMatchesTheReferenceEncoder() throws {

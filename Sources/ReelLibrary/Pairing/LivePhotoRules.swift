@@ -15,7 +15,7 @@ public enum LivePhotoRules {
     /// lasts about 3 s (1.5 s either side of the still); 5 s is the inferred rule's bound, so nothing
     /// imported as a Live Photo is longer than a movie the scan itself would pair. PhotoKit documents
     /// no number, only that the movie is a Live Photo's short one; a longer clip is a video.
-    public static let importedMaxDuration = 5.0
+    public static let importedMaxDuration = inferredMaxDuration
     /// Largest gap between the two capture times of an inferred pair, in seconds.
     public static let inferredMaxGap = 5.0
     /// Most candidates a scan considers for one identifier: ten thousand files claiming one

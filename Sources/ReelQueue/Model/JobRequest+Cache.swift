@@ -20,20 +20,12 @@ extension JobRequest {
                 .invalidArgument, "a cache job needs cache.cacheFolder: the derivative store its workers share")
         }
         var cache = cache
-        let folder =
-            (named.hasPrefix("/") ? URL(fileURLWithPath: named) : workingDirectory.appendingPathComponent(named))
-            .standardizedFileURL
+        let folder = JobRequest.absolute(named, in: workingDirectory)
         cache.cacheFolder = folder.path
         cache.sizes = cache.tiers
         try cache.check()
         if let key { try JobSpec.checkKey(key) }
-        let attempts = maxAttempts ?? JobSpec.defaultAttempts
-        guard JobSpec.attemptLimits.contains(attempts) else {
-            throw ExportError(
-                .invalidArgument,
-                "max attempts must be between \(JobSpec.attemptLimits.lowerBound) and \(JobSpec.attemptLimits.upperBound), not \(attempts)"
-            )
-        }
+        let attempts = try JobSpec.checkedAttempts(maxAttempts)
         var spec = JobSpec(
             asset: asset, preset: JobSpec.cacheName, outputType: .mp4,
             output: folder.appendingPathComponent("jobs/{id}.json").path, priority: priority ?? 0, key: key,

@@ -32,17 +32,8 @@ extension JobRequest {
         if let source, thumbnails.asksNoTimes, source.stillImageTime != nil { thumbnails.at = ["still"] }
         let checked = try thumbnails.check()
         if let key { try JobSpec.checkKey(key) }
-        let attempts = maxAttempts ?? JobSpec.defaultAttempts
-        guard JobSpec.attemptLimits.contains(attempts) else {
-            throw ExportError(
-                .invalidArgument,
-                "max attempts must be between \(JobSpec.attemptLimits.lowerBound) and \(JobSpec.attemptLimits.upperBound), not \(attempts)"
-            )
-        }
-        func absolute(_ path: String) -> URL {
-            (path.hasPrefix("/") ? URL(fileURLWithPath: path) : workingDirectory.appendingPathComponent(path))
-                .standardizedFileURL
-        }
+        let attempts = try JobSpec.checkedAttempts(maxAttempts)
+        func absolute(_ path: String) -> URL { JobRequest.absolute(path, in: workingDirectory) }
         let assetURL = source.map { URL(fileURLWithPath: $0.path) } ?? absolute(asset)
         let outputURL: URL
         if let output = export.output {

@@ -124,23 +124,14 @@ public struct JobRequest: Sendable, Codable, Equatable {
         }
         let settings = try export.resolve(presets: presets)
         try export.checkResource(asset: asset)
-        func absolute(_ path: String) -> URL {
-            (path.hasPrefix("/") ? URL(fileURLWithPath: path) : workingDirectory.appendingPathComponent(path))
-                .standardizedFileURL
-        }
+        func absolute(_ path: String) -> URL { JobRequest.absolute(path, in: workingDirectory) }
         if LibraryReference.identifier(in: asset) != nil, librarySource == nil {
             throw ExportError(.invalidArgument, "\(asset) names a library asset, and no library resolved it")
         }
         let source = LibraryReference.identifier(in: asset) != nil ? librarySource : nil
         let assetURL = source.map { URL(fileURLWithPath: $0.path) } ?? absolute(asset)
         if let key { try JobSpec.checkKey(key) }
-        let attempts = maxAttempts ?? JobSpec.defaultAttempts
-        guard JobSpec.attemptLimits.contains(attempts) else {
-            throw ExportError(
-                .invalidArgument,
-                "max attempts must be between \(JobSpec.attemptLimits.lowerBound) and \(JobSpec.attemptLimits.upperBound), not \(attempts)"
-            )
-        }
+        let attempts = try JobSpec.checkedAttempts(maxAttempts)
         let outputURL: URL
         if let output = export.output {
             if outputDir != nil { throw ExportError(.invalidArgument, "give output or outputDir, not both") }
@@ -196,10 +187,31 @@ public struct JobRequest: Sendable, Codable, Equatable {
         ExportRequest.keys)
 }
 
+extension JobRequest {
+    /// `path` as a URL, taken from `workingDirectory` when relative, standardized.
+    static func absolute(_ path: String, in workingDirectory: URL) -> URL {
+        (path.hasPrefix("/") ? URL(fileURLWithPath: path) : workingDirectory.appendingPathComponent(path))
+            .standardizedFileURL
+    }
+}
+
 extension JobSpec {
     /// Attempts a job may be given (`maxAttempts`, `--max-attempts`).
     public static let attemptLimits = 1...20
     public static let defaultAttempts = 3
+
+    /// The attempts a request asks for (the default when none), or `invalid-argument` when outside
+    /// `attemptLimits`.
+    static func checkedAttempts(_ asked: Int?) throws(ExportError) -> Int {
+        let attempts = asked ?? defaultAttempts
+        guard attemptLimits.contains(attempts) else {
+            throw ExportError(
+                .invalidArgument,
+                "max attempts must be between \(attemptLimits.lowerBound) and \(attemptLimits.upperBound), not \(attempts)"
+            )
+        }
+        return attempts
+    }
 
     /// Whether `key` is a valid idempotency key: 1 to 100 bytes of UTF-8.
     public static func isValidKey(_ key: String) -> Bool { (1...100).contains(key.utf8.count) }
