@@ -1,15 +1,7 @@
-// dladdr (libvips's own folder, where its modules are).
-#define _GNU_SOURCE
 #include "vipsshim.h"
 
-#include <dlfcn.h>
-#include <limits.h>
 #include <pthread.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 #include <libheif/heif.h>
 #include <vips/vips.h>
 
@@ -34,63 +26,8 @@ static void ignore_log(const gchar *domain, GLogLevelFlags level, const gchar *m
     (void)data;
 }
 
-/// The module folder libvips would load, `<libvips's own folder>/vips-modules-<major>.<minor>`, into
-/// `folder`; 0 when found.
-static int system_module_folder(char *folder, size_t size) {
-    Dl_info info;
-    if (dladdr((void *)vips_init, &info) == 0 || info.dli_fname == NULL) return -1;
-    const char *slash = strrchr(info.dli_fname, '/');
-    if (slash == NULL) return -1;
-    int length = snprintf(folder, size, "%.*s/vips-modules-%d.%d", (int)(slash - info.dli_fname), info.dli_fname,
-        vips_version(0), vips_version(1));
-    return length > 0 && (size_t)length < size ? 0 : -1;
-}
-
-/// Starts libvips with its HEIF module only. libvips loads every module of its libdir
-/// (`$VIPSHOME/<lib folder>/vips-modules-X.Y`) at start: besides HEIF (heifload, and heifsave for AVIF),
-/// Debian's are ImageMagick, poppler, OpenSlide and JPEG XL, whose loaders Reel blocks anyway, and
-/// loading them and their libraries took about 120 ms of every process's first photo (measured on
-/// the debug build, `reel image` of a HEIC: 217-246 ms against 96-109 ms). So for this start only,
-/// VIPSHOME names a private folder (mkdtemp, this user's alone) holding a link to the system's HEIF
-/// module, and the folder is removed once libvips has loaded it. VIPSHOME is then put back as it was
-/// (libvips sets it itself when it is unset, so processes Reel starts see what they saw before). A
-/// caller that set VIPSHOME keeps its modules; when anything here fails, libvips starts as usual.
-static int start_with_heif_module_only(void) {
-    if (getenv("VIPSHOME") != NULL) return VIPS_INIT("reel");
-    char modules[PATH_MAX], heif[PATH_MAX];
-    if (system_module_folder(modules, sizeof modules) != 0
-        || snprintf(heif, sizeof heif, "%s/vips-heif.so", modules) >= (int)sizeof heif || access(heif, R_OK) != 0) {
-        return VIPS_INIT("reel");
-    }
-    const char *tmp = getenv("TMPDIR");
-    char home[PATH_MAX], lib[PATH_MAX], private_modules[PATH_MAX], link[PATH_MAX];
-    if (snprintf(home, sizeof home, "%s/reel-vips-XXXXXX", tmp != NULL && tmp[0] == '/' ? tmp : "/tmp")
-            >= (int)sizeof home
-        || mkdtemp(home) == NULL) {
-        return VIPS_INIT("reel");
-    }
-    // libvips takes its libdir as the prefix and the last part of its own configured libdir
-    // (`/usr/lib/x86_64-linux-gnu` → `$VIPSHOME/x86_64-linux-gnu`): the folder its library is in.
-    const char *modules_slash = strrchr(modules, '/');
-    const char *folder_end = modules_slash;
-    const char *folder_start = modules_slash;
-    while (folder_start > modules && folder_start[-1] != '/') folder_start--;
-    snprintf(lib, sizeof lib, "%s/%.*s", home, (int)(folder_end - folder_start), folder_start);
-    snprintf(private_modules, sizeof private_modules, "%s/vips-modules-%d.%d", lib, vips_version(0), vips_version(1));
-    snprintf(link, sizeof link, "%s/vips-heif.so", private_modules);
-    int ready = mkdir(lib, 0700) == 0 && mkdir(private_modules, 0700) == 0 && symlink(heif, link) == 0;
-    if (ready) setenv("VIPSHOME", home, 1);
-    int status = VIPS_INIT("reel");
-    if (ready) unsetenv("VIPSHOME");
-    unlink(link);
-    rmdir(private_modules);
-    rmdir(lib);
-    rmdir(home);
-    return status;
-}
-
 static void start_once(void) {
-    if (start_with_heif_module_only() != 0) {
+    if (VIPS_INIT("reel") != 0) {
         started_status = -1;
         return;
     }
