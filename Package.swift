@@ -21,7 +21,8 @@ let package = Package(
         .trait(name: "Server", description: "The worker's HTTP side (ReelServer): Hummingbird, swift-prometheus."),
         .trait(name: "PhotoLibrary", description: "The photo library's index (ReelLibrary): GRDB and SQLite."),
         .trait(name: "Photos", description: "Photos in `reel` (ReelImage): libvips and libheif, C libraries."),
-        .default(enabledTraits: ["Fleet", "Server", "PhotoLibrary", "Photos"]),
+        .trait(name: "Remote", description: "Assets named by an http(s) URL (ReelRemote): async-http-client."),
+        .default(enabledTraits: ["Fleet", "Server", "PhotoLibrary", "Photos", "Remote"]),
     ],
     // Every dependency is pinned with `exact:` (PinTests checks it against the resolved graph): the
     // reproducibility a committed Package.resolved would give, without commit ids that exist only in
@@ -42,6 +43,8 @@ let package = Package(
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", exact: "1.5.0"),
         // The photo library's embedded store (ReelLibrary only): SQLite through GRDB, WAL, migrations.
         .package(url: "https://github.com/groue/GRDB.swift", exact: "7.10.0"),
+        // Remote assets (ReelRemote only): HEAD, ranged GETs and uploads over HTTP/1.1 and TLS.
+        .package(url: "https://github.com/swift-server/async-http-client", exact: "1.37.0"),
     ],
     targets: [
         // FFmpeg 5.1's libraries and headers, as Debian 12 ships them; the module map links every library.
@@ -142,6 +145,20 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // Assets named by an http(s) URL: the download phase (HEAD, a resumable ranged GET into a
+        // partial file, SHA-256 and size checked before any decoding, a download cache) under a network
+        // policy that refuses private addresses by the address it connects to. The one module that
+        // imports async-http-client, behind the Remote trait.
+        .target(
+            name: "ReelRemote",
+            dependencies: [
+                "ReelExport", "ReelMedia", "ReelSystem",
+                .product(name: "AsyncHTTPClient", package: "async-http-client", condition: .when(traits: ["Remote"])),
+                .product(name: "NIOCore", package: "swift-nio", condition: .when(traits: ["Remote"])),
+                .product(name: "NIOHTTP1", package: "swift-nio", condition: .when(traits: ["Remote"])),
+                .product(name: "NIOSSL", package: "swift-nio-ssl", condition: .when(traits: ["Remote"])),
+            ]
+        ),
         .executableTarget(
             name: "reel",
             dependencies: [
@@ -156,6 +173,7 @@ let package = Package(
                 .target(name: "ReelFleet", condition: .when(traits: ["Fleet"])),
                 .target(name: "ReelServer", condition: .when(traits: ["Server"])),
                 .target(name: "ReelImage", condition: .when(traits: ["Photos"])),
+                .target(name: "ReelRemote", condition: .when(traits: ["Remote"])),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -206,6 +224,9 @@ let package = Package(
         // and `export` of photos.
         .testTarget(name: "ReelImageTests", dependencies: ["ReelImage", "ReelMedia", "ReelExport", "TestSupport"]),
         .testTarget(name: "ReelBoxesTests", dependencies: ["ReelBoxes", "ReelSystem", "TestSupport"]),
+        // The network policy's address ranges and URL rules; SHA-256 against sha256sum. (Downloads
+        // themselves are tested through `reel` against nginx, in ReelCLITests.)
+        .testTarget(name: "ReelRemoteTests", dependencies: ["ReelRemote", "ReelExport", "ReelMedia", "TestSupport"]),
         // The base: the atomic writer's rules, on file systems with and without RENAME_NOREPLACE and links.
         .testTarget(name: "ReelSystemTests", dependencies: ["ReelSystem", "TestSupport"]),
         // Fields against exiftool and ffprobe, pairing, scans, resources, hostile files, `reel library`.

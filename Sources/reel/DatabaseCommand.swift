@@ -3,6 +3,7 @@ import Foundation
 import ReelExport
 import ReelLibrary
 import ReelQueue
+
 #if Fleet
     import ReelFleet
     import ReelLibraryFleet

@@ -35,16 +35,17 @@ enum ExitStatus: Int32, CaseIterable, Sendable {
                 + " stalled, or an internal failure"
         case .timedOut: "`wait --timeout` ran out"
         case .usage:
-            "bad arguments, unknown or invalid preset, a library predicate or change token Reel does not accept"
+            "bad arguments, unknown or invalid preset, a library predicate or change token Reel does not accept, a URL"
+                + " asset without --network-access"
         case .badInput:
             "bad or incompatible input (unreadable, not media, over a limit, preset and type do not fit, no video for"
                 + " a video preset, a photo given to a video command; a library asset, resource or album the library"
                 + " does not have, or a file that changed since it was scanned; a still and a movie `library import"
-                + " --live` cannot pair)"
+                + " --live` cannot pair; a URL the network policy refuses, or a download that is not the bytes named)"
         case .noInput: "`submit --manifest <file>`: the manifest cannot be read (missing, a folder, no permission)"
         case .unavailable:
             "the queue's store is unavailable (no spool where one is needed, permissions, database away), or the"
-                + " photo library's"
+                + " photo library's; a remote asset's download failed (what arrived is kept, and the next run resumes)"
         case .outputProblem:
             "output problems (folder missing, not writable, file exists, disk full; a library resource that cannot be"
                 + " written out)"
@@ -76,7 +77,8 @@ enum ExitStatus: Int32, CaseIterable, Sendable {
         .invalidArgument: .usage, .unknownPreset: .usage, .invalidPreset: .usage,
         .unreadableInput: .badInput, .unsupportedCodec: .badInput, .incompatiblePreset: .badInput,
         .noVideo: .badInput, .limitExceeded: .badInput, .unknownAsset: .badInput, .assetChanged: .badInput,
-        .photoNotVideo: .badInput,
+        .photoNotVideo: .badInput, .urlRefused: .badInput, .checksumMismatch: .badInput,
+        .networkAccessRequired: .usage, .downloadFailed: .unavailable,
         .noSpace: .outputProblem, .outputFailed: .outputProblem, .outputExists: .outputProblem,
         .cancelled: .cancelled,
         .outputInvalid: .failure, .stalled: .failure, .saveFailed: .failure, .internal: .failure,

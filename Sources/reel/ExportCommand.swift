@@ -12,8 +12,12 @@ struct ExportCommand: AsyncParsableCommand {
     @OptionGroup var presetOptions: PresetOptions
     @OptionGroup var input: InputOptions
     @OptionGroup var library: LibraryOptions
+    @OptionGroup(title: "Remote assets") var remote: RemoteOptions
 
-    @Argument(help: "The media file to export, or library:<localIdentifier> for an asset of the library.")
+    @Argument(
+        help:
+            "The media file to export, library:<localIdentifier> for an asset of the library, or an https URL (with --network-access)."
+    )
     var asset: String
 
     @OptionGroup(title: ExportOptions.title) var options: ExportOptions
@@ -70,9 +74,23 @@ struct ExportCommand: AsyncParsableCommand {
     private func runExport() async throws {
         let presets = try presetOptions.prepare(global)
         let limits = input.limits
-        // Mistakes in the request fail before the asset is even opened.
+        // Mistakes in the request fail before the asset is even opened (or downloaded).
         let settings = try options.request.resolve(presets: presets)
         try options.request.checkResource(asset: asset)
+        // A URL is downloaded first (its own phase); the export then reads the local copy.
+        let local = try await LocalInput.resolve(asset, remote: remote, limits: limits, json: json)
+        defer { local.cleanUp() }
+        do {
+            try await export(local, presets: presets, settings: settings, limits: local.limits(limits))
+        } catch {
+            // Messages name the URL (without its query), never the download cache's file.
+            throw local.rename(error)
+        }
+    }
+
+    private func export(_ local: LocalInput, presets: PresetLibrary, settings: ExportSettings, limits: InputLimits)
+        async throws
+    {
         let metadataDefault = try MetadataDefault.fromEnvironment() ?? .keep
         let link = library.link(limits: limits, queueDatabase: StoreOptions.environmentDatabaseURL)
         // A library asset is the file (or a Motion Photo's byte range) the library says, checked to be
@@ -84,7 +102,7 @@ struct ExportCommand: AsyncParsableCommand {
             try resolved.checkUnchanged()
             source = resolved
         }
-        let assetURL = source.map { URL(fileURLWithPath: $0.path) } ?? URL(fileURLWithPath: asset)
+        let assetURL = source.map { URL(fileURLWithPath: $0.path) } ?? URL(fileURLWithPath: local.path)
         let probed = try await Asset.load(assetURL, byteRange: source?.byteRange?.range, limits: limits)
         let session = try ExportSession(
             asset: probed, presetName: settings.preset.name, presets: presets, limits: limits)
@@ -104,9 +122,10 @@ struct ExportCommand: AsyncParsableCommand {
                 settings.ladder != nil && $0.hasSuffix("/") ? String($0.dropLast()) : $0
             }
                 ?? (settings.ladder.map {
-                    OutputNaming.ladderFolder(asset: named ?? assetURL, ladder: $0, preset: session.preset)
+                    OutputNaming.ladderFolder(asset: named ?? local.naming, ladder: $0, preset: session.preset)
                 }
-                    ?? OutputNaming.file(asset: named ?? assetURL, preset: session.preset, type: settings.outputType)))
+                    ?? OutputNaming.file(
+                        asset: named ?? local.naming, preset: session.preset, type: settings.outputType)))
         session.outputURL = destination
         // Decide compatibility before any work, so an impossible export fails at once.
         let plan = try session.determineCompatibility()

@@ -18,10 +18,12 @@ struct ImageCommand: AsyncParsableCommand {
     @OptionGroup var input: InputOptions
     @OptionGroup var library: LibraryOptions
     @OptionGroup var cache: CacheFolderOption
+    @OptionGroup(title: "Remote assets") var remote: RemoteOptions
 
     @Argument(
         help:
-            "The photo file, or library:<localIdentifier> for a photo of the library (a Live or Motion Photo's still).")
+            "The photo file, library:<localIdentifier> for a photo of the library (a Live or Motion Photo's still), or an https URL (with --network-access)."
+    )
     var asset: String
 
     @Option(
@@ -225,15 +227,27 @@ struct ImageCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let started = ContinuousClock.now
         global.bootstrapLogging()
+        let local = try await LocalInput.resolve(asset, remote: remote, limits: input.limits, json: false)
+        defer { local.cleanUp() }
+        var command = self
+        command.asset = local.path
+        do {
+            try await command.render(local.limits(input.limits))
+        } catch {
+            throw local.rename(error)
+        }
+    }
+
+    private func render(_ limits: InputLimits) async throws {
+        let started = ContinuousClock.now
         #if Photos
             // A library asset is its photo resource (a Live or Motion Photo's still), checked to be
             // the file the library indexed.
             var path = asset
             let identifier = LibraryReference.identifier(in: asset)
             var resource: String?
-            let link = library.link(limits: input.limits, queueDatabase: StoreOptions.environmentDatabaseURL)
+            let link = library.link(limits: limits, queueDatabase: StoreOptions.environmentDatabaseURL)
             // The library a save goes to is opened before any work: one that cannot be opened fails at once.
             if identifier != nil || saveToLibrary { try link.openNow() }
             if let identifier {
@@ -307,7 +321,7 @@ struct ImageCommand: AsyncParsableCommand {
             // A library photo's fast request: a tier `reel library cache` made, without decoding the photo.
             if let identifier, options.resizeMode == .fast,
                 let served = try await LibraryCache.served(
-                    identifier, resource: resource, library: library, cache: cache, limits: input.limits,
+                    identifier, resource: resource, library: library, cache: cache, limits: limits,
                     targetSize: box == (0, 0) ? .maximum : ImageTargetSize(width: box.0, height: box.1),
                     contentMode: contentMode == "fill" ? .aspectFill : .aspectFit, options: options)
             {
@@ -320,7 +334,7 @@ struct ImageCommand: AsyncParsableCommand {
             // cannot be made, gets the final image alone.
             var wroteDegraded = false
             if delivery != Delivery.highQuality.rawValue,
-                let quick = try? await PhotoInput.renderDegraded(path, options, limits: input.limits)
+                let quick = try? await PhotoInput.renderDegraded(path, options, limits: limits)
             {
                 try AtomicFile.write(quick.data, to: file, overwrite: overwrite)
                 report(quick)
@@ -329,7 +343,7 @@ struct ImageCommand: AsyncParsableCommand {
             }
             let image: RenderedPhoto
             do {
-                image = try await PhotoInput.render(path, options, limits: input.limits)
+                image = try await PhotoInput.render(path, options, limits: limits)
                 try AtomicFile.write(image.data, to: file, overwrite: overwrite || wroteDegraded)
             } catch {
                 // No degraded picture is left standing for a request that failed.

@@ -13,6 +13,8 @@ enum LeftOut {
     case server
     /// Photos (ReelImage, libvips): `reel probe` and `reel thumbnail` of a photo.
     case photos
+    /// Remote assets (ReelRemote, async-http-client): an http(s) URL as the asset.
+    case remote
 
     var failure: CLIFailure {
         let (what, trait) =
@@ -20,6 +22,7 @@ enum LeftOut {
             case .fleet: ("the fleet's PostgreSQL store (--store, REEL_STORE, reel db)", "Fleet")
             case .server: ("the ops server (--metrics-port)", "Server")
             case .photos: ("photos (libvips: probing and rendering HEIC, JPEG, PNG, WebP, AVIF, GIF)", "Photos")
+            case .remote: ("remote assets (an http or https URL as the asset)", "Remote")
             }
         return CLIFailure(
             message:

@@ -13,8 +13,9 @@ struct ProbeCommand: AsyncParsableCommand {
 
     @OptionGroup var global: GlobalOptions
     @OptionGroup var input: InputOptions
+    @OptionGroup(title: "Remote assets") var remote: RemoteOptions
 
-    @Argument(help: "The media file to probe.")
+    @Argument(help: "The media file to probe, or an https URL (with --network-access).")
     var asset: String
 
     @Flag(name: .long, help: "Print JSON.")
@@ -22,11 +23,23 @@ struct ProbeCommand: AsyncParsableCommand {
 
     func run() async throws {
         global.bootstrapLogging()
-        if let photo = PhotoInput.signature(asset) {
-            return try await probePhoto(photo)
+        let local = try await LocalInput.resolve(asset, remote: remote, limits: input.limits, json: false)
+        defer { local.cleanUp() }
+        do {
+            try await probe(local)
+        } catch {
+            throw local.rename(error)
         }
-        let probed = try await Asset.load(URL(fileURLWithPath: asset), limits: input.limits)
-        let report = ProbeReport(probed)
+    }
+
+    private func probe(_ local: LocalInput) async throws {
+        let limits = local.limits(input.limits)
+        if let photo = PhotoInput.signature(local.path) {
+            return try await probePhoto(photo, local, limits: limits)
+        }
+        let probed = try await Asset.load(URL(fileURLWithPath: local.path), limits: limits)
+        var report = ProbeReport(probed)
+        report.path = local.shown
         if json {
             CLI.printLine(String(decoding: try JSONCoding.prettyEncoder.encode(report), as: UTF8.self))
         } else {
@@ -39,10 +52,11 @@ extension ProbeCommand {
     /// A photo: its picture as ReelImage (libvips, libheif) reads it, and its metadata as the photo
     /// library's parsers read it when indexing (capture date with its zone, location, device, content
     /// identifier).
-    func probePhoto(_ photo: PhotoSignature) async throws {
+    func probePhoto(_ photo: PhotoSignature, _ local: LocalInput, limits: InputLimits) async throws {
         #if Photos
-            let info = try await PhotoInput.info(asset, limits: input.limits)
-            let report = PhotoProbeReport(path: asset, info: info, facts: PhotoProbeReport.facts(asset, input.limits))
+            let info = try await PhotoInput.info(local.path, limits: limits)
+            let report = PhotoProbeReport(
+                path: local.shown, info: info, facts: PhotoProbeReport.facts(local.path, limits))
             if json {
                 CLI.printLine(String(decoding: try JSONCoding.prettyEncoder.encode(report), as: UTF8.self))
             } else {

@@ -19,6 +19,7 @@ struct ThumbnailCommand: AsyncParsableCommand {
 
     @OptionGroup var global: GlobalOptions
     @OptionGroup var input: InputOptions
+    @OptionGroup(title: "Remote assets") var remote: RemoteOptions
     @OptionGroup var library: LibraryOptions
 
     @Argument(
@@ -169,7 +170,26 @@ struct ThumbnailCommand: AsyncParsableCommand {
 
     func run() async throws {
         global.bootstrapLogging()
-        let limits = input.limits
+        if submit && RemoteURLText.isRemote(asset) {
+            throw CLIFailure(
+                message: "a URL cannot be queued yet: `reel thumbnail <url> --network-access` runs in the foreground",
+                exitStatus: .usage)
+        }
+        let local = try await LocalInput.resolve(asset, remote: remote, limits: input.limits, json: false)
+        defer { local.cleanUp() }
+        var command = self
+        command.asset = local.path
+        do {
+            try await command.run(local)
+        } catch {
+            throw local.rename(error)
+        }
+    }
+
+    private func run(_ local: LocalInput) async throws {
+        let limits = local.limits(input.limits)
+        // A download is named after its URL's file name, not the cache's.
+        let downloaded = local.path != local.shown ? local.naming : nil
         let link = library.link(limits: limits, queueDatabase: StoreOptions.environmentDatabaseURL)
         // A library asset is the file (or a Motion Photo's byte range) the library says, checked to be
         // as it was indexed; its pictures are named after the resource.
@@ -188,7 +208,7 @@ struct ThumbnailCommand: AsyncParsableCommand {
             let named = source.map {
                 URL(fileURLWithPath: photoPath).deletingLastPathComponent().appendingPathComponent($0.outputStem)
             }
-            return try await writePhoto(photo, path: photoPath, named: named, limits: limits)
+            return try await writePhoto(photo, path: photoPath, named: named ?? downloaded, limits: limits)
         }
         if submit { return try await queue(source) }
         let when: ThumbnailTimes
@@ -217,7 +237,8 @@ struct ThumbnailCommand: AsyncParsableCommand {
         }
         let assetURL = source.map { URL(fileURLWithPath: $0.path) } ?? URL(fileURLWithPath: asset)
         let named = source.map { assetURL.deletingLastPathComponent().appendingPathComponent($0.outputStem) }
-        let naming = try Naming(output: output, asset: named ?? assetURL, format: format, sheets: sheet != nil)
+        let naming = try Naming(
+            output: output, asset: named ?? downloaded ?? assetURL, format: format, sheets: sheet != nil)
         let imageFormat = naming.format
         guard imageFormat.isAvailable else {
             throw ExportError(

@@ -6,6 +6,7 @@ import ReelExport
 import ReelQueue
 import ServiceLifecycle
 import Synchronization
+
 #if Server
     import ReelServer
 #endif

@@ -63,6 +63,20 @@ public struct ExportError: Error, Sendable, Equatable, CustomStringConvertible {
         /// Saving the finished output back to the library failed (the output is in place; another
         /// attempt imports it without exporting again).
         public static let saveFailed = Code("save-failed")
+        /// The asset is an http(s) URL and network access was not allowed (`--network-access`,
+        /// `"networkAccessAllowed"`): PhotoKit's in-cloud result. Never retryable.
+        public static let networkAccessRequired = Code("network-access-required")
+        /// The network policy refuses the URL: plain http without `--allow-http`, an address that is
+        /// loopback, private, link-local or the cloud metadata service (on any redirect) without
+        /// `--allow-private-network`, too many redirects, credentials in the URL. Never retryable.
+        public static let urlRefused = Code("url-refused")
+        /// The download did not finish: the server answered with an error status, the connection failed
+        /// or timed out, or the body ended early. What was received is kept, and the next attempt
+        /// resumes from it.
+        public static let downloadFailed = Code("download-failed")
+        /// The downloaded bytes are not the ones the job named (`sha256`, `size`): checked before any
+        /// decoding, and the bytes are removed. Never retryable.
+        public static let checksumMismatch = Code("checksum-mismatch")
         /// A bug or an unexpected failure inside Reel or FFmpeg.
         public static let `internal` = Code("internal")
 
@@ -70,14 +84,15 @@ public struct ExportError: Error, Sendable, Equatable, CustomStringConvertible {
         public static let allCases: [Code] = [
             .unreadableInput, .unsupportedCodec, .incompatiblePreset, .noVideo, .limitExceeded, .photoNotVideo,
             .noSpace, .outputFailed, .outputInvalid, .cancelled, .stalled, .outputExists, .unknownPreset,
-            .invalidPreset, .invalidArgument, .unknownAsset, .assetChanged, .saveFailed, .internal,
+            .invalidPreset, .invalidArgument, .unknownAsset, .assetChanged, .saveFailed, .networkAccessRequired,
+            .urlRefused, .downloadFailed, .checksumMismatch, .internal,
         ]
 
         /// Whether a failure with this code may pass when the same export runs again, unless its cause
         /// says otherwise (`ExportError.init`): a full disk, an I/O error, a stall, an internal failure, a
         /// save back to the library.
         public var isRetryableByDefault: Bool {
-            [.noSpace, .outputFailed, .stalled, .internal, .saveFailed].contains(self)
+            [.noSpace, .outputFailed, .stalled, .internal, .saveFailed, .downloadFailed].contains(self)
         }
 
         public var description: String { rawValue }

@@ -47,6 +47,16 @@ public enum ExportEvent: Sendable, Equatable, Codable {
             fps = 0
         }
 
+        /// A remote asset's download, before the export reads it: phase `downloading`, `fraction` of its
+        /// bytes received (0 while the server has not said how many).
+        public init(downloading fraction: Double) {
+            status = .exporting
+            phase = .downloading
+            progress = (fraction * 1000).rounded() / 1000
+            frames = 0
+            fps = 0
+        }
+
         private enum CodingKeys: String, CodingKey {
             case status, phase, progress, frames, fps, etaSeconds, renditions
         }

@@ -170,6 +170,8 @@ public struct TranscodePlan: Sendable {
 /// Where an export is.
 public struct TranscodeProgress: Sendable, Equatable {
     public enum Phase: String, Sendable, Codable, CaseIterable {
+        /// Fetching a remote asset before it is read: `fraction` is then the share of its bytes received.
+        case downloading
         /// Reading, decoding, encoding and writing packets.
         case transcoding
         /// Writing the trailer; with faststart, moving the index in front of the media data.
