@@ -17,7 +17,9 @@ extension PostgresStore {
                 let id = JobStatus.newID(Date())  // only a name: the queue's order is the database's
                 var spec = spec
                 spec.output = spec.output.replacingOccurrences(of: "{id}", with: id)
-                let specJSON = try JSONCoding.text(spec)
+                // The store keeps a remote asset's query (its credential) for the workers; status
+                // files and printed statuses leave it out.
+                let specJSON = String(decoding: try RemoteAsset.storeEncoder.encode(spec), as: UTF8.self)
                 let inserted: [Row]
                 do {
                     inserted = try await self.rows(

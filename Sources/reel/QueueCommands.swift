@@ -22,6 +22,7 @@ struct WorkCommand: AsyncParsableCommand {
     @OptionGroup var input: InputOptions
     @OptionGroup var library: LibraryOptions
     @OptionGroup(title: "Running as a service") var service: ServiceOptions
+    @OptionGroup(title: "Remote assets (jobs that allow network access)") var network: NetworkPolicyOptions
 
     @Option(name: .long, help: "Jobs at once (default: one per core, at most 8).")
     var jobs: Int?
@@ -113,6 +114,10 @@ struct WorkCommand: AsyncParsableCommand {
         configuration.library = link
         #if Photos
             configuration.photoCache = WorkerPhotoCache(library: link)
+        #endif
+        #if Remote
+            // Jobs that allow network access download under this worker's policy, never a wider one.
+            configuration.remote = WorkerRemoteFetcher(fetcher: try network.fetcher())
         #endif
         // The pool runs in a ServiceGroup, with the metrics/health/status server when asked for
         // (WorkService.swift); SIGINT/SIGTERM/SIGHUP drain it, a second signal hands running jobs back.

@@ -1,14 +1,15 @@
 import ArgumentParser
 import Foundation
 import ReelExport
+import ReelQueue
 import Synchronization
 
 #if Remote
     import ReelRemote
 #endif
 
-/// `--network-access` and the policy for an asset named by an http(s) URL: what `export`, `image`,
-/// `thumbnail` and `probe` share.
+/// `--network-access`, `--sha256` and the network policy for an asset named by an http(s) URL: what
+/// `export`, `image`, `thumbnail` and `probe` share.
 struct RemoteOptions: ParsableArguments {
     @Flag(
         name: .long,
@@ -17,6 +18,19 @@ struct RemoteOptions: ParsableArguments {
     )
     var networkAccess = false
 
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "The SHA-256 the downloaded bytes must have, checked before any decoding (fails with checksum-mismatch).",
+            valueName: "hex"))
+    var sha256: String?
+
+    @OptionGroup var policy: NetworkPolicyOptions
+}
+
+/// What a download may reach and where it is kept: a command's own, or a worker's for every job it
+/// runs (`reel work`), which no job can widen.
+struct NetworkPolicyOptions: ParsableArguments {
     @Flag(name: .long, help: "Allow plain http URLs (https only otherwise).")
     var allowHttp = false
 
@@ -37,13 +51,6 @@ struct RemoteOptions: ParsableArguments {
     @Option(
         name: .long,
         help: ArgumentHelp(
-            "The SHA-256 the downloaded bytes must have, checked before any decoding (fails with checksum-mismatch).",
-            valueName: "hex"))
-    var sha256: String?
-
-    @Option(
-        name: .long,
-        help: ArgumentHelp(
             "Where downloads are kept and resumed (env REEL_DOWNLOAD_CACHE; default ~/.cache/reel/downloads).",
             valueName: "dir"))
     var downloadCache: String?
@@ -54,7 +61,49 @@ struct RemoteOptions: ParsableArguments {
             "A PEM file of certificate authorities to trust beside the system's (env REEL_CA_CERTIFICATES).",
             valueName: "file"))
     var caCertificates: String?
+
+    #if Remote
+        /// The fetcher these options describe.
+        func fetcher() throws -> RemoteFetcher {
+            var allowed: [AllowedAddress] = []
+            for text in allowPrivateAddress {
+                guard let address = AllowedAddress(parsing: text) else {
+                    throw CLIFailure(
+                        message: "--allow-private-address takes an IP address with an optional port, not '\(text)'",
+                        exitStatus: .usage)
+                }
+                allowed.append(address)
+            }
+            let policy = NetworkPolicy(
+                allowsHTTP: allowHttp, allowsPrivateNetwork: allowPrivateNetwork, allowedAddresses: allowed)
+            let environment = ProcessInfo.processInfo.environment
+            return RemoteFetcher(
+                policy: policy,
+                cache: DownloadCache(folder: downloadCache ?? DownloadCache.defaultFolder(environment: environment)),
+                trustedCertificates: caCertificates
+                    ?? environment["REEL_CA_CERTIFICATES"].flatMap {
+                        $0.isEmpty ? nil : $0
+                    })
+        }
+    #endif
 }
+
+#if Remote
+    /// A worker's downloads: its network policy and cache, for every job that allows network access.
+    struct WorkerRemoteFetcher: RemoteAssetFetcher {
+        let fetcher: RemoteFetcher
+
+        func fetch(_ asset: RemoteAsset, limits: InputLimits, progress: @escaping @Sendable (Double) -> Void)
+            async throws(ExportError) -> (path: String, temporary: Bool)
+        {
+            let source = try RemoteSource.parse(asset.fetchURL, sha256: asset.sha256, size: asset.size)
+            let file = try await fetcher.fetch(source, maximumBytes: limits.maxFileBytes) {
+                progress($0.fraction ?? 0)
+            }
+            return (file.path, file.isTemporary)
+        }
+    }
+#endif
 
 /// An asset argument made local: a URL downloaded (or found in the download cache), anything else
 /// as given.
@@ -98,7 +147,7 @@ struct LocalInput {
     static func resolve(_ asset: String, remote: RemoteOptions, limits: InputLimits, json: Bool) async throws
         -> LocalInput
     {
-        guard RemoteURLText.isRemote(asset) else {
+        guard RemoteURL.isRemote(asset) else {
             if remote.sha256 != nil {
                 throw CLIFailure(
                     message: "--sha256 checks a downloaded asset; \(asset) is not a URL", exitStatus: .usage)
@@ -112,27 +161,7 @@ struct LocalInput {
                     .networkAccessRequired,
                     "\(RemoteURL.redacted(source.url)) is remote and network access is not allowed (--network-access)")
             }
-            var allowed: [AllowedAddress] = []
-            for text in remote.allowPrivateAddress {
-                guard let address = AllowedAddress(parsing: text) else {
-                    throw CLIFailure(
-                        message: "--allow-private-address takes an IP address with an optional port, not '\(text)'",
-                        exitStatus: .usage)
-                }
-                allowed.append(address)
-            }
-            let policy = NetworkPolicy(
-                allowsHTTP: remote.allowHttp, allowsPrivateNetwork: remote.allowPrivateNetwork,
-                allowedAddresses: allowed)
-            let environment = ProcessInfo.processInfo.environment
-            let fetcher = RemoteFetcher(
-                policy: policy,
-                cache: DownloadCache(
-                    folder: remote.downloadCache ?? DownloadCache.defaultFolder(environment: environment)),
-                trustedCertificates: remote.caCertificates
-                    ?? environment["REEL_CA_CERTIFICATES"].flatMap {
-                        $0.isEmpty ? nil : $0
-                    })
+            let fetcher = try remote.policy.fetcher()
             let bar = DownloadBar(json: json, terminal: CLI.stderrIsTerminal)
             // Ctrl-C, SIGTERM and SIGHUP stop the download; what arrived stays for the next run.
             let task = Task { try await fetcher.fetch(source, maximumBytes: limits.maxFileBytes) { bar.show($0) } }
@@ -155,14 +184,6 @@ struct LocalInput {
                     "this reel was built without remote assets (the Remote trait); \(asset.split(separator: "?")[0]) cannot be fetched",
                 exitStatus: .unavailable)
         #endif
-    }
-}
-
-/// Whether an asset argument is a URL (in every build: one without the Remote trait refuses it by name).
-enum RemoteURLText {
-    static func isRemote(_ text: String) -> Bool {
-        let lower = text.prefix(8).lowercased()
-        return lower.hasPrefix("https://") || lower.hasPrefix("http://")
     }
 }
 

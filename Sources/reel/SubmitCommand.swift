@@ -13,8 +13,25 @@ struct SubmitCommand: AsyncParsableCommand {
     @OptionGroup var input: InputOptions
     @OptionGroup var library: LibraryOptions
 
-    @Argument(help: "Media files to export (one job each), or library:<localIdentifier> for assets of the library.")
+    @Argument(
+        help:
+            "Media files to export (one job each), library:<localIdentifier> for assets of the library, or https URLs (with --network-access: the worker downloads them)."
+    )
     var assets: [String] = []
+
+    @Flag(
+        name: .long,
+        help:
+            "Allow the worker to download assets named by URL (under its own network policy); without it a URL is refused with network-access-required."
+    )
+    var networkAccess = false
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "For one asset named by URL: the SHA-256 its bytes must have, checked by the worker before decoding.",
+            valueName: "hex"))
+    var sha256: String?
 
     @OptionGroup(title: ExportOptions.title) var options: ExportOptions
 
@@ -57,6 +74,7 @@ struct SubmitCommand: AsyncParsableCommand {
         if options.output != nil && assets.count > 1 {
             throw ValidationError("-o names one file; use --output-dir for several assets")
         }
+        if sha256 != nil && assets.count != 1 { throw ValidationError("--sha256 checks one asset") }
         if key != nil && assets.count > 1 {
             throw ValidationError("--key identifies one job; submit one asset per key")
         }
@@ -96,6 +114,10 @@ struct SubmitCommand: AsyncParsableCommand {
             var request = JobRequest(
                 asset: asset, export: options.request, outputDir: outputDir, priority: priority, key: key,
                 maxAttempts: maxAttempts)
+            if RemoteURL.isRemote(asset) {
+                request.networkAccessAllowed = networkAccess
+                request.sha256 = sha256
+            }
             do throws(ExportError) {
                 try await request.resolveLibraryAsset(in: link)
                 specs.append(
@@ -103,7 +125,7 @@ struct SubmitCommand: AsyncParsableCommand {
                         presets: presets, limits: limits, workingDirectory: workingDirectory,
                         metadataDefault: metadataDefault))
             } catch {
-                refusals.append((asset, nil, error))
+                refusals.append((RemoteURL.shown(asset), nil, error))
             }
         }
         // Where the worker will write: refused now when the worker is this user and cannot, else a

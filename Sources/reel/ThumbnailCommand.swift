@@ -170,7 +170,7 @@ struct ThumbnailCommand: AsyncParsableCommand {
 
     func run() async throws {
         global.bootstrapLogging()
-        if submit && RemoteURLText.isRemote(asset) {
+        if submit && RemoteURL.isRemote(asset) {
             throw CLIFailure(
                 message: "a URL cannot be queued yet: `reel thumbnail <url> --network-access` runs in the foreground",
                 exitStatus: .usage)

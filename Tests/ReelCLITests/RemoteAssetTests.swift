@@ -309,4 +309,76 @@ struct RemoteAssetTests {
         let picture = try await ProbedFile.probe(image).video
         #expect(picture?.width == 200 && picture?.height == 150, "\(String(describing: picture))")
     }
+
+    @Test func aQueuedJobDownloadsUnderTheWorkersPolicyAndNoStatusFileHoldsTheSignature() async throws {
+        let server = try await NginxServer.shared()
+        try server.publish(try Data(contentsOf: try await Fixtures.url(Fixtures.landscape)), as: "queue/clip.mp4")
+        let spool = Fixtures.scratchFolder("remote-spool")
+        let outputs = Fixtures.scratchFolder("remote-out")
+        let cache = Fixtures.scratchFolder("remote-cache")
+        let environment = ["REEL_SPOOL": spool.path]
+        let url = "\(server.base)/queue/clip.mp4?\(Self.secret)"
+        var said = ""
+        func reel(_ arguments: [String]) async throws -> ToolResult {
+            let result = try await ReelBinary.run(arguments, environment: environment)
+            said += result.stdout + result.stderr
+            return result
+        }
+        func submitted(_ result: ToolResult) throws -> String {
+            let object = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any]
+            return try #require(object?["id"] as? String, "\(result.stdout)\(result.stderr)")
+        }
+        func status(_ id: String) throws -> [String: Any] {
+            let data = try Data(contentsOf: spool.appendingPathComponent("status/\(id).json"))
+            return try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        }
+
+        // The job must allow the download: refused at submit otherwise, as PhotoKit's in-cloud result.
+        let refused = try await reel(["submit", url, "--preset", "640x480", "--output-dir", outputs.path, "--json"])
+        #expect(refused.status == 64, "\(refused.stdout)\(refused.stderr)")
+        #expect(refused.stdout.contains("network-access-required"), "\(refused.stdout)")
+
+        // Allowed by the job, refused by a worker whose policy keeps to public https: failed for good.
+        let strict = try submitted(
+            try await reel([
+                "submit", url, "--preset", "640x480", "-o", outputs.path + "/strict.mp4", "--network-access", "--json",
+            ]))
+        let strictWorker = try await reel(["work", "--drain", "--download-cache", cache.path])
+        #expect(strictWorker.status == 0, "\(strictWorker.stderr)")
+        let failed = try status(strict)
+        #expect(failed["state"] as? String == "failed", "\(failed)")
+        #expect((failed["error"] as? [String: Any])?["code"] as? String == "url-refused", "\(failed)")
+
+        // A worker that allows the server: the job downloads (resumable, cached) and completes.
+        let good = try submitted(
+            try await reel([
+                "submit", url, "--preset", "640x480", "--output-dir", outputs.path, "--network-access", "--json",
+            ]))
+        let worker = try await reel([
+            "work", "--drain", "--download-cache", cache.path, "--allow-http", "--allow-private-address",
+            "127.0.0.1:\(server.port)",
+        ])
+        #expect(worker.status == 0, "\(worker.stderr)")
+        let done = try status(good)
+        #expect(done["state"] as? String == "completed", "\(done)")
+        #expect(done["asset"] as? String == "\(server.base)/queue/clip.mp4")
+        let output = try #require(done["output"] as? String)
+        #expect(output.hasSuffix("/clip.640x480.\(good).mp4"), "named after the URL's file: \(output)")
+        let probed = try await ProbedFile.probe(URL(fileURLWithPath: output))
+        #expect(probed.video?.width == 640 && abs((probed.format.durationSeconds ?? 0) - 1) < 0.1)
+
+        // The signature is in the spool's credential file (mode 0600), in no status file and in no
+        // output of any command.
+        for name in try FileManager.default.contentsOfDirectory(atPath: spool.path + "/status") {
+            let text = try String(contentsOfFile: spool.path + "/status/" + name, encoding: .utf8)
+            #expect(!text.contains("SECRET"), "\(name) holds the signature")
+        }
+        let credential = spool.path + "/jobs/\(good).credential"
+        #expect(try String(contentsOfFile: credential, encoding: .utf8) == Self.secret)
+        let mode = try FileManager.default.attributesOfItem(atPath: credential)[.posixPermissions] as? Int
+        #expect(mode == 0o600)
+        let shown = try await reel(["status", good, "--json"])
+        #expect(shown.status == 0 && shown.stdout.contains("\"hasQuery\":true"), "\(shown.stdout)")
+        #expect(!said.contains("SECRET"), "a command showed the signature")
+    }
 }

@@ -80,6 +80,13 @@ public struct JobSpec: Sendable, Codable, Equatable {
     /// library, `output` the job's report in the derivative store (`<folder>/jobs/<id>.json`), and
     /// `preset` reads `cache`; nil in specs written before the field existed.
     public var cache: PhotoCacheRequest? = nil
+    /// An asset named by URL (`RemoteAsset`): `asset` is then that URL without its query, and the
+    /// worker downloads it before the export; nil for a path or a library asset.
+    public var remote: RemoteAsset? = nil
+    /// Whether the client allowed the download of a remote asset (`--network-access`,
+    /// `"networkAccessAllowed"`): PhotoKit's `isNetworkAccessAllowed`. What it may reach is the
+    /// worker's policy, which no job can widen.
+    public var networkAccessAllowed: Bool = false
     /// What `submit` could not check for the worker and warned of (an output folder this user cannot
     /// write, which a worker running as another user may): kept with the job, so its status file and
     /// `reel status` say it; empty in specs written before the field existed.
@@ -113,6 +120,7 @@ extension JobSpec {
         case asset, preset, outputType, output, priority, key, timeRange, metadata, optimizeForNetwork, maxAttempts
         case forceTranscode, overwrite, fileLengthLimit, background, metadataChosen, allowAudioOnly
         case library, saveToLibrary, keepContentIdentifier, poster, ladder, thumbnails, cache, warnings
+        case remote, networkAccessAllowed
     }
 
     /// Decodes specs written by older versions too (no `overwrite`, no `fileLengthLimit`, no `background`).
@@ -142,6 +150,8 @@ extension JobSpec {
         thumbnails = try c.decodeIfPresent(ThumbnailSetRequest.self, forKey: .thumbnails)
         cache = try c.decodeIfPresent(PhotoCacheRequest.self, forKey: .cache)
         warnings = try c.decodeIfPresent([String].self, forKey: .warnings) ?? []
+        remote = try c.decodeIfPresent(RemoteAsset.self, forKey: .remote)
+        networkAccessAllowed = try c.decodeIfPresent(Bool.self, forKey: .networkAccessAllowed) ?? false
     }
 
     /// The type as status files and listings show it: `hls` for a ladder (whatever its manifests),
@@ -245,6 +255,9 @@ extension JobSpec {
             fields.append("metadata (\(describe(other)), not \(describe(self)))")
         }
         if poster != other.poster { fields.append("poster (\(other.poster), not \(poster))") }
+        if remote != other.remote || networkAccessAllowed != other.networkAccessAllowed {
+            fields.append("remote asset (its checksum, size or network access differ)")
+        }
         if thumbnails != other.thumbnails { fields.append("thumbnails (the set asked for differs)") }
         if cache != other.cache { fields.append("cache (the photos or tiers asked for differ)") }
         if ladder != other.ladder {
@@ -446,7 +459,7 @@ public struct JobStatus: Sendable, Codable, Equatable {
     public var state: JobState
     /// 0…1.
     public var progress: Double
-    /// `transcoding` or `finalizing` while exporting.
+    /// `downloading` (a remote asset), then `transcoding` and `finalizing`, while exporting.
     public var phase: ExportSession.Phase?
     /// Encoding speed in frames per second, while exporting.
     public var fps: Double?

@@ -28,6 +28,12 @@ public struct JobRequest: Sendable, Codable, Equatable {
     /// Library photos to cache instead of an export (`reel library cache --submit`, a manifest line's
     /// `cache` object, which needs no `asset`): the export's options then take none.
     public var cache: PhotoCacheRequest?
+    /// For an asset named by URL: the download is allowed (PhotoKit's `isNetworkAccessAllowed`);
+    /// without it such a request is refused with `network-access-required`.
+    public var networkAccessAllowed: Bool?
+    /// For an asset named by URL: the SHA-256 and size its bytes must have, checked before decoding.
+    public var sha256: String?
+    public var size: Int64?
 
     public init(
         asset: String, export: ExportRequest, outputDir: String? = nil, priority: Int? = nil, key: String? = nil,
@@ -57,7 +63,7 @@ public struct JobRequest: Sendable, Codable, Equatable {
     }
 
     private enum CodingKeys: String, CodingKey {
-        case asset, outputDir, priority, key, maxAttempts, thumbnails, cache
+        case asset, outputDir, priority, key, maxAttempts, thumbnails, cache, networkAccessAllowed, sha256, size
     }
 
     /// Reads the flat form: the job's own keys and the export's side by side.
@@ -74,6 +80,9 @@ public struct JobRequest: Sendable, Codable, Equatable {
         key = try c.decodeIfPresent(String.self, forKey: .key)
         maxAttempts = try c.decodeIfPresent(Int.self, forKey: .maxAttempts)
         thumbnails = try c.decodeIfPresent(ThumbnailSetRequest.self, forKey: .thumbnails)
+        networkAccessAllowed = try c.decodeIfPresent(Bool.self, forKey: .networkAccessAllowed)
+        sha256 = try c.decodeIfPresent(String.self, forKey: .sha256)
+        size = try c.decodeIfPresent(Int64.self, forKey: .size)
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -86,6 +95,9 @@ public struct JobRequest: Sendable, Codable, Equatable {
         try c.encodeIfPresent(maxAttempts, forKey: .maxAttempts)
         try c.encodeIfPresent(thumbnails, forKey: .thumbnails)
         try c.encodeIfPresent(cache, forKey: .cache)
+        try c.encodeIfPresent(networkAccessAllowed, forKey: .networkAccessAllowed)
+        try c.encodeIfPresent(sha256, forKey: .sha256)
+        try c.encodeIfPresent(size, forKey: .size)
     }
 
     /// How much `resolve` checks of the asset.
@@ -124,6 +136,13 @@ public struct JobRequest: Sendable, Codable, Equatable {
         }
         let settings = try export.resolve(presets: presets)
         try export.checkResource(asset: asset)
+        if RemoteURL.isRemote(asset) {
+            return try resolveRemote(
+                settings: settings, workingDirectory: workingDirectory, metadataDefault: metadataDefault)
+        }
+        if sha256 != nil || size != nil || networkAccessAllowed != nil {
+            throw ExportError(.invalidArgument, "sha256, size and networkAccessAllowed go with an asset named by URL")
+        }
         func absolute(_ path: String) -> URL { JobRequest.absolute(path, in: workingDirectory) }
         if LibraryReference.identifier(in: asset) != nil, librarySource == nil {
             throw ExportError(.invalidArgument, "\(asset) names a library asset, and no library resolved it")
@@ -183,8 +202,58 @@ public struct JobRequest: Sendable, Codable, Equatable {
     }
 
     /// The keys a manifest line may have: the job's own and the export's.
-    static let knownKeys = Set(["asset", "outputDir", "priority", "key", "maxAttempts", "thumbnails", "cache"]).union(
-        ExportRequest.keys)
+    static let knownKeys = Set([
+        "asset", "outputDir", "priority", "key", "maxAttempts", "thumbnails", "cache", "networkAccessAllowed",
+        "sha256", "size",
+    ]).union(ExportRequest.keys)
+
+    /// The spec of an export whose asset is a URL: the download is the worker's (under its network
+    /// policy), so only the request itself is checked here; the output is named after the URL's file
+    /// name. Refused with `network-access-required` unless the request allows the download.
+    func resolveRemote(settings: ExportSettings, workingDirectory: URL, metadataDefault: MetadataPolicy?)
+        throws(ExportError) -> JobSpec
+    {
+        let remote = try RemoteAsset(asset, sha256: sha256, size: size)
+        guard networkAccessAllowed == true else {
+            throw ExportError(
+                .networkAccessRequired,
+                "\(remote.url) is remote and network access is not allowed (--network-access, \"networkAccessAllowed\": true)"
+            )
+        }
+        if settings.saveToLibrary || export.resource != nil {
+            throw ExportError(
+                .invalidArgument, "\(remote.url): saving to the library and resources are for local assets")
+        }
+        if let key { try JobSpec.checkKey(key) }
+        let attempts = try JobSpec.checkedAttempts(maxAttempts)
+        func absolute(_ path: String) -> URL { JobRequest.absolute(path, in: workingDirectory) }
+        let folder = outputDir.map(absolute) ?? workingDirectory.standardizedFileURL
+        // Named as `reel export <url>` names it: after the URL's file name.
+        let named = folder.appendingPathComponent(RemoteURL.fileName(URL(string: remote.url) ?? folder))
+        let outputURL: URL
+        if let output = export.output {
+            if outputDir != nil { throw ExportError(.invalidArgument, "give output or outputDir, not both") }
+            outputURL = absolute(
+                settings.ladder != nil && output.count > 1 && output.hasSuffix("/") ? String(output.dropLast()) : output
+            )
+        } else if let ladder = settings.ladder {
+            outputURL = folder.appendingPathComponent(
+                OutputNaming.ladderFolder(asset: named, ladder: ladder, preset: settings.preset, tag: "{id}"))
+        } else {
+            outputURL = folder.appendingPathComponent(
+                OutputNaming.file(asset: named, preset: settings.preset, type: settings.outputType, tag: "{id}"))
+        }
+        try OutputPublisher.check(destination: outputURL, asset: named, overwrite: settings.overwrite)
+        if settings.poster { try PosterOutput.check(video: outputURL, asset: named, overwrite: settings.overwrite) }
+        var chosen = settings
+        chosen.metadata = settings.metadata ?? metadataDefault
+        var spec = JobSpec(
+            settings: chosen, asset: remote.url, output: outputURL.path, priority: priority ?? 0, key: key,
+            maxAttempts: attempts)
+        spec.remote = remote
+        spec.networkAccessAllowed = true
+        return spec
+    }
 }
 
 extension JobRequest {
@@ -267,7 +336,7 @@ public enum Manifest {
     ) async -> [(line: Int, asset: String?, spec: Result<JobSpec, ExportError>)] {
         var lines: [(line: Int, asset: String?, spec: Result<JobSpec, ExportError>)] = []
         for (line, result) in requests(data) {
-            let asset = try? result.get().asset
+            let asset = (try? result.get().asset).map(RemoteURL.shown)
             do throws(ExportError) {
                 var request = try result.get()
                 try await request.resolveLibraryAsset(in: library)
@@ -289,7 +358,7 @@ public enum Manifest {
         checks: JobRequest.Checks = .plan, metadataDefault: MetadataPolicy? = nil
     ) -> [(line: Int, asset: String?, spec: Result<JobSpec, ExportError>)] {
         requests(data).map { line, result in
-            let asset = try? result.get().asset
+            let asset = (try? result.get().asset).map(RemoteURL.shown)
             return (
                 line, asset,
                 Result { () throws(ExportError) in

@@ -148,7 +148,7 @@ public enum LeaseState: Sendable, Equatable {
 public struct JobProgress: Sendable, Equatable {
     /// 0…1.
     public var fraction: Double
-    /// `transcoding` or `finalizing`.
+    /// `downloading` (a remote asset), `transcoding` or `finalizing`.
     public var phase: ExportSession.Phase
     public var framesPerSecond: Double?
     public var secondsRemaining: Double?

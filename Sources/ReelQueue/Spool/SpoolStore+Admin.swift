@@ -83,6 +83,7 @@ extension SpoolStore {
             releaseTarget(of: current)
             unlink(path(.cancel, current.id))
             unlink(path(.jobs, "\(current.id).json"))
+            unlink(path(.jobs, "\(current.id).credential"))
             unlink(statusFile(current.id))
             unlink(path(.locks, "\(current.id).lock"))
             pruned += 1

@@ -8,7 +8,9 @@ import Synchronization
 /// threads and processes.
 ///
 /// Layout under the spool root:
-/// - `jobs/<id>.json` — the job's spec, written once.
+/// - `jobs/<id>.json` — the job's spec, written once (spools before 0.3).
+/// - `jobs/<id>.credential` — a remote asset's URL query (a presigned signature), mode 0600, written
+///   once: kept out of the status file, which anyone who may poll reads.
 /// - `status/<id>.json` — the status file pollers read, always replaced atomically.
 /// - `waiting/<priority>-<id>` — one empty marker per waiting job; names sort in run order.
 /// - `delayed/<due>-<priority>-<id>` — waiting jobs backing off after a retryable failure.
@@ -134,6 +136,8 @@ public final class SpoolStore: JobStore {
         }
         let status = JobStatus(id: id, spec: spec, now: now)
         try storage {
+            // The credential first: a job is never claimable without it.
+            if let query = spec.remote?.query { try Self.writeCredential(query, to: path(.jobs, "\(id).credential")) }
             try writeStatus(status)
             // The marker goes last: a job is claimable only once its status exists.
             try FileSystem.writeAtomically(
@@ -221,12 +225,34 @@ public final class SpoolStore: JobStore {
     }
 
     func spec(_ id: String) throws(QueueError) -> JobSpec? {
-        if let spec = try status(id: id)?.spec { return spec }
+        if var spec = try status(id: id)?.spec {
+            // A remote asset's query is in its credential file, not in the status file.
+            if spec.remote?.lacksQuery == true {
+                guard let data = FileSystem.read(path(.jobs, "\(id).credential")) else {
+                    throw QueueError(.unavailable, "the credential of \(id)'s URL is missing from the spool")
+                }
+                spec.remote?.query = String(decoding: data, as: UTF8.self)
+            }
+            return spec
+        }
         guard let data = FileSystem.read(path(.jobs, "\(id).json")) else { return nil }
         do {
             return try JSONCoding.decoder.decode(JobSpec.self, from: data)
         } catch {
             throw QueueError(.unavailable, "the spec of \(id) cannot be read: \(error)")
+        }
+    }
+
+    /// Writes a remote asset's query where only the spool's owner reads it (0600), durably.
+    static func writeCredential(_ query: String, to path: String) throws(FileSystem.Failure) {
+        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard fd >= 0 else { throw .errno("cannot create", path) }
+        let written = Array(query.utf8).withUnsafeBytes { AtomicFile.writeAll(fd, $0) }
+        let synced = written && fsync(fd) == 0
+        close(fd)
+        guard synced else {
+            unlink(path)
+            throw .errno("cannot write", path)
         }
     }
 

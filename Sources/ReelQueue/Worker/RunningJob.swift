@@ -11,6 +11,12 @@ extension ExportSession: JobHandle {
     func stop() { cancelExport() }
 }
 
+/// A remote asset's download, stopped by cancelling its task.
+struct DownloadHandle<Success: Sendable, Failure: Error>: JobHandle {
+    let task: Task<Success, Failure>
+    func stop() { task.cancel() }
+}
+
 /// A job a worker pool is running: the lease, the latest progress (handed from the export's thread to
 /// the heartbeat without any I/O on the export's thread), and why it was stopped, if it was.
 final class RunningJob: Sendable {
@@ -40,6 +46,7 @@ final class RunningJob: Sendable {
         var finished = false
         /// The spec to export when it differs from the lease's (a library asset that moved).
         var spec: JobSpec?
+        var ends: [@Sendable () -> Void] = []
     }
 
     let lease: Lease
@@ -104,12 +111,25 @@ final class RunningJob: Sendable {
         if stopNow { handle.stop() }
     }
 
-    /// The export has ended; nothing is stopped any more.
+    /// The export has ended; nothing is stopped any more, and what waited for the end runs.
     func markFinished() {
-        state.withLock {
-            $0.finished = true
-            $0.handle = nil
+        let ends = state.withLock { state in
+            state.finished = true
+            state.handle = nil
+            defer { state.ends = [] }
+            return state.ends
         }
+        for end in ends { end() }
+    }
+
+    /// Runs `body` once the export has ended (a temporary download removed).
+    func onEnd(_ body: @escaping @Sendable () -> Void) {
+        let now = state.withLock { state -> Bool in
+            if state.finished { return true }
+            state.ends.append(body)
+            return false
+        }
+        if now { body() }
     }
 
     var isFinished: Bool { state.withLock { $0.finished } }

@@ -79,6 +79,8 @@ extension WorkerPool {
         let lastRenewed = LastRenewal(job.claimSent)
         return await withTaskGroup(of: ExportAttempt?.self) { group in
             group.addTask {
+                // A remote asset is downloaded first, under the heartbeat like the export.
+                if job.spec.remote != nil, let ended = await self.download(job) { return ended }
                 // A cache job runs here unless the worker isolates its jobs: then its process does.
                 if let cache = job.spec.cache, self.configuration.isolation == nil {
                     return await self.runCache(job, cache, threads: threads)
@@ -104,6 +106,55 @@ extension WorkerPool {
             }
             return attempt
                 ?? .failed(JobError(code: .internal, message: "the export ended without an outcome", retryable: true))
+        }
+    }
+
+    /// Downloads a job's remote asset (its own phase, `downloading`, in the status file) and points the
+    /// job at the local copy; nil once it is there, or how the attempt ended: failed (the worker has no
+    /// network access, the job did not allow it, the policy refused the URL, the bytes are not the
+    /// ones named, the download failed) or interrupted (the worker stopped it: what arrived is kept,
+    /// and the next attempt resumes it).
+    func download(_ job: RunningJob) async -> ExportAttempt? {
+        let spec = job.spec
+        guard let remote = spec.remote else { return nil }
+        guard spec.networkAccessAllowed else {
+            let error = ExportError(
+                .networkAccessRequired, "\(remote.url) is remote and the job does not allow network access")
+            return .failed(JobError(error))
+        }
+        guard let fetcher = configuration.remote else {
+            let error = ExportError(
+                .networkAccessRequired,
+                "\(remote.url) is remote and this worker cannot download (built without the Remote trait)",
+                retryable: false)
+            return .failed(JobError(error))
+        }
+        let limits = configuration.limits
+        let download = Task { () -> Result<(path: String, temporary: Bool), ExportError> in
+            do throws(ExportError) {
+                return .success(
+                    try await fetcher.fetch(remote, limits: limits) { fraction in
+                        job.report(
+                            JobProgress(
+                                fraction: fraction, phase: .downloading, framesPerSecond: nil, secondsRemaining: nil))
+                    })
+            } catch {
+                return .failure(error)
+            }
+        }
+        job.attach(DownloadHandle(task: download))
+        switch await download.value {
+        case .success(let local):
+            var exported = spec
+            exported.asset = local.path
+            job.export(exported)
+            // Nothing keys a temporary download in the cache: it is removed when the job ends.
+            if local.temporary { job.onEnd { unlink(local.path) } }
+            logger.info(
+                "downloaded the remote asset", metadata: ["job": "\(job.lease.id)", "url": "\(remote.url)"])
+            return nil
+        case .failure(let error):
+            return error.code == .cancelled ? .interrupted : .failed(JobError(error))
         }
     }
 

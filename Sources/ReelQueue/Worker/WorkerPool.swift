@@ -43,6 +43,9 @@ public final class WorkerPool: Sendable {
         /// What runs cache jobs (`JobSpec.cache`); without one they fail, retryable, for a worker that
         /// has one.
         public var photoCache: (any PhotoCacheRunner)?
+        /// What downloads a job's remote asset (`JobSpec.remote`) under this worker's network policy;
+        /// without one such jobs fail (`network-access-required`, not retryable).
+        public var remote: (any RemoteAssetFetcher)?
 
         public init(
             jobs: Int = WorkerPool.defaultJobs, drain: Bool = false, presets: PresetLibrary = .shipped,
