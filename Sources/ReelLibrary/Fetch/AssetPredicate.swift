@@ -27,7 +27,7 @@ public enum FetchKey: String, Sendable, CaseIterable, Codable {
     }
 
     /// Whether values of this key are dates.
-    public var isDate: Bool { self == .creationDate || self == .modificationDate }
+    public var isDate: Bool { AssetColumns.column(for: self).type == .date }
 }
 
 /// A literal in a predicate.
