@@ -37,6 +37,14 @@ struct AssetColumnsTests {
 
     @Test("every name the parser accepts compares with its column's type of literal, rendered on that column")
     func parserKeys() throws {
+        #expect(
+            FetchKey.allowedNames == [
+                "SELF", "localIdentifier", "creationDate", "modificationDate", "mediaType", "mediaSubtypes", "duration",
+                "pixelWidth", "pixelHeight", "favorite", "isFavorite", "hidden", "isHidden", "burstIdentifier",
+                "hasAdjustments",
+            ])
+        #expect(FetchKey(name: "SELF") == .localIdentifier && FetchKey(name: "hidden") == .isHidden)
+        #expect(FetchKey(name: "self") == nil && FetchKey(name: "representsBurst") == nil)
         for name in FetchKey.allowedNames {
             let key = try #require(FetchKey(name: name), "\(name)")
             let column = AssetColumns.column(for: key)
