@@ -76,10 +76,8 @@ extension PostgresLibraryStore {
             return identifier
         case .updateAsset(let stored):
             let a = stored.asset
-            let values = AssetColumns.updated.map { $0.value(of: stored, AssetWrite(sequence: sequence)) }
-            try await require(
-                try postgresQuery(SQLFragment(updateAsset, values + [.string(a.localIdentifier)])), "asset",
-                a.localIdentifier)
+            let values = AssetColumns.updateValues(stored, sequence: sequence)
+            try await require(try postgresQuery(SQLFragment(updateAsset, values)), "asset", a.localIdentifier)
             return a.localIdentifier
         case .deleteAsset(let identifier):
             let deleted = try await run(
@@ -171,24 +169,13 @@ extension PostgresLibraryStore {
     }
 
     static func insert(_ stored: StoredAsset, identifier: String, copy: Int, sequence: Int64) throws -> PostgresQuery {
-        var stored = stored
-        stored.asset.localIdentifier = identifier
-        let write = AssetWrite(sequence: sequence, copy: copy)
-        return try postgresQuery(SQLFragment(insertAsset, AssetColumns.inserted.map { $0.value(of: stored, write) }))
+        let values = AssetColumns.insertValues(stored, identifier: identifier, copy: copy, sequence: sequence)
+        return try postgresQuery(SQLFragment(insertAsset, values))
     }
 
-    /// `AssetColumns`' insert: every column, in the table's order.
-    static let insertAsset = """
-        INSERT INTO reel_library_asset (\(AssetColumns.inserted.map(\.name).joined(separator: ", ")))
-        VALUES (\(AssetColumns.inserted.indices.map { "$\($0 + 1)" }.joined(separator: ", ")))
-        """
-
-    /// `AssetColumns`' update by identifier: the columns an update writes (it keeps the others).
-    static let updateAsset = """
-        UPDATE reel_library_asset
-        SET \(AssetColumns.updated.enumerated().map { "\($1.name) = $\($0 + 1)" }.joined(separator: ", "))
-        WHERE \(AssetColumns.identifier.name) = $\(AssetColumns.updated.count + 1) RETURNING 1 AS done
-        """
+    static let insertAsset = AssetColumns.insert(.postgres)
+    /// `require` needs a row back from an UPDATE that found its asset.
+    static let updateAsset = AssetColumns.update(.postgres) + " RETURNING 1 AS done"
 
     static func folder(of path: String) -> String { (path as NSString).deletingLastPathComponent }
 

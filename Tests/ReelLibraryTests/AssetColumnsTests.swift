@@ -74,6 +74,14 @@ struct AssetColumnsTests {
         func value(_ name: String, _ write: AssetWrite) -> FetchValue? {
             AssetColumns.all.first { $0.name == name }?.value(of: stored, write)
         }
+        let count = AssetColumns.all.count
+        #expect(AssetColumns.insert(.sqlite).hasPrefix("INSERT INTO asset (local_identifier, content_hash, "))
+        #expect(AssetColumns.insert(.postgres).hasPrefix("INSERT INTO reel_library_asset (local_identifier, "))
+        #expect(AssetColumns.insert(.postgres).hasSuffix(", $\(count - 1), $\(count))"))
+        #expect(AssetColumns.update(.sqlite).hasSuffix("has_adjustments = ? WHERE local_identifier = ?"))
+        #expect(AssetColumns.update(.postgres).hasSuffix("WHERE local_identifier = $\(count - kept.count + 1)"))
+        #expect(AssetColumns.insertValues(stored, identifier: "y/L0/002", copy: 2, sequence: 7).count == count)
+        #expect(AssetColumns.updateValues(stored, sequence: 7).last == .string("x/L0/001"))
         let write = AssetWrite(sequence: 7, copy: 2)
         #expect(value("folder", write) == .string("/p/q") && value("stem", write) == .string("img_1"))
         #expect(value("copy_number", write) == .integer(2) && value("created_seq", write) == .integer(7))

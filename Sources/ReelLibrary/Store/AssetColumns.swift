@@ -75,6 +75,37 @@ package enum AssetColumns {
     /// The columns a row is decoded from (the others are derived, or the store's own numbers).
     package static let decoded = all.filter(\.isRead)
 
+    /// The INSERT of an asset in `dialect`: every column, in the table's order (`insertValues`).
+    package static func insert(_ dialect: SQLDialect) -> String {
+        let names = inserted.map(\.name).joined(separator: ", ")
+        let values = inserted.indices.map { dialect.placeholder($0 + 1) }.joined(separator: ", ")
+        return "INSERT INTO \(dialect.tablePrefix)asset (\(names)) VALUES (\(values))"
+    }
+
+    /// The values `insert` binds: `stored` as the asset `identifier`, copy `copy`, at change `sequence`.
+    package static func insertValues(_ stored: StoredAsset, identifier: String, copy: Int, sequence: Int64)
+        -> [FetchValue]
+    {
+        var stored = stored
+        stored.asset.localIdentifier = identifier
+        let write = AssetWrite(sequence: sequence, copy: copy)
+        return inserted.map { $0.value(of: stored, write) }
+    }
+
+    /// The UPDATE of an asset by identifier in `dialect`: the columns an update writes (`updateValues`).
+    package static func update(_ dialect: SQLDialect) -> String {
+        let assignments = updated.enumerated().map { "\($1.name) = \(dialect.placeholder($0 + 1))" }
+        return """
+            UPDATE \(dialect.tablePrefix)asset SET \(assignments.joined(separator: ", ")) \
+            WHERE \(identifier.name) = \(dialect.placeholder(updated.count + 1))
+            """
+    }
+
+    /// The values `update` binds: `stored`'s, at change `sequence`, then its identifier.
+    package static func updateValues(_ stored: StoredAsset, sequence: Int64) -> [FetchValue] {
+        updated.map { $0.value(of: stored, AssetWrite(sequence: sequence)) } + [.string(stored.asset.localIdentifier)]
+    }
+
     /// The column of each predicate key.
     private static let byKey: [FetchKey: AssetColumn] = Dictionary(
         all.compactMap { column in column.fetchKey.map { ($0, column) } }, uniquingKeysWith: { first, _ in first })

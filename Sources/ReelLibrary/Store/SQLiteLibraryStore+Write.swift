@@ -67,11 +67,9 @@ import Foundation
                 return identifier
             case .updateAsset(let stored):
                 let a = stored.asset
-                let write = AssetWrite(sequence: sequence)
                 try db.cachedStatement(sql: updateAsset).execute(
                     arguments: StatementArguments(
-                        AssetColumns.updated.map { databaseValue($0.value(of: stored, write)) }
-                            + [a.localIdentifier.databaseValue]))
+                        AssetColumns.updateValues(stored, sequence: sequence).map(databaseValue)))
                 try requireChange(db, "asset", a.localIdentifier)
                 return a.localIdentifier
             case .deleteAsset(let identifier):
@@ -156,24 +154,12 @@ import Foundation
 
         static func insert(_ stored: StoredAsset, identifier: String, copy: Int, _ db: Database, sequence: Int64) throws
         {
-            var stored = stored
-            stored.asset.localIdentifier = identifier
-            let write = AssetWrite(sequence: sequence, copy: copy)
-            try db.cachedStatement(sql: insertAsset).execute(
-                arguments: StatementArguments(AssetColumns.inserted.map { databaseValue($0.value(of: stored, write)) }))
+            let values = AssetColumns.insertValues(stored, identifier: identifier, copy: copy, sequence: sequence)
+            try db.cachedStatement(sql: insertAsset).execute(arguments: StatementArguments(values.map(databaseValue)))
         }
 
-        /// `AssetColumns`' insert: every column, in the table's order.
-        static let insertAsset = """
-            INSERT INTO asset (\(AssetColumns.inserted.map(\.name).joined(separator: ", ")))
-            VALUES (\(Array(repeating: "?", count: AssetColumns.inserted.count).joined(separator: ", ")))
-            """
-
-        /// `AssetColumns`' update by identifier: the columns an update writes (it keeps the others).
-        static let updateAsset = """
-            UPDATE asset SET \(AssetColumns.updated.map { "\($0.name) = ?" }.joined(separator: ", "))
-            WHERE \(AssetColumns.identifier.name) = ?
-            """
+        static let insertAsset = AssetColumns.insert(.sqlite)
+        static let updateAsset = AssetColumns.update(.sqlite)
 
         static func requireChange(_ db: Database, _ what: String, _ identifier: String) throws {
             guard db.changesCount > 0 else { throw LibraryError(.notFound, "no \(what) \(identifier)") }
