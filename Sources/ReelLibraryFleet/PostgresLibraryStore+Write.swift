@@ -72,30 +72,12 @@ extension PostgresLibraryStore {
             for used in copies where used == copy { copy += 1 }
             let identifier = LibraryIdentity.localIdentifier(contentHash: stored.asset.contentHash, copy: copy)
             _ = try await run("DELETE FROM reel_library_deleted_asset WHERE local_identifier = \(identifier)")
-            _ = try await run(insert(stored, identifier: identifier, copy: copy, sequence: sequence))
+            _ = try await run(try insert(stored, identifier: identifier, copy: copy, sequence: sequence))
             return identifier
         case .updateAsset(let stored):
             let a = stored.asset
-            try await require(
-                """
-                UPDATE reel_library_asset SET content_hash = \(a.contentHash), path = \(a.path),
-                    folder = \(folder(of: a.path)), stem = \(LivePhotoRules.stem(of: a.path)),
-                    paired_video_path = \(stored.pairedVideoPath), media_type = \(a.mediaType.rawValue),
-                    media_subtypes = \(Int64(truncatingIfNeeded: a.mediaSubtypes.rawValue)),
-                    pixel_width = \(a.pixelWidth), pixel_height = \(a.pixelHeight), duration = \(a.duration),
-                    creation_date = \(a.creationDate?.timeIntervalSince1970),
-                    creation_time_zone_offset = \(a.creationTimeZoneOffset),
-                    modification_date = \(a.modificationDate.timeIntervalSince1970),
-                    latitude = \(a.location?.latitude), longitude = \(a.location?.longitude),
-                    altitude = \(a.location?.altitude), burst_identifier = \(a.burstIdentifier),
-                    playback_style = \(a.playbackStyle.rawValue), source_type = \(a.sourceType.rawValue),
-                    original_filename = \(a.originalFilename), content_identifier = \(a.contentIdentifier),
-                    pairing = \(a.pairing?.rawValue), still_image_time = \(a.stillImageTime),
-                    full_size_photo_path = \(stored.fullSizePhotoPath), adjustment_data_path = \(stored.adjustmentDataPath),
-                    full_size_paired_video_path = \(stored.fullSizePairedVideoPath),
-                    has_adjustments = \(a.hasAdjustments ? 1 : 0), changed_seq = \(sequence)
-                WHERE local_identifier = \(a.localIdentifier) RETURNING 1 AS done
-                """, "asset", a.localIdentifier)
+            let values = AssetColumns.updateValues(stored, sequence: sequence)
+            try await require(try postgresQuery(SQLFragment(updateAsset, values)), "asset", a.localIdentifier)
             return a.localIdentifier
         case .deleteAsset(let identifier):
             let deleted = try await run(
@@ -186,27 +168,14 @@ extension PostgresLibraryStore {
         }
     }
 
-    static func insert(_ stored: StoredAsset, identifier: String, copy: Int, sequence: Int64) -> PostgresQuery {
-        let a = stored.asset
-        return """
-            INSERT INTO reel_library_asset (local_identifier, content_hash, copy_number, path, folder, stem,
-                paired_video_path, media_type, media_subtypes, pixel_width, pixel_height, duration, creation_date,
-                creation_time_zone_offset, modification_date, latitude, longitude, altitude, is_favorite, is_hidden,
-                burst_identifier, playback_style, source_type, original_filename, content_identifier, pairing,
-                still_image_time, added_date, created_seq, changed_seq, full_size_photo_path, adjustment_data_path,
-                full_size_paired_video_path, has_adjustments)
-            VALUES (\(identifier), \(a.contentHash), \(copy), \(a.path), \(folder(of: a.path)),
-                \(LivePhotoRules.stem(of: a.path)), \(stored.pairedVideoPath), \(a.mediaType.rawValue),
-                \(Int64(truncatingIfNeeded: a.mediaSubtypes.rawValue)), \(a.pixelWidth), \(a.pixelHeight),
-                \(a.duration), \(a.creationDate?.timeIntervalSince1970), \(a.creationTimeZoneOffset),
-                \(a.modificationDate.timeIntervalSince1970), \(a.location?.latitude), \(a.location?.longitude),
-                \(a.location?.altitude), \(a.isFavorite ? 1 : 0), \(a.isHidden ? 1 : 0), \(a.burstIdentifier),
-                \(a.playbackStyle.rawValue), \(a.sourceType.rawValue), \(a.originalFilename), \(a.contentIdentifier),
-                \(a.pairing?.rawValue), \(a.stillImageTime), \(a.addedDate.timeIntervalSince1970), \(sequence),
-                \(sequence), \(stored.fullSizePhotoPath), \(stored.adjustmentDataPath), \(stored.fullSizePairedVideoPath),
-                \(a.hasAdjustments ? 1 : 0))
-            """
+    static func insert(_ stored: StoredAsset, identifier: String, copy: Int, sequence: Int64) throws -> PostgresQuery {
+        let values = AssetColumns.insertValues(stored, identifier: identifier, copy: copy, sequence: sequence)
+        return try postgresQuery(SQLFragment(insertAsset, values))
     }
+
+    static let insertAsset = AssetColumns.insert(.postgres)
+    /// `require` needs a row back from an UPDATE that found its asset.
+    static let updateAsset = AssetColumns.update(.postgres) + " RETURNING 1 AS done"
 
     static func folder(of path: String) -> String { (path as NSString).deletingLastPathComponent }
 

@@ -312,45 +312,21 @@ public final class PostgresLibraryStore: LibraryStore {
         return PostgresQuery(unsafeSQL: fragment.sql, binds: bindings)
     }
 
+    /// The asset in `row` (`AssetColumns`, and the SELECT's `represents_burst`).
     static func storedAsset(_ row: PostgresRandomAccessRow) throws -> StoredAsset {
-        var location: LibraryLocation?
-        if let latitude = try row["latitude"].decode(Double?.self),
-            let longitude = try row["longitude"].decode(Double?.self)
-        {
-            location = LibraryLocation(
-                latitude: latitude, longitude: longitude, altitude: try row["altitude"].decode(Double?.self))
+        var stored = try AssetColumns.storedAsset { column in
+            let cell = row[column.name]
+            let value: FetchValue? =
+                switch column.type.storage {
+                case .integer: try cell.decode(Int64?.self).map { .integer($0) }
+                case .real: try cell.decode(Double?.self).map { .real($0) }
+                case .text: try cell.decode(String?.self).map { .string($0) }
+                }
+            return value ?? .null
         }
-        let asset = LibraryAsset(
-            localIdentifier: try row["local_identifier"].decode(String.self),
-            mediaType: MediaType(rawValue: try row["media_type"].decode(Int.self)) ?? .unknown,
-            mediaSubtypes: MediaSubtypes(
-                rawValue: UInt(truncatingIfNeeded: try row["media_subtypes"].decode(Int64.self))),
-            pixelWidth: try row["pixel_width"].decode(Int.self), pixelHeight: try row["pixel_height"].decode(Int.self),
-            duration: try row["duration"].decode(Double.self),
-            creationDate: try row["creation_date"].decode(Double?.self).map { Date(timeIntervalSince1970: $0) },
-            creationTimeZoneOffset: try row["creation_time_zone_offset"].decode(Int?.self),
-            modificationDate: Date(timeIntervalSince1970: try row["modification_date"].decode(Double.self)),
-            location: location, isFavorite: try row["is_favorite"].decode(Int.self) != 0,
-            isHidden: try row["is_hidden"].decode(Int.self) != 0,
-            burstIdentifier: try row["burst_identifier"].decode(String?.self),
-            representsBurst: try row["represents_burst"].decode(Bool?.self) ?? false,
-            playbackStyle: PlaybackStyle(rawValue: try row["playback_style"].decode(Int.self)) ?? .unsupported,
-            sourceType: AssetSourceType(rawValue: try row["source_type"].decode(Int.self)) ?? .typeUserLibrary,
-            originalFilename: try row["original_filename"].decode(String.self),
-            contentIdentifier: try row["content_identifier"].decode(String?.self),
-            pairing: try row["pairing"].decode(String?.self).flatMap(PairingKind.init(rawValue:)),
-            stillImageTime: try row["still_image_time"].decode(Double?.self),
-            contentHash: try row["content_hash"].decode(String.self), path: try row["path"].decode(String.self),
-            addedDate: Date(timeIntervalSince1970: try row["added_date"].decode(Double.self)),
-            hasAdjustments: try row["has_adjustments"].decode(Int.self) != 0)
-        return StoredAsset(
-            asset: asset, pairedVideoPath: try row["paired_video_path"].decode(String?.self),
-            fullSizePhotoPath: try row["full_size_photo_path"].decode(String?.self),
-            adjustmentDataPath: try row["adjustment_data_path"].decode(String?.self),
-            fullSizePairedVideoPath: try row["full_size_paired_video_path"].decode(String?.self))
+        stored.asset.representsBurst = try row["represents_burst"].decode(Bool?.self) ?? false
+        return stored
     }
-
-    // MARK: Albums and changes
 
     public func albums() async throws -> [AlbumRecord] {
         try await read("read the library's albums") { connection, logger in

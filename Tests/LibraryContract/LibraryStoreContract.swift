@@ -40,6 +40,10 @@ public enum LibraryStoreContract {
         Case(
             description: "a recorded (imported) Live Photo pairing: stored, read back, found by either file",
             body: importedPairing),
+        Case(
+            description:
+                "every stored field round-trips through insert and update; every predicate key finds its field",
+            body: everyField),
     ]
 
     // MARK: - Builders
@@ -371,5 +375,101 @@ public enum LibraryStoreContract {
         try await store.apply([.updateAsset(updated)])
         let again = try #require(try await store.assets(localIdentifiers: [id]).first)
         #expect(again.asset.pairing == .imported && again.pairedVideoPath == "/live/movie.mov")
+    }
+
+    // MARK: - Every field
+
+    /// An asset whose every field differs from `LibraryAsset`'s defaults and from `blank` (`second` gives
+    /// other values again), so a field a store drops or mixes up shows.
+    public static func everyField(second: Bool = false) -> StoredAsset {
+        let n = second ? 2.0 : 1.0
+        let folder = second ? "/every/two" : "/every/one"
+        return StoredAsset(
+            asset: LibraryAsset(
+                localIdentifier: "ignored/L0/009", mediaType: second ? .image : .video,
+                mediaSubtypes: second ? [.photoLive, .photoHDR] : [.videoHighFrameRate, .videoCinematic],
+                pixelWidth: second ? 4032 : 3840, pixelHeight: second ? 3024 : 2160, duration: 12.5 * n,
+                creationDate: Date(timeIntervalSince1970: 1_650_000_000.5 * n),
+                creationTimeZoneOffset: -25_200 / Int(n),
+                modificationDate: Date(timeIntervalSince1970: 1_700_000_123.25 + n),
+                location: LibraryLocation(latitude: 48.8584 * n, longitude: -2.2945 * n, altitude: second ? nil : 35.5),
+                isFavorite: !second, isHidden: !second, burstIdentifier: "BURST-\(Int(n))", representsBurst: true,
+                playbackStyle: second ? .livePhoto : .videoLooping,
+                sourceType: second ? .typeiTunesSynced : .typeCloudShared, originalFilename: "CLIP\(Int(n)).MOV",
+                contentIdentifier: "CID-\(Int(n))", pairing: second ? .imported : .motionPhoto,
+                stillImageTime: 0.75 * n,
+                contentHash: hash(40 + Int(n)), path: "\(folder)/CLIP.MOV",
+                addedDate: Date(timeIntervalSince1970: 1_700_000_500 + n), hasAdjustments: !second),
+            pairedVideoPath: "\(folder)/CLIP_pair.MOV", fullSizePhotoPath: "\(folder)/CLIP_E.JPG",
+            adjustmentDataPath: "\(folder)/CLIP.AAE", fullSizePairedVideoPath: "\(folder)/CLIP_E.MOV")
+    }
+
+    /// What every field of an asset is before it is set.
+    public static let blank = StoredAsset(
+        asset: LibraryAsset(
+            localIdentifier: "", mediaType: .unknown, modificationDate: .distantPast, playbackStyle: .unsupported,
+            originalFilename: "", contentHash: "", path: "", addedDate: .distantPast))
+
+    /// The names of `value`'s stored properties, `StoredAsset`'s and its asset's, with their values.
+    public static func fields(_ value: StoredAsset) -> [String: String] {
+        var fields: [String: String] = [:]
+        for child in Mirror(reflecting: value).children {
+            guard let label = child.label, label != "asset" else { continue }
+            fields[label] = String(describing: child.value)
+        }
+        for child in Mirror(reflecting: value.asset).children {
+            guard let label = child.label else { continue }
+            fields["asset." + label] = String(describing: child.value)
+        }
+        return fields
+    }
+
+    /// Inserts `everyField()`, reads it back every way a store reads assets, updates every field and
+    /// reads it again (the library's own state kept); then a predicate on each key finds the asset by
+    /// the value it was stored with. A field missing from `AssetColumns`, or a column decoded into
+    /// the wrong field, fails here in both stores.
+    static func everyField(_ store: any LibraryStore) async throws {
+        let first = everyField()
+        let second = everyField(second: true)
+        // Every field is set (not its default), and the update changes every field but representsBurst.
+        let (blankFields, firstFields) = (fields(blank), fields(first))
+        for (name, value) in firstFields where name != "asset.localIdentifier" {
+            #expect(value != blankFields[name], "the sample sets \(name)")
+        }
+        for (name, value) in fields(second) where !["asset.localIdentifier", "asset.representsBurst"].contains(name) {
+            #expect(value != firstFields[name], "the update changes \(name)")
+        }
+        let id = try #require(try await insert(store, [first]).first)
+        var expected = first
+        expected.asset.localIdentifier = id
+        func readBack(_ what: String) async throws {
+            let all = AssetQuery(includeHiddenAssets: true, includeAllBurstAssets: true)
+            #expect(try await store.assets(localIdentifiers: [id]) == [expected], "\(what): by identifier")
+            #expect(try await store.fetchAssets(all) == [expected], "\(what): fetched")
+            #expect(try await store.assetWithFiles(id)?.0 == expected, "\(what): with its files")
+            #expect(try await store.asset(containingPath: expected.asset.path) == expected, "\(what): by path")
+            let pairing = try await store.assets(
+                contentIdentifier: expected.asset.contentIdentifier ?? "", mediaType: expected.asset.mediaType,
+                unpaired: false, limit: 10)
+            #expect(pairing == [expected], "\(what): by content identifier")
+            for key in FetchKey.allCases {
+                let value = AssetColumns.column(for: key).value(of: expected, AssetWrite(sequence: 0))
+                let query = AssetQuery(
+                    predicate: .compare(.key(key), .equal, value), includeHiddenAssets: true,
+                    includeAllBurstAssets: true)
+                #expect(
+                    try await store.fetchAssets(query).map(\.asset.localIdentifier) == [id],
+                    "\(what): \(key) == \(value)")
+            }
+        }
+        try await readBack("inserted")
+        var update = second
+        update.asset.localIdentifier = id
+        try await store.apply([.updateAsset(update)])
+        expected = update
+        expected.asset.isFavorite = first.asset.isFavorite
+        expected.asset.isHidden = first.asset.isHidden
+        expected.asset.addedDate = first.asset.addedDate
+        try await readBack("updated")
     }
 }

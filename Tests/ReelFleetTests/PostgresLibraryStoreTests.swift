@@ -69,6 +69,32 @@ struct PostgresLibraryStoreTests {
         for store in stores { await store.close() }
     }
 
+    @Test("the asset table is AssetColumns': each column's name, in order, its type and whether it takes NULL")
+    func schemaIsTheColumnTable() async throws {
+        let harness = PostgresLibraryHarness()
+        try await harness.opened.closing {
+            let (database, _) = try await PostgresLibraryHarness.make(opened: harness.opened)
+            let name = database.url.database
+            let rows = try await PostgresServer.shared().psql(
+                name,
+                """
+                SELECT column_name, data_type, is_nullable FROM information_schema.columns
+                WHERE table_name = 'reel_library_asset' ORDER BY ordinal_position
+                """
+            ).split(separator: "\n").map(String.init)
+            let expected = AssetColumns.all.map { column in
+                let type =
+                    switch column.type.storage {
+                    case .integer: "bigint"
+                    case .real: "double precision"
+                    case .text: "text"
+                    }
+                return "\(column.name)|\(type)|\(column.isNullable ? "YES" : "NO")"
+            }
+            #expect(rows == expected)
+        }
+    }
+
     @Test("concurrent writers: change numbers in commit order without gaps; a reader syncing meanwhile misses nothing")
     func concurrentWriters() async throws {
         let (database, store) = try await PostgresLibraryHarness.make()

@@ -46,4 +46,23 @@ struct SQLiteContractTests {
         let after = try await Tools.run("sqlite3", [path, "SELECT count(*) FROM sqlite_stat1 WHERE tbl = 'asset';"])
         #expect((Int(after.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0) > 0, "\(after.stdout)")
     }
+
+    @Test("the asset table is AssetColumns': each column's name, in order, its type and whether it takes NULL")
+    func schemaIsTheColumnTable() async throws {
+        let path = Fixtures.scratchFolder("library-columns").appendingPathComponent("library.sqlite").path
+        _ = try SQLiteLibraryStore(path: path)
+        let info = try await Tools.run(
+            "sqlite3", [path, "SELECT name, type, \"notnull\" OR pk FROM pragma_table_info('asset') ORDER BY cid;"])
+        let rows = info.stdout.split(separator: "\n").map(String.init)
+        let expected = AssetColumns.all.map { column in
+            let type =
+                switch column.type.storage {
+                case .integer: "INTEGER"
+                case .real: "REAL"
+                case .text: "TEXT"
+                }
+            return "\(column.name)|\(type)|\(column.isNullable ? 0 : 1)"
+        }
+        #expect(rows == expected)
+    }
 }

@@ -2,32 +2,34 @@ import Foundation
 
 /// The keys `PHFetchOptions` accepts for assets in a predicate or a sort descriptor, and no others.
 /// `SELF` stands for the asset (its identifier); `favorite` and `hidden` are PhotoKit's spellings of
-/// `isFavorite` and `isHidden`.
+/// `isFavorite` and `isHidden`. Each key's column, and so the literal it compares with, is its entry
+/// in `AssetColumns`.
 public enum FetchKey: String, Sendable, CaseIterable, Codable {
     case localIdentifier, creationDate, modificationDate, mediaType, mediaSubtypes, duration
     case pixelWidth, pixelHeight, isFavorite, isHidden, burstIdentifier, hasAdjustments
 
-    /// Every name PhotoKit allows, as written in predicates.
-    public static let allowedNames = [
-        "SELF", "localIdentifier", "creationDate", "modificationDate", "mediaType", "mediaSubtypes", "duration",
-        "pixelWidth", "pixelHeight", "favorite", "isFavorite", "hidden", "isHidden", "burstIdentifier",
-        "hasAdjustments",
-    ]
-
-    /// The key a predicate name stands for; nil for a name PhotoKit refuses.
-    public init?(name: String) {
-        switch name {
-        case "SELF", "localIdentifier": self = .localIdentifier
-        case "favorite", "isFavorite": self = .isFavorite
-        case "hidden", "isHidden": self = .isHidden
-        default:
-            guard let key = FetchKey(rawValue: name) else { return nil }
-            self = key
+    /// PhotoKit's other names for a key: `SELF` for the asset, `favorite` and `hidden`.
+    package var aliases: [String] {
+        switch self {
+        case .localIdentifier: ["SELF"]
+        case .isFavorite: ["favorite"]
+        case .isHidden: ["hidden"]
+        default: []
         }
     }
 
+    /// Every name PhotoKit allows, as written in predicates (each key's aliases, then its own name).
+    public static let allowedNames = allCases.flatMap { $0.aliases + [$0.rawValue] }
+
+    /// The key a predicate name stands for; nil for a name PhotoKit refuses.
+    public init?(name: String) {
+        guard let key = FetchKey(rawValue: name) ?? FetchKey.allCases.first(where: { $0.aliases.contains(name) })
+        else { return nil }
+        self = key
+    }
+
     /// Whether values of this key are dates.
-    public var isDate: Bool { self == .creationDate || self == .modificationDate }
+    public var isDate: Bool { AssetColumns.column(for: self).type == .date }
 }
 
 /// A literal in a predicate.

@@ -296,8 +296,9 @@ public enum PredicateParser {
                 }
                 return .date(Date(timeIntervalSinceReferenceDate: seconds))
             }
-            switch key {
-            case .creationDate, .modificationDate:
+            // The literal a key takes is its column's type (`AssetColumns`).
+            switch AssetColumns.column(for: key).type {
+            case .date:
                 guard token.kind == .string, let date = PredicateParser.date(token.text) else {
                     throw LibraryError(
                         .invalidArgument,
@@ -305,23 +306,25 @@ public enum PredicateParser {
                     )
                 }
                 return .date(date)
-            case .isFavorite, .isHidden, .hasAdjustments:
+            case .flag:
                 if isKeyword(token, "TRUE", "YES") || token.text == "1" { return .bool(true) }
                 if isKeyword(token, "FALSE", "NO") || token.text == "0" { return .bool(false) }
                 throw LibraryError(.invalidArgument, "\(key.rawValue) compares with TRUE or FALSE, not '\(token.text)'")
-            case .localIdentifier, .burstIdentifier:
+            case .text:
                 guard token.kind == .string else {
                     throw LibraryError(
                         .invalidArgument, "\(key.rawValue) compares with a quoted string, not '\(token.text)'")
                 }
                 return .string(token.text)
-            case .duration:
+            case .real:
                 guard token.kind == .number, let number = Double(token.text), number.isFinite else {
                     throw LibraryError(
-                        .invalidArgument, "duration compares with a number of seconds, not '\(token.text)'")
+                        .invalidArgument,
+                        "\(key.rawValue) compares with a number\(key == .duration ? " of seconds" : ""), not '\(token.text)'"
+                    )
                 }
                 return .real(number)
-            case .mediaType, .mediaSubtypes, .pixelWidth, .pixelHeight:
+            case .integer:
                 guard token.kind == .number, let number = PredicateParser.integer(token.text) else {
                     throw LibraryError(
                         .invalidArgument, "\(key.rawValue) compares with a whole number, not '\(token.text)'")

@@ -136,23 +136,8 @@ public struct SQLDialect: Sendable {
 /// default filters (hidden assets, one asset per burst), the predicate (`SQLRenderer`, bound
 /// parameters only), the order and the limit. Both stores' `asset` tables have the same columns.
 public enum AssetSelect {
-    /// The column of each PhotoKit key in the `asset` table (aliased `a`).
-    public static func column(_ key: FetchKey) -> String {
-        switch key {
-        case .localIdentifier: "a.local_identifier"
-        case .creationDate: "a.creation_date"
-        case .modificationDate: "a.modification_date"
-        case .mediaType: "a.media_type"
-        case .mediaSubtypes: "a.media_subtypes"
-        case .duration: "a.duration"
-        case .pixelWidth: "a.pixel_width"
-        case .pixelHeight: "a.pixel_height"
-        case .isFavorite: "a.is_favorite"
-        case .isHidden: "a.is_hidden"
-        case .burstIdentifier: "a.burst_identifier"
-        case .hasAdjustments: "a.has_adjustments"
-        }
-    }
+    /// The column of each PhotoKit key in the `asset` table (aliased `a`), from `AssetColumns`.
+    public static func column(_ key: FetchKey) -> String { "a." + AssetColumns.column(for: key).name }
 
     /// Whether `a` is the first of its burst by capture time (undated first), given it has one.
     static func firstOfItsBurst(_ dialect: SQLDialect) -> String {

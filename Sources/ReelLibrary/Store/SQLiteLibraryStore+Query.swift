@@ -27,34 +27,19 @@ import Foundation
             return (statement.sql, StatementArguments(statement.arguments.map(databaseValue)))
         }
 
-        static func storedAsset(_ row: Row) -> StoredAsset {
-            var location: LibraryLocation?
-            if let latitude: Double = row["latitude"], let longitude: Double = row["longitude"] {
-                location = LibraryLocation(latitude: latitude, longitude: longitude, altitude: row["altitude"])
+        /// The asset in `row` (`AssetColumns`, and the SELECT's `represents_burst`).
+        static func storedAsset(_ row: Row) throws -> StoredAsset {
+            var stored = try AssetColumns.storedAsset { column in
+                switch try row.decode(DatabaseValue.self, forColumn: column.name).storage {
+                case .null: .null
+                case .int64(let number): .integer(number)
+                case .double(let number): .real(number)
+                case .string(let text): .string(text)
+                case .blob(let data): .string(String(decoding: data, as: UTF8.self))
+                }
             }
-            let creation: Double? = row["creation_date"]
-            let pairing: String? = row["pairing"]
-            let asset = LibraryAsset(
-                localIdentifier: row["local_identifier"],
-                mediaType: MediaType(rawValue: row["media_type"]) ?? .unknown,
-                mediaSubtypes: MediaSubtypes(rawValue: UInt(row["media_subtypes"] as Int64)),
-                pixelWidth: row["pixel_width"], pixelHeight: row["pixel_height"], duration: row["duration"],
-                creationDate: creation.map { Date(timeIntervalSince1970: $0) },
-                creationTimeZoneOffset: row["creation_time_zone_offset"],
-                modificationDate: Date(timeIntervalSince1970: row["modification_date"]), location: location,
-                isFavorite: row["is_favorite"], isHidden: row["is_hidden"], burstIdentifier: row["burst_identifier"],
-                representsBurst: row["represents_burst"] ?? false,
-                playbackStyle: PlaybackStyle(rawValue: row["playback_style"]) ?? .unsupported,
-                sourceType: AssetSourceType(rawValue: row["source_type"]) ?? .typeUserLibrary,
-                originalFilename: row["original_filename"], contentIdentifier: row["content_identifier"],
-                pairing: pairing.flatMap(PairingKind.init(rawValue:)), stillImageTime: row["still_image_time"],
-                contentHash: row["content_hash"], path: row["path"],
-                addedDate: Date(timeIntervalSince1970: row["added_date"]),
-                hasAdjustments: row["has_adjustments"] ?? false)
-            return StoredAsset(
-                asset: asset, pairedVideoPath: row["paired_video_path"], fullSizePhotoPath: row["full_size_photo_path"],
-                adjustmentDataPath: row["adjustment_data_path"],
-                fullSizePairedVideoPath: row["full_size_paired_video_path"])
+            stored.asset.representsBurst = row["represents_burst"] ?? false
+            return stored
         }
     }
 #endif

@@ -67,29 +67,9 @@ import Foundation
                 return identifier
             case .updateAsset(let stored):
                 let a = stored.asset
-                try db.execute(
-                    sql: """
-                        UPDATE asset SET content_hash = ?, path = ?, folder = ?, stem = ?, paired_video_path = ?, media_type = ?,
-                        media_subtypes = ?, pixel_width = ?, pixel_height = ?, duration = ?, creation_date = ?,
-                        creation_time_zone_offset = ?, modification_date = ?, latitude = ?, longitude = ?, altitude = ?,
-                        burst_identifier = ?, playback_style = ?, source_type = ?, original_filename = ?,
-                        content_identifier = ?, pairing = ?, still_image_time = ?, full_size_photo_path = ?,
-                        adjustment_data_path = ?, full_size_paired_video_path = ?, has_adjustments = ?, changed_seq = ?
-                        WHERE local_identifier = ?
-                        """,
+                try db.cachedStatement(sql: updateAsset).execute(
                     arguments: StatementArguments(
-                        [
-                            a.contentHash, a.path, folder(of: a.path), LivePhotoRules.stem(of: a.path),
-                            stored.pairedVideoPath,
-                            a.mediaType.rawValue, Int64(a.mediaSubtypes.rawValue), a.pixelWidth, a.pixelHeight,
-                            a.duration,
-                            a.creationDate?.timeIntervalSince1970, a.creationTimeZoneOffset,
-                            a.modificationDate.timeIntervalSince1970, a.location?.latitude, a.location?.longitude,
-                            a.location?.altitude, a.burstIdentifier, a.playbackStyle.rawValue, a.sourceType.rawValue,
-                            a.originalFilename, a.contentIdentifier, a.pairing?.rawValue, a.stillImageTime,
-                            stored.fullSizePhotoPath, stored.adjustmentDataPath, stored.fullSizePairedVideoPath,
-                            a.hasAdjustments, sequence, a.localIdentifier,
-                        ] as [(any DatabaseValueConvertible)?]))
+                        AssetColumns.updateValues(stored, sequence: sequence).map(databaseValue)))
                 try requireChange(db, "asset", a.localIdentifier)
                 return a.localIdentifier
             case .deleteAsset(let identifier):
@@ -174,32 +154,12 @@ import Foundation
 
         static func insert(_ stored: StoredAsset, identifier: String, copy: Int, _ db: Database, sequence: Int64) throws
         {
-            let a = stored.asset
-            try db.cachedStatement(
-                sql: """
-                    INSERT INTO asset (local_identifier, content_hash, copy_number, path, folder, stem, paired_video_path, media_type,
-                    media_subtypes, pixel_width, pixel_height, duration, creation_date, creation_time_zone_offset,
-                    modification_date, latitude, longitude, altitude, is_favorite, is_hidden, burst_identifier,
-                    playback_style, source_type, original_filename, content_identifier, pairing, still_image_time,
-                    added_date, created_seq, changed_seq, full_size_photo_path, adjustment_data_path,
-                    full_size_paired_video_path, has_adjustments)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    """
-            ).execute(
-                arguments: StatementArguments(
-                    [
-                        identifier, a.contentHash, copy, a.path, folder(of: a.path), LivePhotoRules.stem(of: a.path),
-                        stored.pairedVideoPath,
-                        a.mediaType.rawValue, Int64(a.mediaSubtypes.rawValue), a.pixelWidth, a.pixelHeight, a.duration,
-                        a.creationDate?.timeIntervalSince1970, a.creationTimeZoneOffset,
-                        a.modificationDate.timeIntervalSince1970, a.location?.latitude, a.location?.longitude,
-                        a.location?.altitude, a.isFavorite, a.isHidden, a.burstIdentifier, a.playbackStyle.rawValue,
-                        a.sourceType.rawValue, a.originalFilename, a.contentIdentifier, a.pairing?.rawValue,
-                        a.stillImageTime, a.addedDate.timeIntervalSince1970, sequence, sequence,
-                        stored.fullSizePhotoPath,
-                        stored.adjustmentDataPath, stored.fullSizePairedVideoPath, a.hasAdjustments,
-                    ] as [(any DatabaseValueConvertible)?]))
+            let values = AssetColumns.insertValues(stored, identifier: identifier, copy: copy, sequence: sequence)
+            try db.cachedStatement(sql: insertAsset).execute(arguments: StatementArguments(values.map(databaseValue)))
         }
+
+        static let insertAsset = AssetColumns.insert(.sqlite)
+        static let updateAsset = AssetColumns.update(.sqlite)
 
         static func requireChange(_ db: Database, _ what: String, _ identifier: String) throws {
             guard db.changesCount > 0 else { throw LibraryError(.notFound, "no \(what) \(identifier)") }
