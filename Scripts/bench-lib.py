@@ -577,6 +577,11 @@ def evaluate_targets(cases, colour=None):
         add("remux wall ratio <= 1.0", e["ratios"]["wall"] <= 1.0, f"{e['ratios']['wall']:.3f}")
     else:
         unmeasured("remux", "remux wall ratio <= 1.0")
+    e = cases.get("remote")
+    if e and e["ratios"].get("wall") is not None:
+        add("remote wall vs curl + local export <= 1.05", e["ratios"]["wall"] <= 1.05, f"{e['ratios']['wall']:.3f}")
+    else:
+        unmeasured("remote", "remote wall vs curl + local export <= 1.05")
     for name, e in cases.items():
         rss = e["ratios"].get("rss")
         if "reel" in e["failures"]:

@@ -131,8 +131,15 @@ public struct DownloadCache: Sendable {
             guard lstat(folder + "/" + name, &status) == 0, status.st_mode & S_IFMT == S_IFREG else { continue }
             let size = Int64(status.st_size)
             if name.hasPrefix(".") {
-                // A partial is kept for its resume, unless abandoned for a day.
-                if name.hasSuffix(".partial") && now - status.st_mtim.tv_sec > 86_400 {
+                // A partial is kept for its resume, unless abandoned for a day; so is a lock file.
+                if name.hasSuffix(".lock") && now - status.st_mtim.tv_sec > 86_400 {
+                    // Only one nobody holds.
+                    let fd = open(folder + "/" + name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+                    if fd >= 0 {
+                        if flock(fd, LOCK_EX | LOCK_NB) == 0 { unlink(folder + "/" + name) }
+                        close(fd)
+                    }
+                } else if name.hasSuffix(".partial") && now - status.st_mtim.tv_sec > 86_400 {
                     unlink(folder + "/" + name)
                     unlink(folder + "/" + name + ".json")
                 } else {

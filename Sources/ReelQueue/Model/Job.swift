@@ -177,8 +177,12 @@ extension JobSpec {
     /// Probes the asset to export (off the caller's thread): for a library asset, first checks that
     /// its file is still as it was when the job was submitted (`asset-changed` otherwise, naming the
     /// identifier), then reads its bytes in place (a Motion Photo's embedded video as a byte range).
+    /// A remote asset is the worker's download (the worker set `asset` to it): its allowed roots
+    /// (`--allow-root`, about paths a request may name) do not apply to the download cache.
     public func loadAsset(limits: InputLimits) async throws(ExportError) -> Asset {
         try library?.checkUnchanged()
+        var limits = limits
+        if remote != nil { limits.allowedRoots = [] }
         return try await Asset.load(
             URL(fileURLWithPath: asset), byteRange: library?.byteRange?.range, limits: limits)
     }
