@@ -346,7 +346,7 @@
         }
 
         /// A client that connects only to an address of `url`'s host the policy allows.
-        private func client(for url: URL) async throws -> HTTPClient {
+        func client(for url: URL) async throws -> HTTPClient {
             try policy.check(url)
             let shown = RemoteURL.redacted(url)
             let host = (url.host ?? "").trimmingCharacters(in: CharacterSet(charactersIn: "[]"))

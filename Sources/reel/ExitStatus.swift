@@ -45,7 +45,7 @@ enum ExitStatus: Int32, CaseIterable, Sendable {
         case .noInput: "`submit --manifest <file>`: the manifest cannot be read (missing, a folder, no permission)"
         case .unavailable:
             "the queue's store is unavailable (no spool where one is needed, permissions, database away), or the"
-                + " photo library's; a remote asset's download failed (what arrived is kept, and the next run resumes)"
+                + " photo library's; a remote asset's download failed (what arrived is kept, and the next run resumes), or an upload did"
         case .outputProblem:
             "output problems (folder missing, not writable, file exists, disk full; a library resource that cannot be"
                 + " written out)"
@@ -78,7 +78,7 @@ enum ExitStatus: Int32, CaseIterable, Sendable {
         .unreadableInput: .badInput, .unsupportedCodec: .badInput, .incompatiblePreset: .badInput,
         .noVideo: .badInput, .limitExceeded: .badInput, .unknownAsset: .badInput, .assetChanged: .badInput,
         .photoNotVideo: .badInput, .urlRefused: .badInput, .checksumMismatch: .badInput,
-        .networkAccessRequired: .usage, .downloadFailed: .unavailable,
+        .networkAccessRequired: .usage, .downloadFailed: .unavailable, .uploadFailed: .unavailable,
         .noSpace: .outputProblem, .outputFailed: .outputProblem, .outputExists: .outputProblem,
         .cancelled: .cancelled,
         .outputInvalid: .failure, .stalled: .failure, .saveFailed: .failure, .internal: .failure,

@@ -74,23 +74,43 @@ struct ExportCommand: AsyncParsableCommand {
     private func runExport() async throws {
         let presets = try presetOptions.prepare(global)
         let limits = input.limits
+        // `-o https://…`: exported into a staging folder, then uploaded.
+        var request = options.request
+        let upload = try OutputUpload.prepare(options.output, remote: remote)
+        if let upload { request.output = upload.staged }
         // Mistakes in the request fail before the asset is even opened (or downloaded).
-        let settings = try options.request.resolve(presets: presets)
+        let settings: ExportSettings
+        do {
+            settings = try request.resolve(presets: presets)
+            if upload != nil && (settings.ladder != nil || settings.poster || settings.saveToLibrary) {
+                throw CLIFailure(
+                    message: "-o <url> uploads one file: not a ladder, a poster or a save to the library (yet)",
+                    exitStatus: .usage)
+            }
+        } catch {
+            upload?.discard()
+            throw error
+        }
         try options.request.checkResource(asset: asset)
         // A URL is downloaded first (its own phase); the export then reads the local copy.
         let local = try await LocalInput.resolve(asset, remote: remote, limits: limits, json: json)
         defer { local.cleanUp() }
         do {
-            try await export(local, presets: presets, settings: settings, limits: local.limits(limits))
+            try await export(
+                local, presets: presets, settings: settings, limits: local.limits(limits), output: request.output,
+                upload: upload)
         } catch {
+            // The staging folder stays only for a verified output whose upload failed.
+            if let upload, !((error as? ExportError)?.code == .uploadFailed) { upload.discard() }
             // Messages name the URL (without its query), never the download cache's file.
             throw local.rename(error)
         }
     }
 
-    private func export(_ local: LocalInput, presets: PresetLibrary, settings: ExportSettings, limits: InputLimits)
-        async throws
-    {
+    private func export(
+        _ local: LocalInput, presets: PresetLibrary, settings: ExportSettings, limits: InputLimits, output: String?,
+        upload: OutputUpload?
+    ) async throws {
         let metadataDefault = try MetadataDefault.fromEnvironment() ?? .keep
         let link = library.link(limits: limits, queueDatabase: StoreOptions.environmentDatabaseURL)
         // A library asset is the file (or a Motion Photo's byte range) the library says, checked to be
@@ -118,7 +138,7 @@ struct ExportCommand: AsyncParsableCommand {
         let named = source.map { URL(fileURLWithPath: FileManager.default.currentDirectoryPath + "/" + $0.outputStem) }
         // Named as `reel submit` names it (`OutputNaming`) unless -o names it.
         let destination = URL(
-            fileURLWithPath: options.output.map {
+            fileURLWithPath: output.map {
                 settings.ladder != nil && $0.hasSuffix("/") ? String($0.dropLast()) : $0
             }
                 ?? (settings.ladder.map {
@@ -165,6 +185,8 @@ struct ExportCommand: AsyncParsableCommand {
         await watcher.value
         bar.finishLine()
         guard let result = session.result else { throw CLIFailure(message: "the export finished without a result") }
+        // The verified output goes to its URL; done only once the server has it.
+        let uploaded = try await upload?.send(json: json)
         if let ladder = session.ladderResult, !json {
             // An HDR ladder's H.264 SDR rungs and HEVC HDR rungs share their sizes: the codec tells them apart.
             let mixed = Set(ladder.video.map { $0.codecs.prefix(4) }).count > 1
@@ -184,12 +206,13 @@ struct ExportCommand: AsyncParsableCommand {
         // Done only once the output is an asset of the library (saving it again is harmless).
         let saved = settings.saveToLibrary ? try await link.saveOutput(at: destination.path, from: source) : nil
         if json {
-            let completion = ExportEvent.Completion(
-                output: destination.path, preset: session.preset.name,
+            var completion = ExportEvent.Completion(
+                output: uploaded?.url ?? destination.path, preset: session.preset.name,
                 type: session.ladderResult == nil
                     ? settings.outputType.rawValue : (settings.ladder?.folderExtension ?? "hls"), result: result,
                 source: source,
                 savedLocalIdentifier: saved, ladder: session.ladderResult)
+            completion.upload = uploaded
             CLI.printLine(ExportEvent.completed(completion).jsonLine)
         } else {
             var facts = [CLI.formatBytes(result.bytes), String(format: "%.2f s", result.durationSeconds)]
@@ -209,7 +232,9 @@ struct ExportCommand: AsyncParsableCommand {
             if let source {
                 facts.append("from \(source.reference) (\(source.resource)\(source.byteRange.map { ", \($0)" } ?? ""))")
             }
-            CLI.printLine("wrote \(destination.path) (\(facts.joined(separator: ", ")))")
+            CLI.printLine(
+                "wrote \(uploaded.map { "\($0.url) (uploaded)" } ?? destination.path) (\(facts.joined(separator: ", ")))"
+            )
             if let poster = result.poster {
                 let size = poster.width.flatMap { w in poster.height.map { "\(w)x\($0), " } } ?? ""
                 CLI.printLine(

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import ReelExport
 import ReelQueue
+import ReelSystem
 import Synchronization
 
 #if Remote
@@ -187,16 +188,93 @@ struct LocalInput {
     }
 }
 
+/// `-o https://…`: the output is exported to a staging folder in the download cache, verified there,
+/// then PUT to the URL (a presigned PUT URL). A failed upload keeps the verified file and says where.
+struct OutputUpload {
+    let url: URL
+    /// The folder the output is exported into, and the file.
+    let folder: String
+    let staged: String
+    #if Remote
+        let fetcher: RemoteFetcher
+    #endif
+
+    /// The upload `output` names, or nil when it is a path. Refused without `--network-access`.
+    static func prepare(_ output: String?, remote: RemoteOptions) throws -> OutputUpload? {
+        guard let output, RemoteURL.isRemote(output) else { return nil }
+        let url = try RemoteURL.parse(output)
+        guard remote.networkAccess else {
+            throw ExportError(
+                .networkAccessRequired,
+                "\(RemoteURL.redacted(url)) is remote and network access is not allowed (--network-access)")
+        }
+        #if Remote
+            let fetcher = try remote.policy.fetcher()
+            try fetcher.policy.check(url)
+            let folder = fetcher.cache.folder + "/uploads/" + AtomicFile.randomTag() + AtomicFile.randomTag()
+            do {
+                try FileManager.default.createDirectory(
+                    atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            } catch {
+                throw ExportError(.outputFailed, "cannot create \(folder): \(error.localizedDescription)")
+            }
+            return OutputUpload(
+                url: url, folder: folder, staged: folder + "/" + RemoteURL.fileName(url), fetcher: fetcher)
+        #else
+            throw LeftOut.remote.failure
+        #endif
+    }
+
+    /// Uploads the verified output; the staging folder goes once the server has it. On a failure
+    /// the file stays, and the error says where.
+    func send(json: Bool) async throws -> UploadResult {
+        #if Remote
+            let type: String =
+                switch URL(fileURLWithPath: staged).pathExtension.lowercased() {
+                case "mov": "video/quicktime"
+                case "m4v": "video/x-m4v"
+                case "m4a": "audio/mp4"
+                case "jpg", "jpeg": "image/jpeg"
+                default: "video/mp4"
+                }
+            let bar = DownloadBar(json: json, terminal: CLI.stderrIsTerminal, phase: .uploading)
+            do {
+                let result = try await fetcher.upload(staged, to: url, contentType: type) { bar.show($0) }
+                bar.finish()
+                discard()
+                return result
+            } catch {
+                bar.finish()
+                guard error.code != .cancelled else {
+                    discard()
+                    throw error
+                }
+                throw ExportError(
+                    error.code, error.message + " (the verified output is kept at \(staged))",
+                    retryable: error.isRetryable)
+            }
+        #else
+            throw LeftOut.remote.failure
+        #endif
+    }
+
+    /// Removes the staging folder and what it holds.
+    func discard() { try? FileManager.default.removeItem(atPath: folder) }
+}
+
 #if Remote
     /// A download's progress: `--json` lines in phase `downloading`, or a bar on a terminal.
     final class DownloadBar: Sendable {
         let json: Bool
         let terminal: Bool
+        /// `downloading`, or `uploading` for an output sent to its URL.
+        let phase: ExportSession.Phase
         private let shown = Mutex<Double>(-1)
 
-        init(json: Bool, terminal: Bool) {
+        init(json: Bool, terminal: Bool, phase: ExportSession.Phase = .downloading) {
             self.json = json
             self.terminal = terminal
+            self.phase = phase
         }
 
         func show(_ progress: DownloadProgress) {
@@ -209,7 +287,7 @@ struct LocalInput {
             }
             guard due else { return }
             if json {
-                CLI.printLine(ExportEvent.progress(.init(downloading: fraction)).jsonLine)
+                CLI.printLine(ExportEvent.progress(.init(transferring: fraction, phase: phase)).jsonLine)
             } else if terminal {
                 let width = 30
                 let filled = Int((fraction * Double(width)).rounded(.down))
@@ -217,7 +295,8 @@ struct LocalInput {
                 let megabytes = String(format: "%.1f MB", Double(progress.received) / 1_000_000)
                 try? FileHandle.standardError.write(
                     contentsOf: Data(
-                        "\r\u{1B}[Kdownloading \(bar) \(String(format: "%5.1f%%", fraction * 100))  \(megabytes)".utf8))
+                        "\r\u{1B}[K\(phase.rawValue) \(bar) \(String(format: "%5.1f%%", fraction * 100))  \(megabytes)"
+                            .utf8))
             }
         }
 

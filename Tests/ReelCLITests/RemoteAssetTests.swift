@@ -109,8 +109,10 @@ struct RemoteAssetTests {
         let url = "\(server.base)/cached/clip.mp4?\(Self.secret)"
         let before = server.requests().count
 
+        // --allow-root limits the paths a request names; the download cache is Reel's own.
         let first = try await Self.export(
-            url, server: server, cache: cache, output: outputs.appendingPathComponent("a.mp4"))
+            url, server: server, cache: cache, output: outputs.appendingPathComponent("a.mp4"),
+            extra: ["--allow-root", outputs.path])
         #expect(first.status == 0, "\(first.stderr)")
         // The download is a phase of its own in the JSON progress lines.
         #expect(first.stdout.contains("\"phase\":\"downloading\""), "\(first.stdout)")
@@ -354,9 +356,10 @@ struct RemoteAssetTests {
             try await reel([
                 "submit", url, "--preset", "640x480", "--output-dir", outputs.path, "--network-access", "--json",
             ]))
+        // Its --allow-root is about the paths a request may name: the download cache is the worker's own.
         let worker = try await reel([
             "work", "--drain", "--download-cache", cache.path, "--allow-http", "--allow-private-address",
-            "127.0.0.1:\(server.port)",
+            "127.0.0.1:\(server.port)", "--allow-root", outputs.path,
         ])
         #expect(worker.status == 0, "\(worker.stderr)")
         let done = try status(good)
@@ -380,5 +383,50 @@ struct RemoteAssetTests {
         let shown = try await reel(["status", good, "--json"])
         #expect(shown.status == 0 && shown.stdout.contains("\"hasQuery\":true"), "\(shown.stdout)")
         #expect(!said.contains("SECRET"), "a command showed the signature")
+    }
+
+    @Test func anOutputIsUploadedToAPresignedPUTURLAndKeptWhenTheServerRefusesIt() async throws {
+        let server = try await NginxServer.shared()
+        let source = try await Fixtures.url(Fixtures.landscape).path
+        let cache = Fixtures.scratchFolder("remote-cache")
+        let allow = [
+            "--network-access", "--allow-http", "--allow-private-address", "127.0.0.1:\(server.port)",
+            "--download-cache", cache.path, "--json",
+        ]
+        let put = "\(server.base)/put/up/clip.mp4"
+        let sent = try await ReelBinary.run(
+            ["export", source, "--preset", "640x480", "-o", "\(put)?\(Self.secret)"] + allow)
+        #expect(sent.status == 0, "\(sent.stderr)\(sent.stdout)")
+        #expect(!sent.stdout.contains("SECRET") && !sent.stderr.contains("SECRET"))
+        #expect(sent.stdout.contains("\"phase\":\"uploading\""), "\(sent.stdout)")
+        let last = try #require(
+            sent.stdout.split(separator: "\n").last.flatMap {
+                try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+            })
+        #expect(last["output"] as? String == put, "\(last)")
+        let upload = try #require(last["upload"] as? [String: Any], "\(last)")
+        let stored = server.root + "/put/up/clip.mp4"
+        let size = try #require(try FileManager.default.attributesOfItem(atPath: stored)[.size] as? Int)
+        #expect(upload["url"] as? String == put && upload["bytes"] as? Int == size, "\(upload)")
+        let probed = try await ProbedFile.probe(URL(fileURLWithPath: stored))
+        #expect(probed.video?.width == 640 && abs((probed.format.durationSeconds ?? 0) - 1) < 0.1)
+        let staged = (FileManager.default.enumerator(atPath: cache.path + "/uploads")?.allObjects as? [String]) ?? []
+        #expect(staged.isEmpty, "the staging folder is removed once the server has the file: \(staged)")
+        #expect(server.requests(for: "/put/up/clip.mp4").contains { $0.hasPrefix("PUT /put/up/clip.mp4 201") })
+
+        // A server that refuses the upload: upload-failed, and the verified output kept where it says.
+        let refused = try await ReelBinary.run(
+            ["export", source, "--preset", "640x480", "-o", "\(server.base)/readonly/clip.mp4?\(Self.secret)"] + allow)
+        #expect(refused.status == 69, "\(refused.stderr)")
+        let failure = try #require(Self.failure(refused))
+        #expect(failure.code == "upload-failed" && failure.message.contains("403"), "\(failure)")
+        #expect(!refused.stdout.contains("SECRET") && !refused.stderr.contains("SECRET"))
+        let kept = try #require(failure.message.firstMatch(of: /kept at (\S+)\)/).map { String($0.1) })
+        #expect(try await ProbedFile.probe(URL(fileURLWithPath: kept)).video?.width == 640)
+
+        // Without network access nothing is exported.
+        let offline = try await ReelBinary.run(
+            ["export", source, "--preset", "640x480", "-o", put, "--download-cache", cache.path, "--json"])
+        #expect(offline.status == 64 && Self.failure(offline)?.code == "network-access-required", "\(offline.stdout)")
     }
 }

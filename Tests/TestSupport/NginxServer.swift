@@ -9,7 +9,8 @@ import Synchronization
 /// Locations the tests use beside the plain files: `?slow=1` limits the rate (100 kB/s) so a download
 /// can be stopped half-way; `/nohead/<file>` refuses HEAD (405), as a presigned GET URL does;
 /// `/redirect/private`, `/redirect/metadata` and `/redirect/name` answer 302 into loopback on another
-/// port, the cloud metadata address and `localhost` on that port; `/redirect/same` to `/clip` on this server.
+/// port, the cloud metadata address and `localhost` on that port; `/redirect/same` to `/clip` on this server;
+/// `/put/…` takes uploads (WebDAV's PUT, as a presigned PUT URL), `/readonly/…` refuses them (403).
 public final class NginxServer: Sendable {
     public let folder: String
     /// Files served: `http://127.0.0.1:<port>/<name>`.
@@ -77,6 +78,14 @@ public final class NginxServer: Sendable {
                 location = /redirect/metadata { return 302 http://169.254.169.254/latest/meta-data/; }
                 location = /redirect/name { return 302 http://localhost:\(metadataPort)/clip.mp4; }
                 location = /redirect/same { return 302 /clip.mp4; }
+                location /put/ {
+                    dav_methods PUT;
+                    create_full_put_path on;
+                    client_max_body_size 0;
+                }
+                location /readonly/ {
+                    limit_except GET { deny all; }
+                }
                 location / {
                     if ($arg_slow) { set $limit_rate 100k; }
                 }

@@ -40,3 +40,17 @@ public enum RemoteURL {
         return name.isEmpty || name == "/" ? "download" : name
     }
 }
+
+/// An output uploaded to a URL (`-o https://…`, a presigned PUT): where (without the query), how many
+/// bytes, and the server's ETag when it gave one.
+public struct UploadResult: Sendable, Equatable, Codable {
+    public var url: String
+    public var bytes: Int64
+    public var etag: String?
+
+    public init(url: String, bytes: Int64, etag: String? = nil) {
+        self.url = url
+        self.bytes = bytes
+        self.etag = etag
+    }
+}

@@ -77,6 +77,10 @@ public struct ExportError: Error, Sendable, Equatable, CustomStringConvertible {
         /// The downloaded bytes are not the ones the job named (`sha256`, `size`): checked before any
         /// decoding, and the bytes are removed. Never retryable.
         public static let checksumMismatch = Code("checksum-mismatch")
+        /// The verified output could not be uploaded to its URL (`-o https://…`, a presigned PUT): the
+        /// server refused it or the connection failed after the attempts. The output is kept locally,
+        /// and the message says where.
+        public static let uploadFailed = Code("upload-failed")
         /// A bug or an unexpected failure inside Reel or FFmpeg.
         public static let `internal` = Code("internal")
 
@@ -85,14 +89,14 @@ public struct ExportError: Error, Sendable, Equatable, CustomStringConvertible {
             .unreadableInput, .unsupportedCodec, .incompatiblePreset, .noVideo, .limitExceeded, .photoNotVideo,
             .noSpace, .outputFailed, .outputInvalid, .cancelled, .stalled, .outputExists, .unknownPreset,
             .invalidPreset, .invalidArgument, .unknownAsset, .assetChanged, .saveFailed, .networkAccessRequired,
-            .urlRefused, .downloadFailed, .checksumMismatch, .internal,
+            .urlRefused, .downloadFailed, .checksumMismatch, .uploadFailed, .internal,
         ]
 
         /// Whether a failure with this code may pass when the same export runs again, unless its cause
         /// says otherwise (`ExportError.init`): a full disk, an I/O error, a stall, an internal failure, a
         /// save back to the library.
         public var isRetryableByDefault: Bool {
-            [.noSpace, .outputFailed, .stalled, .internal, .saveFailed, .downloadFailed].contains(self)
+            [.noSpace, .outputFailed, .stalled, .internal, .saveFailed, .downloadFailed, .uploadFailed].contains(self)
         }
 
         public var description: String { rawValue }

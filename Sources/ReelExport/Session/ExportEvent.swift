@@ -50,8 +50,14 @@ public enum ExportEvent: Sendable, Equatable, Codable {
         /// A remote asset's download, before the export reads it: phase `downloading`, `fraction` of its
         /// bytes received (0 while the server has not said how many).
         public init(downloading fraction: Double) {
+            self.init(transferring: fraction, phase: .downloading)
+        }
+
+        /// A transfer's progress: a remote asset's download (`downloading`) or an output's upload
+        /// (`uploading`), `fraction` of its bytes.
+        public init(transferring fraction: Double, phase: ExportSession.Phase) {
             status = .exporting
-            phase = .downloading
+            self.phase = phase
             progress = (fraction * 1000).rounded() / 1000
             frames = 0
             fps = 0
@@ -90,6 +96,8 @@ public enum ExportEvent: Sendable, Equatable, Codable {
         public var thumbnails: ThumbnailSetExport.Result? = nil
         /// A cache job's counts and problems (type `cache`; the output is the job's report).
         public var cache: PhotoCacheResult? = nil
+        /// Where the output was uploaded (`-o https://…`); `output` is then that URL without its query.
+        public var upload: UploadResult? = nil
 
         public init(
             output: String, preset: String, type: String, result: ExportSession.Result, source: LibrarySource? = nil,

@@ -176,6 +176,9 @@ public struct TranscodeProgress: Sendable, Equatable {
         case transcoding
         /// Writing the trailer; with faststart, moving the index in front of the media data.
         case finalizing
+        /// Sending the verified output to its URL (`-o https://…`): `fraction` is the share of its
+        /// bytes sent.
+        case uploading
     }
     public var phase: Phase
     /// 0…1 over the whole export, including finalizing.

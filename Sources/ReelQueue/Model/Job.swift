@@ -177,14 +177,21 @@ extension JobSpec {
     /// Probes the asset to export (off the caller's thread): for a library asset, first checks that
     /// its file is still as it was when the job was submitted (`asset-changed` otherwise, naming the
     /// identifier), then reads its bytes in place (a Motion Photo's embedded video as a byte range).
-    /// A remote asset is the worker's download (the worker set `asset` to it): its allowed roots
-    /// (`--allow-root`, about paths a request may name) do not apply to the download cache.
+    /// `limits` are the worker's; they apply as `inputLimits(_:)` says.
     public func loadAsset(limits: InputLimits) async throws(ExportError) -> Asset {
         try library?.checkUnchanged()
-        var limits = limits
-        if remote != nil { limits.allowedRoots = [] }
+        let limits = inputLimits(limits)
         return try await Asset.load(
             URL(fileURLWithPath: asset), byteRange: library?.byteRange?.range, limits: limits)
+    }
+
+    /// The worker's input limits as they apply to this job's asset: a remote asset is the worker's own
+    /// download (the worker set `asset` to it), so the allowed roots (`--allow-root`, about the paths a
+    /// request may name) do not apply to it; the size and duration limits do.
+    public func inputLimits(_ worker: InputLimits) -> InputLimits {
+        var limits = worker
+        if remote != nil { limits.allowedRoots = [] }
+        return limits
     }
 
     /// The metadata policy to export with: the spec's when chosen, else `workerDefault`.

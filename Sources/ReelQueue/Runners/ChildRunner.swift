@@ -187,7 +187,7 @@ public final class ChildRunner: Sendable {
             let asset = try await spec.loadAsset(limits: request.limits)
             let loadSeconds = (ContinuousClock.now - loading) / .seconds(1)
             let session = try ExportSession(
-                asset: asset, presetName: spec.preset, presets: presets, limits: request.limits)
+                asset: asset, presetName: spec.preset, presets: presets, limits: spec.inputLimits(request.limits))
             spec.configure(session, stallTimeout: request.stallTimeout, threads: request.threads)
             session.temporaryTag = request.attemptTag
             session.publishGate = { () throws(ExportError) in

@@ -36,7 +36,8 @@ struct InProcessRunner: ExportRunner {
             let loading = ContinuousClock.now
             let asset = try await spec.loadAsset(limits: limits)
             let loadSeconds = (ContinuousClock.now - loading) / .seconds(1)
-            let session = try ExportSession(asset: asset, presetName: spec.preset, presets: presets, limits: limits)
+            let session = try ExportSession(
+                asset: asset, presetName: spec.preset, presets: presets, limits: spec.inputLimits(limits))
             spec.configure(session, stallTimeout: stallTimeout, threads: threads, metadataDefault: metadataDefault)
             session.temporaryTag = job.lease.attemptTag
             session.publishGate = { () throws(ExportError) in
