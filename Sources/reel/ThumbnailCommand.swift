@@ -170,11 +170,8 @@ struct ThumbnailCommand: AsyncParsableCommand {
 
     func run() async throws {
         global.bootstrapLogging()
-        if submit && RemoteURL.isRemote(asset) {
-            throw CLIFailure(
-                message: "a URL cannot be queued yet: `reel thumbnail <url> --network-access` runs in the foreground",
-                exitStatus: .usage)
-        }
+        // Queued, a URL is the worker's to download (under its own network policy).
+        if submit && RemoteURL.isRemote(asset) { return try await queue(nil) }
         let local = try await LocalInput.resolve(asset, remote: remote, limits: input.limits, json: false)
         defer { local.cleanUp() }
         var command = self
@@ -422,6 +419,10 @@ struct ThumbnailCommand: AsyncParsableCommand {
             key: key, maxAttempts: maxAttempts)
         request.thumbnails = set
         request.librarySource = source
+        if RemoteURL.isRemote(asset) {
+            request.networkAccessAllowed = remote.networkAccess
+            request.sha256 = remote.sha256
+        }
         let spec: JobSpec
         let warning: String?
         do throws(ExportError) {
@@ -431,7 +432,7 @@ struct ThumbnailCommand: AsyncParsableCommand {
             warning = try OutputAccess.check(spec, workedBySubmitter: storeOptions.workedBySubmitter)
         } catch {
             if json {
-                CLI.printLine(CLI.jsonLine(SubmitReport(asset: asset, line: nil, refusal: error)))
+                CLI.printLine(CLI.jsonLine(SubmitReport(asset: RemoteURL.shown(asset), line: nil, refusal: error)))
                 CLI.failurePrintedAsJSON.withLock { $0 = true }
             }
             throw error

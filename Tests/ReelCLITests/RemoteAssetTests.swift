@@ -356,6 +356,12 @@ struct RemoteAssetTests {
             try await reel([
                 "submit", url, "--preset", "640x480", "--output-dir", outputs.path, "--network-access", "--json",
             ]))
+        // A queued thumbnail set of the same URL: its pictures named after the URL's file.
+        let thumbs = outputs.appendingPathComponent("thumbs")
+        let set = try submitted(
+            try await reel([
+                "thumbnail", url, "--count", "2", "--submit", "--network-access", "-o", thumbs.path, "--json",
+            ]))
         // Its --allow-root is about the paths a request may name: the download cache is the worker's own.
         let worker = try await reel([
             "work", "--drain", "--download-cache", cache.path, "--allow-http", "--allow-private-address",
@@ -369,6 +375,10 @@ struct RemoteAssetTests {
         #expect(output.hasSuffix("/clip.640x480.\(good).mp4"), "named after the URL's file: \(output)")
         let probed = try await ProbedFile.probe(URL(fileURLWithPath: output))
         #expect(probed.video?.width == 640 && abs((probed.format.durationSeconds ?? 0) - 1) < 0.1)
+        let setStatus = try status(set)
+        #expect(setStatus["state"] as? String == "completed", "\(setStatus)")
+        let pictures = try FileManager.default.contentsOfDirectory(atPath: thumbs.path).sorted()
+        #expect(pictures == ["clip-001.jpg", "clip-002.jpg"], "\(pictures)")
 
         // The signature is in the spool's credential file (mode 0600), in no status file and in no
         // output of any command.

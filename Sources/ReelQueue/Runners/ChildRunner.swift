@@ -175,7 +175,7 @@ public final class ChildRunner: Sendable {
                 }
                 thumbnailSet.withLock { $0 = set }
                 if stopped.load(ordering: .sequentiallyConsistent) { set.cancel() }
-                let made = try await set.run(limits: request.limits)
+                let made = try await set.run(limits: spec.inputLimits(request.limits))
                 var completion = ExportEvent.Completion(
                     output: spec.output, preset: spec.preset, type: spec.typeName, result: made.summary)
                 completion.thumbnails = made

@@ -28,7 +28,7 @@ struct InProcessRunner: ExportRunner {
                             fraction: fraction, phase: .transcoding, framesPerSecond: nil, secondsRemaining: nil))
                 }
                 job.attach(set)
-                let made = try await set.run(limits: limits)
+                let made = try await set.run(limits: spec.inputLimits(limits))
                 var completed = JobResult(made.summary)
                 completed.thumbnails = made
                 return .completed(completed)

@@ -21,7 +21,12 @@ extension JobSpec {
         set.publishGate = gate
         // A library asset: its still's moment, and files named after the resource (`IMG_0001-001.jpg`).
         set.stillImageTime = library?.stillImageTime
-        set.fileStem = library?.outputStem
+        // A remote asset: named after its URL's file (`clip-001.jpg`), not the download's.
+        set.fileStem =
+            library?.outputStem
+            ?? remote.flatMap { URL(string: $0.url).map { RemoteURL.fileName($0) } }.map {
+                URL(fileURLWithPath: $0).deletingPathExtension().lastPathComponent
+            }
         return set
     }
 }
