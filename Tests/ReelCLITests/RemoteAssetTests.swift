@@ -439,4 +439,83 @@ struct RemoteAssetTests {
             ["export", source, "--preset", "640x480", "-o", put, "--download-cache", cache.path, "--json"])
         #expect(offline.status == 64 && Self.failure(offline)?.code == "network-access-required", "\(offline.stdout)")
     }
+
+    /// A server that fails the first GET and the first PUT of each path with 503 (Python's
+    /// http.server, written for the test): what a busy object store does.
+    static let flakyServer = """
+        import http.server, os, sys, threading
+        body = open(sys.argv[1], "rb").read()
+        log = open(sys.argv[2], "a", buffering=1)
+        seen = {}
+        lock = threading.Lock()
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+            def log_message(self, *args): pass
+            def answer(self, status, data=b"", headers=()):
+                path = self.path.split("?")[0]
+                log.write(f"{self.command} {path} {status}\\n")
+                self.send_response(status)
+                for name, value in headers: self.send_header(name, value)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                if self.command != "HEAD": self.wfile.write(data)
+            def first(self):
+                key = (self.command, self.path.split("?")[0])
+                with lock:
+                    seen[key] = seen.get(key, 0) + 1
+                    return seen[key] == 1
+            def do_HEAD(self):
+                self.answer(200, body, [("ETag", '"v1"'), ("Accept-Ranges", "bytes")])
+            def do_GET(self):
+                if self.first(): return self.answer(503, b"busy")
+                self.answer(200, body, [("ETag", '"v1"'), ("Accept-Ranges", "bytes")])
+            def do_PUT(self):
+                data = self.rfile.read(int(self.headers["Content-Length"]))
+                if self.first(): return self.answer(503, b"busy")
+                open(sys.argv[3], "wb").write(data)
+                self.answer(201, b"", [("ETag", '"put-1"')])
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        open(sys.argv[4], "w").write(str(server.server_address[1]))
+        server.serve_forever()
+        """
+
+    @Test func aBusyServerIsAskedAgainAndTheTransferCompletesOnce() async throws {
+        let folder = Fixtures.scratchFolder("remote-flaky")
+        let source = try await Fixtures.url(Fixtures.landscape).path
+        let script = folder.appendingPathComponent("flaky.py")
+        try Self.flakyServer.write(to: script, atomically: true, encoding: .utf8)
+        let (log, stored, portFile) = (
+            folder.path + "/requests.log", folder.path + "/stored.mp4", folder.path + "/port"
+        )
+        let server = try BackgroundProcess("/usr/bin/python3", [script.path, source, log, stored, portFile])
+        defer { server.signal(SIGKILL) }
+        let port = try #require(
+            await eventually { (try? String(contentsOfFile: portFile, encoding: .utf8)).flatMap { Int($0) } },
+            "the test server did not start")
+        let allow = [
+            "--network-access", "--allow-http", "--allow-private-address", "127.0.0.1:\(port)", "--download-cache",
+            folder.path + "/cache", "--json",
+        ]
+        let result = try await ReelBinary.run(
+            [
+                "export", "http://127.0.0.1:\(port)/flaky.mp4?\(Self.secret)", "--preset", "640x480", "-o",
+                "http://127.0.0.1:\(port)/upload.mp4?\(Self.secret)",
+            ] + allow)
+        #expect(result.status == 0, "\(result.stderr)\(result.stdout)")
+        #expect(!result.stdout.contains("SECRET") && !result.stderr.contains("SECRET"))
+        let requests = try String(contentsOfFile: log, encoding: .utf8).split(separator: "\n").map(String.init)
+        // One HEAD, the GET refused then answered, the PUT refused then taken: each done once.
+        #expect(
+            requests == [
+                "HEAD /flaky.mp4 200", "GET /flaky.mp4 503", "GET /flaky.mp4 200", "PUT /upload.mp4 503",
+                "PUT /upload.mp4 201",
+            ], "\(requests)")
+        let last = result.stdout.split(separator: "\n").last.flatMap {
+            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }
+        let upload = last?["upload"] as? [String: Any]
+        #expect(upload?["etag"] as? String == "\"put-1\"", "\(String(describing: last))")
+        let probed = try await ProbedFile.probe(URL(fileURLWithPath: stored))
+        #expect(probed.video?.width == 640 && abs((probed.format.durationSeconds ?? 0) - 1) < 0.1)
+    }
 }
