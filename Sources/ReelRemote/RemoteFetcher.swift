@@ -314,7 +314,8 @@
                 request.method = method
                 for (name, value) in headers { request.headers.add(name: name, value: value) }
                 request.headers.add(name: "User-Agent", value: "reel")
-                let outcome: Result<T, any Error>
+                // The final response's outcome, or where a redirect leads.
+                var outcome: Result<T, any Error>?
                 var next: URL?
                 do {
                     let response = try await client.execute(request, deadline: .distantFuture)
@@ -326,7 +327,6 @@
                                 .downloadFailed, "\(RemoteURL.redacted(current)) redirected without a usable Location")
                         }
                         next = target
-                        outcome = .failure(CancellationError())  // unused
                     } else {
                         outcome = .success(try await body(response, current))
                     }
@@ -339,7 +339,7 @@
                     current = next
                     continue
                 }
-                return try outcome.get()
+                if let outcome { return try outcome.get() }
             }
             throw ExportError(
                 .urlRefused, "\(RemoteURL.redacted(url)) redirected more than \(policy.maximumRedirects) times")

@@ -64,7 +64,7 @@ final class PostgresServer: Sendable {
         var template = Array((NSTemporaryDirectory() + "/reel-pg-\(label)-XXXXXX").utf8CString)
         guard let made = mkdtemp(&template) else { throw ToolFailure(message: "cannot create a folder for PostgreSQL") }
         let folder = URL(fileURLWithPath: String(cString: made)).standardizedFileURL.path
-        let server = PostgresServer(folder: folder, port: try freePort(), binaries: binaries)
+        let server = PostgresServer(folder: folder, port: try Tools.freeLoopbackPort(), binaries: binaries)
         Cleanup.register(server)
         if getuid() == 0 {
             // The postgres user must own the cluster's folder and reach it.
@@ -145,25 +145,6 @@ final class PostgresServer: Sendable {
             return "\(root)/\(version)/bin"
         }
         throw ToolFailure(message: "no PostgreSQL server in \(root) (Scripts/setup installs postgresql-15)")
-    }
-
-    /// A TCP port on loopback nobody listens on now.
-    private static func freePort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw ToolFailure(message: "socket: \(errno)") }
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-                bind(fd, pointer, length) == 0 && getsockname(fd, pointer, &length) == 0
-            }
-        }
-        guard bound else { throw ToolFailure(message: "cannot find a free port: \(errno)") }
-        return Int(UInt16(bigEndian: address.sin_port))
     }
 }
 

@@ -59,12 +59,13 @@ public final class NginxServer: Sendable {
         guard let made = mkdtemp(&template) else { throw ToolFailure(message: "cannot create a folder for nginx") }
         let folder = URL(fileURLWithPath: String(cString: made)).standardizedFileURL.path
         chmod(folder, 0o755)
-        let server = NginxServer(folder: folder, port: try freePort(), tlsPort: try freePort())
+        let server = NginxServer(
+            folder: folder, port: try Tools.freeLoopbackPort(), tlsPort: try Tools.freeLoopbackPort())
         NginxCleanup.register(server)
         try FileManager.default.createDirectory(atPath: server.root, withIntermediateDirectories: true)
         chmod(server.root, 0o755)
         try await server.makeCertificates()
-        let metadataPort = try freePort()
+        let metadataPort = try Tools.freeLoopbackPort()
         let user = getuid() == 0 ? "user root;" : ""
         let temps = ["client_body", "proxy", "fastcgi", "uwsgi", "scgi"].map {
             "\($0)_temp_path \(folder)/\($0);"
@@ -171,25 +172,6 @@ public final class NginxServer: Sendable {
             sleep 1; rm -rf '\(folder)'
             """
         try? Tools.startDetached("/usr/bin/setsid", ["/bin/bash", "-c", script])
-    }
-
-    /// A TCP port on loopback nobody listens on now.
-    static func freePort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw ToolFailure(message: "socket: \(errno)") }
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-                bind(fd, pointer, length) == 0 && getsockname(fd, pointer, &length) == 0
-            }
-        }
-        guard bound else { throw ToolFailure(message: "cannot find a free port: \(errno)") }
-        return Int(UInt16(bigEndian: address.sin_port))
     }
 }
 

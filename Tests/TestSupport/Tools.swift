@@ -103,6 +103,25 @@ public enum Tools {
             executable, arguments: arguments, environment: ProcessInfo.processInfo.environment, withInput: false)
     }
 
+    /// A TCP port on loopback nobody listens on now (for the servers the tests start).
+    public static func freeLoopbackPort() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw ToolFailure(message: "socket: \(errno)") }
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
+                bind(fd, pointer, length) == 0 && getsockname(fd, pointer, &length) == 0
+            }
+        }
+        guard bound else { throw ToolFailure(message: "cannot find a free port: \(errno)") }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
     /// Runs ffmpeg quietly; throws with its stderr when it fails.
     public static func ffmpeg(_ arguments: [String]) async throws {
         let result = try await run("ffmpeg", ["-nostdin", "-hide_banner", "-loglevel", "error", "-y"] + arguments)

@@ -47,12 +47,6 @@ public enum ExportEvent: Sendable, Equatable, Codable {
             fps = 0
         }
 
-        /// A remote asset's download, before the export reads it: phase `downloading`, `fraction` of its
-        /// bytes received (0 while the server has not said how many).
-        public init(downloading fraction: Double) {
-            self.init(transferring: fraction, phase: .downloading)
-        }
-
         /// A transfer's progress: a remote asset's download (`downloading`) or an output's upload
         /// (`uploading`), `fraction` of its bytes.
         public init(transferring fraction: Double, phase: ExportSession.Phase) {

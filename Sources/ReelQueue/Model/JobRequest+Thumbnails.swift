@@ -21,12 +21,10 @@ extension JobRequest {
                 "a thumbnail set takes output (or outputDir), overwrite and resource of the export's options, not \(ExportRequest.keysSet(in: others).joined(separator: ", ")) (a picture's size is thumbnails.maxSize)"
             )
         }
-        if RemoteURL.isRemote(asset) {
-            return try resolveRemote(thumbnails, workingDirectory: workingDirectory)
-        }
         // A library asset (`resolveLibraryAsset(in:)` resolved it): the file, or the Motion Photo's
         // range, the library names; with no times asked, one picture at its still's moment.
         try export.checkResource(asset: asset)
+        let remote = try checkedRemote()
         if LibraryReference.identifier(in: asset) != nil, librarySource == nil {
             throw ExportError(.invalidArgument, "\(asset) names a library asset, and no library resolved it")
         }
@@ -37,7 +35,9 @@ extension JobRequest {
         if let key { try JobSpec.checkKey(key) }
         let attempts = try JobSpec.checkedAttempts(maxAttempts)
         func absolute(_ path: String) -> URL { JobRequest.absolute(path, in: workingDirectory) }
-        let assetURL = source.map { URL(fileURLWithPath: $0.path) } ?? absolute(asset)
+        // A URL's set is named after its file name.
+        let assetURL =
+            source.map { URL(fileURLWithPath: $0.path) } ?? remote.map { absolute($0.fileName) } ?? absolute(asset)
         let outputURL: URL
         if let output = export.output {
             if outputDir != nil { throw ExportError(.invalidArgument, "give output or outputDir, not both") }
@@ -49,7 +49,10 @@ extension JobRequest {
         }
         // The library's answer is checked against the file as it is now, before the file is read.
         try source?.checkUnchanged()
-        switch checks {
+        // A URL's times are checked against its duration by the worker, once it has the file.
+        switch remote == nil ? checks : nil {
+        case nil:
+            break
         case .access:
             try Asset.checkAccess(assetURL, limits: limits)
         case .plan:
@@ -60,50 +63,12 @@ extension JobRequest {
         let overwrite = export.overwrite ?? false
         try OutputPublisher.check(destination: outputURL, asset: assetURL, overwrite: overwrite)
         var spec = JobSpec(
-            asset: assetURL.path, preset: JobSpec.thumbnailsName, outputType: .mp4, output: outputURL.path,
-            priority: priority ?? 0, key: key, maxAttempts: attempts, overwrite: overwrite)
+            asset: remote?.url ?? assetURL.path, preset: JobSpec.thumbnailsName, outputType: .mp4,
+            output: outputURL.path, priority: priority ?? 0, key: key, maxAttempts: attempts, overwrite: overwrite)
         spec.thumbnails = thumbnails
         spec.library = source
-        return spec
-    }
-}
-
-extension JobRequest {
-    /// A thumbnail set of an asset named by URL: the set checked, the folder named after the URL's
-    /// file name; the times are checked against the duration by the worker, once it has the file.
-    func resolveRemote(_ thumbnails: ThumbnailSetRequest, workingDirectory: URL) throws(ExportError) -> JobSpec {
-        let remote = try RemoteAsset(asset, sha256: sha256, size: size)
-        guard networkAccessAllowed == true else {
-            throw ExportError(
-                .networkAccessRequired,
-                "\(remote.url) is remote and network access is not allowed (--network-access, \"networkAccessAllowed\": true)"
-            )
-        }
-        if export.resource != nil {
-            throw ExportError(.invalidArgument, "\(remote.url): resources are for library assets")
-        }
-        _ = try thumbnails.check()
-        if let key { try JobSpec.checkKey(key) }
-        let attempts = try JobSpec.checkedAttempts(maxAttempts)
-        func absolute(_ path: String) -> URL { JobRequest.absolute(path, in: workingDirectory) }
-        let folder = outputDir.map(absolute) ?? workingDirectory.standardizedFileURL
-        let named = folder.appendingPathComponent(RemoteURL.fileName(URL(string: remote.url) ?? folder))
-        let outputURL: URL
-        if let output = export.output {
-            if outputDir != nil { throw ExportError(.invalidArgument, "give output or outputDir, not both") }
-            outputURL = absolute(output.count > 1 && output.hasSuffix("/") ? String(output.dropLast()) : output)
-        } else {
-            let stem = named.deletingPathExtension().lastPathComponent
-            outputURL = folder.appendingPathComponent("\(stem).\(JobSpec.thumbnailsName).{id}")
-        }
-        let overwrite = export.overwrite ?? false
-        try OutputPublisher.check(destination: outputURL, asset: named, overwrite: overwrite)
-        var spec = JobSpec(
-            asset: remote.url, preset: JobSpec.thumbnailsName, outputType: .mp4, output: outputURL.path,
-            priority: priority ?? 0, key: key, maxAttempts: attempts, overwrite: overwrite)
-        spec.thumbnails = thumbnails
         spec.remote = remote
-        spec.networkAccessAllowed = true
+        spec.networkAccessAllowed = remote != nil
         return spec
     }
 }

@@ -136,19 +136,18 @@ public struct JobRequest: Sendable, Codable, Equatable {
         }
         let settings = try export.resolve(presets: presets)
         try export.checkResource(asset: asset)
-        if RemoteURL.isRemote(asset) {
-            return try resolveRemote(
-                settings: settings, workingDirectory: workingDirectory, metadataDefault: metadataDefault)
-        }
-        if sha256 != nil || size != nil || networkAccessAllowed != nil {
-            throw ExportError(.invalidArgument, "sha256, size and networkAccessAllowed go with an asset named by URL")
+        let remote = try checkedRemote()
+        if remote != nil && settings.saveToLibrary {
+            throw ExportError(.invalidArgument, "\(remote?.url ?? ""): saving to the library is for local assets")
         }
         func absolute(_ path: String) -> URL { JobRequest.absolute(path, in: workingDirectory) }
         if LibraryReference.identifier(in: asset) != nil, librarySource == nil {
             throw ExportError(.invalidArgument, "\(asset) names a library asset, and no library resolved it")
         }
         let source = LibraryReference.identifier(in: asset) != nil ? librarySource : nil
-        let assetURL = source.map { URL(fileURLWithPath: $0.path) } ?? absolute(asset)
+        // A URL's output is named after its file name (as `reel export <url>` names it).
+        let assetURL =
+            source.map { URL(fileURLWithPath: $0.path) } ?? remote.map { absolute($0.fileName) } ?? absolute(asset)
         if let key { try JobSpec.checkKey(key) }
         let attempts = try JobSpec.checkedAttempts(maxAttempts)
         let outputURL: URL
@@ -177,7 +176,10 @@ public struct JobRequest: Sendable, Codable, Equatable {
         let metadata = settings.metadata ?? metadataDefault
         // The library's answer is checked against the file as it is now, before the file is read.
         try source?.checkUnchanged()
-        switch checks {
+        // A URL's bytes are the worker's to download and check; a file's are checked now.
+        switch remote == nil ? checks : nil {
+        case nil:
+            break
         case .access:
             try Asset.checkAccess(assetURL, limits: limits)
         case .plan:
@@ -196,23 +198,25 @@ public struct JobRequest: Sendable, Codable, Equatable {
         }
         var chosen = settings
         chosen.metadata = metadata
-        return JobSpec(
-            settings: chosen, asset: assetURL.path, output: outputURL.path, priority: priority ?? 0, key: key,
-            maxAttempts: attempts, library: source)
+        var spec = JobSpec(
+            settings: chosen, asset: remote?.url ?? assetURL.path, output: outputURL.path, priority: priority ?? 0,
+            key: key, maxAttempts: attempts, library: source)
+        spec.remote = remote
+        spec.networkAccessAllowed = remote != nil
+        return spec
     }
 
-    /// The keys a manifest line may have: the job's own and the export's.
-    static let knownKeys = Set([
-        "asset", "outputDir", "priority", "key", "maxAttempts", "thumbnails", "cache", "networkAccessAllowed",
-        "sha256", "size",
-    ]).union(ExportRequest.keys)
-
-    /// The spec of an export whose asset is a URL: the download is the worker's (under its network
-    /// policy), so only the request itself is checked here; the output is named after the URL's file
-    /// name. Refused with `network-access-required` unless the request allows the download.
-    func resolveRemote(settings: ExportSettings, workingDirectory: URL, metadataDefault: MetadataPolicy?)
-        throws(ExportError) -> JobSpec
-    {
+    /// The asset named by URL, checked (`RemoteAsset`), or nil for a path or a library asset; refused
+    /// with `network-access-required` unless the request allows the download, and the keys that only
+    /// go with a URL refused beside a path.
+    func checkedRemote() throws(ExportError) -> RemoteAsset? {
+        guard RemoteURL.isRemote(asset) else {
+            if sha256 != nil || size != nil || networkAccessAllowed != nil {
+                throw ExportError(
+                    .invalidArgument, "sha256, size and networkAccessAllowed go with an asset named by URL")
+            }
+            return nil
+        }
         let remote = try RemoteAsset(asset, sha256: sha256, size: size)
         guard networkAccessAllowed == true else {
             throw ExportError(
@@ -220,40 +224,17 @@ public struct JobRequest: Sendable, Codable, Equatable {
                 "\(remote.url) is remote and network access is not allowed (--network-access, \"networkAccessAllowed\": true)"
             )
         }
-        if settings.saveToLibrary || export.resource != nil {
-            throw ExportError(
-                .invalidArgument, "\(remote.url): saving to the library and resources are for local assets")
+        if export.resource != nil {
+            throw ExportError(.invalidArgument, "\(remote.url): resources are for library assets")
         }
-        if let key { try JobSpec.checkKey(key) }
-        let attempts = try JobSpec.checkedAttempts(maxAttempts)
-        func absolute(_ path: String) -> URL { JobRequest.absolute(path, in: workingDirectory) }
-        let folder = outputDir.map(absolute) ?? workingDirectory.standardizedFileURL
-        // Named as `reel export <url>` names it: after the URL's file name.
-        let named = folder.appendingPathComponent(RemoteURL.fileName(URL(string: remote.url) ?? folder))
-        let outputURL: URL
-        if let output = export.output {
-            if outputDir != nil { throw ExportError(.invalidArgument, "give output or outputDir, not both") }
-            outputURL = absolute(
-                settings.ladder != nil && output.count > 1 && output.hasSuffix("/") ? String(output.dropLast()) : output
-            )
-        } else if let ladder = settings.ladder {
-            outputURL = folder.appendingPathComponent(
-                OutputNaming.ladderFolder(asset: named, ladder: ladder, preset: settings.preset, tag: "{id}"))
-        } else {
-            outputURL = folder.appendingPathComponent(
-                OutputNaming.file(asset: named, preset: settings.preset, type: settings.outputType, tag: "{id}"))
-        }
-        try OutputPublisher.check(destination: outputURL, asset: named, overwrite: settings.overwrite)
-        if settings.poster { try PosterOutput.check(video: outputURL, asset: named, overwrite: settings.overwrite) }
-        var chosen = settings
-        chosen.metadata = settings.metadata ?? metadataDefault
-        var spec = JobSpec(
-            settings: chosen, asset: remote.url, output: outputURL.path, priority: priority ?? 0, key: key,
-            maxAttempts: attempts)
-        spec.remote = remote
-        spec.networkAccessAllowed = true
-        return spec
+        return remote
     }
+
+    /// The keys a manifest line may have: the job's own and the export's.
+    static let knownKeys = Set([
+        "asset", "outputDir", "priority", "key", "maxAttempts", "thumbnails", "cache", "networkAccessAllowed",
+        "sha256", "size",
+    ]).union(ExportRequest.keys)
 }
 
 extension JobRequest {

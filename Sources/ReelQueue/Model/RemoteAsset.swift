@@ -43,6 +43,9 @@ public struct RemoteAsset: Sendable, Codable {
         self.size = size
     }
 
+    /// The URL's file name (`IMG_1.MOV`), which outputs are named after.
+    public var fileName: String { URL(string: url).map(RemoteURL.fileName) ?? "download" }
+
     /// The URL to fetch: with its query.
     public var fetchURL: String { query.map { url + "?" + $0 } ?? url }
 

@@ -24,9 +24,7 @@ extension JobSpec {
         // A remote asset: named after its URL's file (`clip-001.jpg`), not the download's.
         set.fileStem =
             library?.outputStem
-            ?? remote.flatMap { URL(string: $0.url).map { RemoteURL.fileName($0) } }.map {
-                URL(fileURLWithPath: $0).deletingPathExtension().lastPathComponent
-            }
+            ?? remote.map { URL(fileURLWithPath: $0.fileName).deletingPathExtension().lastPathComponent }
         return set
     }
 }
