@@ -39,14 +39,19 @@ struct PresetTableTests {
         switch preset.kind {
         case .video:
             guard let video = preset.video else { return ["–", "–", "–", audio ?? "–"] }
-            let codec = video.codec == .h264 ? "H.264" : "HEVC (`hvc1`)"
+            let codec =
+                switch video.codec {
+                case .h264: "H.264"
+                case .hevc: "HEVC (`hvc1`)"
+                case .av1: "AV1 (`av01`)"
+                }
             var picture =
                 video.box.map { "\(codec) in \($0.map(String.init).joined(separator: "x"))" }
                 ?? "\(codec) at the source size"
             if let multiple = video.sizeMultiple { picture += " (\(multiple)-pixel grid)" }
             if video.keepHighBitDepth == true { picture += ", 10-bit kept" }
             let encoder =
-                "\(video.codec.encoderName) \(video.encoderPreset), CRF \(Self.number(video.crf))"
+                "\(video.codec.encoderName) \(video.codec == .av1 ? "preset " : "")\(video.encoderPreset), CRF \(Self.number(video.crf))"
                 + (video.profile.map { ", \($0)" } ?? "")
             var caps: [String] = []
             if let bitrate = video.maxBitrate { caps.append(Self.rate(bitrate, unit: "Mb/s", scale: 1_000_000)) }

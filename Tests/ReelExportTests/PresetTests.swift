@@ -121,7 +121,7 @@ struct PresetTests {
         try custom.write(to: folder.appendingPathComponent("Tiny.json"), atomically: true, encoding: .utf8)
         try override.write(to: folder.appendingPathComponent("medium.json"), atomically: true, encoding: .utf8)
         let library = try PresetLibrary(userFolder: folder)
-        #expect(library.presets.count == 19)
+        #expect(library.presets.count == PresetLibrary.shipped.presets.count + 1)
         #expect(try library.preset(named: "tiny").video?.box == [160, 90])
         #expect(try library.preset(named: "medium").summary == "mine")
     }

@@ -29,6 +29,18 @@ struct CodecStringTests {
                 == "hvc1.2.4.H153.90")
     }
 
+    /// The AV1 ISOBMFF binding's example `av01.0.04M.10.0.112.09.16.09.0` starts with the four fields
+    /// Reel writes: Main profile, level 3.0 (`seq_level_idx` 4), Main tier, 10-bit.
+    @Test func av1StringsComeFromTheAv1CRecord() {
+        // marker+version, profile|level, tier|high_bitdepth|twelve_bit|mono|subsampling x,y|position, ...
+        #expect(CodecString.av1([0x81, 0x04, 0x4C, 0x00]) == "av01.0.04M.10")
+        #expect(CodecString.av1([0x81, 0x08, 0x0C, 0x00]) == "av01.0.08M.08")
+        #expect(CodecString.av1([0x81, 0x0D, 0x8C, 0x00]) == "av01.0.13H.08")
+        #expect(CodecString.av1([0x81, 0x50, 0x6C, 0x00]) == "av01.2.16M.12")
+        // A bare sequence header OBU (an encoder's extradata) is not an av1C record.
+        #expect(CodecString.av1([0x0A, 0x0B, 0x00, 0x00]) == nil)
+    }
+
     @Test func theProfileIsReadFromHvcCOrFromAnAnnexBSPS() throws {
         let main10 = Self.ptl(profile: 2, flags: 0x20, constraint: 0xB0, level: 123)
         // An hvcC record: version 1, the 12 bytes, then the rest of its 23-byte header.

@@ -156,7 +156,7 @@ public enum MP4Boxes {
             guard entry == nil else { return }
             if box.type == "stsd" {
                 if let first = children(reader, from: box.payload.lowerBound + 8, to: box.range.upperBound).first,
-                    ["hvc1", "hev1", "avc1", "dvh1", "dvhe"].contains(first.type)
+                    ["hvc1", "hev1", "avc1", "dvh1", "dvhe", "av01"].contains(first.type)
                 {
                     entry = first
                 }

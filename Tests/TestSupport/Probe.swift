@@ -8,6 +8,8 @@ public struct ProbedFile: Decodable, Sendable {
         public var codec_type: String?
         public var codec_tag_string: String?
         public var profile: String?
+        /// The codec's level as ffprobe gives it (AV1: `seq_level_idx`, 8 for level 4.0).
+        public var level: Int?
         public var width: Int?
         public var height: Int?
         public var pix_fmt: String?

@@ -2,7 +2,7 @@ internal import ReelMedia
 
 /// What a re-encoding video preset does with the colours of a track.
 ///
-/// | Source | H.264 presets, and HEVC ones making 8-bit | HEVC presets keeping 10-bit |
+/// | Source | H.264 presets, and HEVC or AV1 ones making 8-bit | HEVC and AV1 presets keeping 10-bit |
 /// |---|---|---|
 /// | SDR | BT.709 | source's colours |
 /// | HLG, PQ (HDR10) | tone-mapped to SDR BT.709 | kept, with HDR10 metadata |
@@ -15,10 +15,10 @@ struct VideoColorPlan: Equatable {
 }
 
 extension ExportPlanner {
-    /// Whether `settings` keep a track's high bit depth, and with it HDR: HEVC with `keepHighBitDepth`
+    /// Whether `settings` keep a track's high bit depth, and with it HDR: HEVC or AV1 with `keepHighBitDepth`
     /// on a source of more than 8 bits.
     static func keepsHighBitDepth(_ settings: Preset.Video, track: AssetTrack) -> Bool {
-        settings.codec == .hevc && (settings.keepHighBitDepth ?? false) && (track.bitDepth ?? 8) > 8
+        settings.codec.keepsHighBitDepth && (settings.keepHighBitDepth ?? false) && (track.bitDepth ?? 8) > 8
     }
 
     /// The colour handling of `track` re-encoded under `settings`. Throws `unsupported-codec` for

@@ -238,6 +238,13 @@ public enum ExportPlanner {
         guard let settings = preset.video, let audio = preset.audio else {
             throw ExportError(.invalidPreset, "\(preset.name) has no video settings")
         }
+        // FFmpeg 5.1's QuickTime muxer refuses AV1 ("only supported in MP4 and AVIF"); MP4 and M4V hold it.
+        if settings.codec == .av1, !MediaCapabilities.container(type.container.muxer, canHold: "av1") {
+            throw ExportError(
+                .incompatiblePreset,
+                "\(preset.name) encodes AV1, which a \(type.rawValue) file cannot hold (FFmpeg's QuickTime writer has no AV1); use --type mp4 or m4v"
+            )
+        }
         if asset.videoTrack == nil && asset.audioTrack == nil {
             throw ExportError(.unreadableInput, "\(asset.url.lastPathComponent) has no video or audio track")
         }
@@ -257,6 +264,13 @@ public enum ExportPlanner {
                 throw ExportError(
                     .incompatiblePreset,
                     "\(preset.name) encodes HEVC, which needs a picture at least 16 pixels on each side; this one would be \(size.width)x\(size.height) (use an H.264 preset)"
+                )
+            }
+            // SVT-AV1 1.4 refuses pictures under 64 pixels a side ("Source Height must be at least 64").
+            if settings.codec == .av1, min(size.width, size.height) < 64 {
+                throw ExportError(
+                    .incompatiblePreset,
+                    "\(preset.name) encodes AV1, which needs a picture at least 64 pixels on each side; this one would be \(size.width)x\(size.height) (use an H.264 preset)"
                 )
             }
             plan.video = encodedVideo(
@@ -301,13 +315,13 @@ public enum ExportPlanner {
         guard let settings = preset.video, let audioSettings = preset.audio else { return no(.notAVideoPreset) }
         guard let video = asset.videoTrack else { return no(.noVideo) }
         if timeRange != nil { return no(.timeRange) }
-        let codec = settings.codec == .h264 ? "h264" : "hevc"
+        let codec = settings.codec.rawValue
         guard video.codec == codec else { return no(.videoCodec, "the video is \(video.codec), not \(codec)") }
         guard MediaCapabilities.container(type.container.muxer, canHold: codec) else {
             return no(.container, "\(type.rawValue) cannot hold \(codec)")
         }
         let depth = video.bitDepth ?? 8
-        let maxDepth = settings.codec == .hevc && (settings.keepHighBitDepth ?? false) ? 10 : 8
+        let maxDepth = settings.codec.keepsHighBitDepth && (settings.keepHighBitDepth ?? false) ? 10 : 8
         guard video.chromaSubsampling == "4:2:0", depth <= maxDepth else {
             return no(
                 .pixelFormat,
@@ -387,7 +401,7 @@ public enum ExportPlanner {
             color: handling,
             colorPrimaries: highBit ? track.colorPrimaries : "bt709",
             colorTransfer: highBit ? track.colorTransfer : "bt709", colorSpace: highBit ? track.colorSpace : "bt709",
-            colorRange: "tv", scaler: scaler, codecTag: settings.codec == .hevc ? "hvc1" : nil,
+            colorRange: "tv", scaler: scaler, codecTag: settings.codec.sampleEntry,
             mirrored: track.isMirrored ?? false, sourceDynamicRange: track.dynamicRange, toneMapping: toneMapping,
             hdrMetadata: color.hdrMetadata, keyframeInterval: keyframeInterval(frameRate: rate),
             pixelAspect: track.displaySize.flatMap {

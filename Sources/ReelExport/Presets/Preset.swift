@@ -32,16 +32,16 @@ public struct Preset: Sendable, Codable, Equatable {
 
     /// Video settings.
     public struct Video: Sendable, Codable, Equatable {
-        /// `h264` or `hevc`.
+        /// `h264`, `hevc` or `av1`.
         public var codec: VideoEncoding.Codec
         /// The box the picture must fit in, as [long side, short side]; matched to the video's
         /// orientation. Absent: keep the source size.
         public var box: [Int]?
         /// Output width and height are rounded to a multiple of this (2 at least).
         public var sizeMultiple: Int?
-        /// x264/x265 preset name.
+        /// x264/x265 preset name; for AV1, SVT-AV1's preset number ("0" slowest to "13").
         public var encoderPreset: String
-        /// Constant rate factor (0–51).
+        /// Constant rate factor (0–51; AV1: a whole number, 1–63).
         public var crf: Double
         /// VBV cap in bits per second.
         public var maxBitrate: Int?
@@ -51,7 +51,7 @@ public struct Preset: Sendable, Codable, Equatable {
         public var maxFrameRate: Double?
         /// Codec profile (`high`); absent lets the encoder choose.
         public var profile: String?
-        /// HEVC only: keep 10-bit and the source's colours (HDR) when the source has more than 8 bits.
+        /// HEVC and AV1: keep 10-bit and the source's colours (HDR) when the source has more than 8 bits.
         public var keepHighBitDepth: Bool?
     }
 
@@ -102,8 +102,26 @@ extension Preset {
             if let multiple = video.sizeMultiple, multiple < 2 || multiple % 2 != 0 {
                 throw PresetFieldError(field: "video.sizeMultiple", problem: "must be an even number of at least 2")
             }
-            guard (0...51).contains(video.crf) else {
-                throw PresetFieldError(field: "video.crf", problem: "must be between 0 and 51")
+            if video.codec == .av1 {
+                // SVT-AV1's CRF is a whole number from 1 to 63, its preset a number from 0 to 13.
+                guard (1...63).contains(video.crf), video.crf.rounded() == video.crf else {
+                    throw PresetFieldError(
+                        field: "video.crf", problem: "must be a whole number between 1 and 63 for av1")
+                }
+                guard VideoEncoding.svtPreset(video.encoderPreset) != nil else {
+                    throw PresetFieldError(
+                        field: "video.encoderPreset",
+                        problem:
+                            "must be an SVT-AV1 preset number from 0 (slowest) to 13 for av1, not '\(video.encoderPreset)'"
+                    )
+                }
+                if let profile = video.profile, profile != "main" {
+                    throw PresetFieldError(field: "video.profile", problem: "must be main (or absent) for av1")
+                }
+            } else {
+                guard (0...51).contains(video.crf) else {
+                    throw PresetFieldError(field: "video.crf", problem: "must be between 0 and 51")
+                }
             }
             if (video.maxBitrate == nil) != (video.bufferSize == nil) {
                 throw PresetFieldError(field: "video.bufferSize", problem: "maxBitrate and bufferSize go together")

@@ -69,6 +69,12 @@ public struct PresetLibrary: Sendable {
                         "\(sourceFiles[preset.name.lowercased()] ?? preset.name): field 'ladder.rungs' names '\(name)', which is not an H.264 or HEVC video preset with a box"
                     )
                 }
+                if let refusal = Ladder.refusal(video.codec, preset: name) {
+                    throw ExportError(
+                        .invalidPreset,
+                        "\(sourceFiles[preset.name.lowercased()] ?? preset.name): field 'ladder.rungs' names '\(name)': \(refusal)"
+                    )
+                }
                 codecs.insert(video.codec.rawValue)
             }
             if codecs.count > 1 {

@@ -2,7 +2,7 @@ internal import CFFmpeg
 internal import CFFmpegShim
 
 /// The encoding half of the video path, run on a transcode's writer thread: takes scaled frames,
-/// encodes them (libx264 or libx265) and hands packets to the muxer.
+/// encodes them (libx264, libx265 or libsvtav1) and hands packets to the muxer.
 final class VideoEncodeStage {
     private let encoder: Encoder
     /// Keeps the context `outputStream` points into alive.
@@ -91,17 +91,22 @@ final class VideoEncodeStage {
             context.pointee.color_range = AVCOL_RANGE_MPEG
         }
         if output.wantsGlobalHeader { context.pointee.flags |= AV_CODEC_FLAG_GLOBAL_HEADER }
-        var options: [(String, String)] = [("preset", encoding.encoderPreset), ("crf", String(encoding.crf))]
+        // HDR10 metadata goes with the source's transfer only; SDR output carries none.
+        let hdrMetadata = encoding.color == .keepSource ? encoding.hdrMetadata : nil
+        var options: [(String, String)]
+        if encoding.codec == .av1 {
+            options = VideoEncodeStage.svtOptions(encoding, threads: threads, hdrMetadata: hdrMetadata)
+        } else {
+            options = [("preset", encoding.encoderPreset), ("crf", String(encoding.crf))]
+        }
         if let profile = encoding.profile { options.append(("profile", profile)) }
-        if encoding.alignedKeyframes {
+        if encoding.alignedKeyframes, encoding.codec != .av1 {
             // A forced I frame as an IDR (not a recovery-point I frame, nor x265's open-GOP CRA), and
             // no scene-cut keyframes of the encoder's own: segments cut at the forced ones start
             // alike in every rung.
             options.append(("forced-idr", "1"))
             if encoding.codec == .h264 { options.append(("x264-params", "scenecut=0")) }
         }
-        // HDR10 metadata goes with the source's transfer only; SDR output carries none.
-        let hdrMetadata = encoding.color == .keepSource ? encoding.hdrMetadata : nil
         if encoding.codec == .hevc {
             var parameters = "log-level=error"
             if encoding.alignedKeyframes { parameters += ":scenecut=0:open-gop=0" }
@@ -126,6 +131,8 @@ final class VideoEncodeStage {
             // Apple players accept HEVC in MP4/QuickTime only with the 'hvc1' sample entry.
             outputStream.pointee.codecpar.pointee.codec_tag = reel_mktag(0x68, 0x76, 0x63, 0x31)
         }
+        // AV1's one sample entry, `av01` (with `av1C` from the encoder's sequence header), is the
+        // muxer's own choice: no tag to set.
         if let language {
             try check(av_dict_set(&outputStream.pointee.metadata, "language", language, 0), "av_dict_set")
         }

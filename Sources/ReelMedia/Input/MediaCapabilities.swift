@@ -6,11 +6,11 @@ public enum MediaCapabilities {
     /// without re-encoding.
     public static func container(_ muxer: String, canHold codec: String) -> Bool {
         // FFmpeg 5.1's muxers list these but refuse them when the header is written: FLAC in MP4 is
-        // experimental, FLAC, Opus and VP9 are "only supported in MP4", VP8 "is currently not
+        // experimental, FLAC, Opus and VP9 are "only supported in MP4" (AV1 "in MP4 and AVIF"), VP8 "is currently not
         // supported". Vorbis in MP4 is written, but with an object type no specification or player
         // knows: refused too.
         let refused: [String: Set<String>] = [
-            "mp4": ["flac", "vp8", "vorbis"], "mov": ["flac", "opus", "vp8", "vp9", "vorbis"],
+            "mp4": ["flac", "vp8", "vorbis"], "mov": ["av1", "flac", "opus", "vp8", "vp9", "vorbis"],
         ]
         if refused[muxer]?.contains(codec) == true { return false }
         guard let format = av_guess_format(muxer, nil, nil),

@@ -2,6 +2,10 @@ internal import CFFmpeg
 internal import CFFmpegShim
 import Logging
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// Routes FFmpeg's own log lines (decoder warnings, x264's summary, …) into swift-log.
 ///
 /// FFmpeg's callback is process-global, so this is too. ReelMedia installs the route itself the
@@ -21,6 +25,10 @@ public enum FFmpegLog {
     static func installIfNeeded() { _ = installed }
 
     private static let installed: Void = {
+        // SVT-AV1 (libsvtav1) prints its own lines on stderr, not through FFmpeg's log, at the
+        // level its `SVT_LOG` variable names (info by default): fatal ones only, unless the host's
+        // environment already says otherwise. Set here, before any codec is opened.
+        setenv("SVT_LOG", "0", 0)
         av_log_set_level(AV_LOG_ERROR)
         reel_install_log_sink(sink)
     }()

@@ -1,8 +1,8 @@
 internal import CFFmpeg
 
-/// RFC 6381 codec strings (HLS CODECS, DASH `@codecs`) of a written H.264 or HEVC stream, from its
-/// own parameter sets: the `avcC`/`hvcC` record a demuxer gives as extradata, or the Annex B
-/// parameter sets an encoder gives.
+/// RFC 6381 codec strings (HLS CODECS, DASH `@codecs`) of a written H.264, HEVC or AV1 stream, from
+/// its own parameter sets: the `avcC`/`hvcC`/`av1C` record a demuxer gives as extradata, or the Annex
+/// B parameter sets an encoder gives (H.264 and HEVC).
 public enum CodecString {
     /// The codec string of a stream read back (`avcC`/`hvcC` extradata) or about to be written
     /// (Annex B extradata). Throws `internal-failure` when the parameter sets are missing.
@@ -16,6 +16,11 @@ public enum CodecString {
                     kind: .internalFailure, call: "codecs", message: "no profile_tier_level in the HEVC parameter sets")
             }
             return hevc(record)
+        case AV_CODEC_ID_AV1:
+            guard let string = av1(bytes) else {
+                throw MediaError(kind: .internalFailure, call: "codecs", message: "no av1C record in the AV1 stream")
+            }
+            return string
         default:
             return try LadderPipeline.avcCodecs(parameters)
         }
@@ -39,6 +44,19 @@ public enum CodecString {
             throw MediaError(kind: .outputFailed, call: "avformat_open_input", message: "\(path) is not one track")
         }
         return try of(stream.pointee.codecpar)
+    }
+
+    /// `av01.<P>.<LL><T>.<DD>` (the AV1 ISOBMFF binding's codecs parameter, its optional fields left
+    /// out) from an `av1C` record: seq_profile, seq_level_idx_0 in two digits, seq_tier_0 (`M` Main,
+    /// `H` High) and the bit depth in two digits (high_bitdepth, twelve_bit). Main profile, level 4.0,
+    /// Main tier, 10-bit: `av01.0.08M.10`. Nil when `record` is not an `av1C` (marker and version 1).
+    public static func av1(_ record: [UInt8]) -> String? {
+        guard record.count >= 4, record[0] == 0x81 else { return nil }
+        let profile = record[1] >> 5
+        let level = record[1] & 0x1F
+        let tier = record[2] & 0x80 != 0 ? "H" : "M"
+        let depth = record[2] & 0x40 == 0 ? 8 : (profile == 2 && record[2] & 0x20 != 0 ? 12 : 10)
+        return "av01.\(profile).\(level < 10 ? "0" : "")\(level)\(tier).\(depth < 10 ? "0" : "")\(depth)"
     }
 
     /// `hvc1.<P>.<C>.<T><L>.<B…>` (ISO/IEC 14496-15 Annex E) from the 12 bytes of a general

@@ -4,9 +4,27 @@ import ReelSystem
 /// How to encode the video track. Decided by the caller (ReelExport); ReelMedia only executes it.
 public struct VideoEncoding: Sendable, Equatable {
     public enum Codec: String, Sendable, Codable {
-        case h264, hevc
+        case h264, hevc, av1
         /// The FFmpeg encoder Reel uses for this codec.
-        public var encoderName: String { self == .h264 ? "libx264" : "libx265" }
+        public var encoderName: String {
+            switch self {
+            case .h264: "libx264"
+            case .hevc: "libx265"
+            case .av1: "libsvtav1"
+            }
+        }
+        /// Whether this codec's presets may keep a 10-bit source's depth, and with it HDR (HEVC Main
+        /// 10, AV1 Main at 10 bits); H.264 presets are 8-bit.
+        public var keepsHighBitDepth: Bool { self != .h264 }
+        /// The sample entry Apple players and browsers want in MP4/QuickTime (`hvc1` for HEVC, whose
+        /// muxer default is `hev1`; `av01`, the only one AV1 has), or nil for the muxer's own.
+        public var sampleEntry: String? {
+            switch self {
+            case .h264: nil
+            case .hevc: "hvc1"
+            case .av1: "av01"
+            }
+        }
     }
     /// What colours the output carries.
     public enum Color: Sendable, Equatable {
@@ -29,10 +47,10 @@ public struct VideoEncoding: Sendable, Equatable {
     public var rotation: Int
     /// Mirror the decoded pixels left to right before rotating them (a display matrix with a flip).
     public var mirrored: Bool
-    /// 10-bit output (HEVC Main 10) instead of 8-bit.
+    /// 10-bit output (HEVC Main 10, AV1 Main at 10 bits) instead of 8-bit.
     public var tenBit: Bool
     public var color: Color
-    /// x264/x265 `preset` (speed/efficiency trade-off).
+    /// x264/x265 `preset` (speed/efficiency trade-off); for SVT-AV1 its number, 0 (slowest) to 13.
     public var encoderPreset: String
     /// Constant rate factor.
     public var crf: Double
@@ -53,7 +71,7 @@ public struct VideoEncoding: Sendable, Equatable {
     public var keyframeInterval: Int?
     /// Keyframes only where the caller forces them (a frame whose `pict_type` is I becomes an IDR)
     /// and at `keyframeInterval`, never at scene cuts: every rung of a ladder then has its IDRs at
-    /// the same times. x264 only.
+    /// the same times. x264, x265 and SVT-AV1.
     public var alignedKeyframes = false
 
     public init(
