@@ -152,6 +152,9 @@ def ffmpeg_args(reel, preset, source, output):
             args += ["-tag:v", video["codecTag"]]
         if video["encoder"] == "libx265":
             args += ["-x265-params", "log-level=error"]
+        if video["encoder"] == "libsvtav1":
+            # Reel turns SVT-AV1's scene-change keyframes off (its default too).
+            args += ["-svtav1-params", "scd=0"]
     if audio is not None:
         args += audio_args()
     return args + ["-sn", "-dn", "-threads", "0"] + container + ["-movflags", movflags(plan), output]

@@ -99,7 +99,8 @@ final class VideoEncodeStage {
         } else {
             options = [("preset", encoding.encoderPreset), ("crf", String(encoding.crf))]
         }
-        if let profile = encoding.profile { options.append(("profile", profile)) }
+        // SVT-AV1 chooses Main itself for 4:2:0 at 8 and 10 bits, the only profile AV1 presets name.
+        if let profile = encoding.profile, encoding.codec != .av1 { options.append(("profile", profile)) }
         if encoding.alignedKeyframes, encoding.codec != .av1 {
             // A forced I frame as an IDR (not a recovery-point I frame, nor x265's open-GOP CRA), and
             // no scene-cut keyframes of the encoder's own: segments cut at the forced ones start
