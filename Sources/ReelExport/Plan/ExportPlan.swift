@@ -49,6 +49,9 @@ public struct ExportPlan: Sendable, Codable, Equatable {
     public var estimateMethod: EstimateMethod? = nil
     /// The encodes a measured estimate comes from (`ExportSession.measuredPlan()`); nil otherwise.
     public var estimateSamples: EstimateSamples? = nil
+    /// How the video meets a quality target, when one was set (`ExportSession.qualityTarget`);
+    /// nil otherwise, and for copies.
+    public var quality: QualityPlan? = nil
 
     /// Where `estimatedBytes` comes from.
     public enum EstimateMethod: String, Sendable, Codable {
