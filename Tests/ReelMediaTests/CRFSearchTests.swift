@@ -83,3 +83,21 @@ struct CRFSearchTests {
         #expect(large.count == 2)
     }
 }
+
+extension CRFSearchTests {
+    /// Windows move to the nearest keyframe within half their share, never out of the export.
+    @Test func windowsStartOnKeyframesNearThem() {
+        let windows = QualitySearch.windows(duration: 60, frameRate: 30, maxFrames: 1000)
+        let keyframes = stride(from: 0.0, through: 60, by: 8.0).map { $0 }
+        let snapped = QualitySearch.snapped(windows, to: keyframes, duration: 60)
+        #expect(snapped.count == windows.count)
+        for (moved, window) in zip(snapped, windows) {
+            #expect(keyframes.contains(moved.start), "\(moved)")
+            #expect(abs(moved.start - window.start) <= 6 && moved.end <= 60)
+            #expect(abs((moved.end - moved.start) - (window.end - window.start)) < 1e-9)
+        }
+        // No keyframe near: the window stays.
+        let far = QualitySearch.snapped(windows, to: [0], duration: 60)
+        #expect(far == windows)
+    }
+}

@@ -20,6 +20,9 @@ struct CRFSearch {
     let ceiling: Double
     /// Trials at most.
     var maxTrials = 3
+    /// CRF steps the choice is raised by: `wholeFileOffset` for samples, 0 when the sample is the
+    /// whole export (its score is the file's).
+    var offset = CRFSearch.wholeFileOffset
     /// Measured so far: CRF and the score's value in the target's metric.
     private(set) var trials: [(crf: Double, value: Double)] = []
 
@@ -129,7 +132,8 @@ struct CRFSearch {
         if let pass, let fail, pass.crf < fail.crf {
             let crf = interpolate(pass, fail)
             // The whole file scores a little higher than its samples (`wholeFileOffset`).
-            return (min(ceiling, crf + Self.wholeFileOffset), crf == pass.crf ? pass.value : target.value, true)
+            let raised = ((crf + offset) * 10).rounded() / 10
+            return (min(ceiling, raised), crf == pass.crf ? pass.value : target.value, true)
         }
         if let pass { return (pass.crf, pass.value, true) }
         if let fail {

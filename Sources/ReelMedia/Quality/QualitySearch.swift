@@ -73,6 +73,7 @@ public enum QualitySearch {
             progress: { progress(0.2 * $0) })
         var search = CRFSearch(
             target: target, start: video.encoding.crf, floor: bounds.floor, ceiling: bounds.ceiling)
+        if samples.isWhole { search.offset = 0 }
         var trials: [Trial] = []
         // Expected rounds, for the progress bar: three, or as many as are left once more are known.
         var round = 0
@@ -133,6 +134,31 @@ public enum QualitySearch {
     }
 }
 
+extension QualitySearch {
+    /// The windows moved to start on a keyframe of the source (`keyframes`: seconds from the
+    /// export's start), the nearest within half a window's share of the export, so a window's frames
+    /// are decoded without the frames before them in their group of pictures (a camera's or x264's
+    /// default keyframe every 8 s would cost up to 240 frames decoded and thrown away per window).
+    /// A window with no keyframe near stays where it was; none leaves the export or moves into its
+    /// first window's length.
+    static func snapped(_ windows: [Window], to keyframes: [Double], duration: Double) -> [Window] {
+        guard windows.count > 1, !keyframes.isEmpty else { return windows }
+        let share = duration / Double(windows.count)
+        return windows.map { window in
+            let length = window.end - window.start
+            // Not onto the export's first second unless it was there: the start of an encode is
+            // unlike the rest (no past), and a window moved there misjudged film grain by 0.002.
+            let candidates = keyframes.filter {
+                $0 >= min(length, window.start) && $0 + length <= duration && abs($0 - window.start) <= share / 2
+            }
+            guard let nearest = candidates.min(by: { abs($0 - window.start) < abs($1 - window.start) }) else {
+                return window
+            }
+            return Window(start: nearest, end: nearest + length, scored: window.scored)
+        }
+    }
+}
+
 extension QualityScore {
     /// The score of several sets of frames together: SSIMs weighted by frames, PSNR from the
     /// frames' mean squared error.
@@ -165,17 +191,22 @@ final class SampleWindows: @unchecked Sendable {
     let seconds: Double
 
     private init(
-        windows: [[Frame]], scored: [Int], source: CodecParameters, format: AVPixelFormat, timeBase: AVRational,
+        windows: [[Frame]], scored: [Int], isWhole: Bool, source: CodecParameters, format: AVPixelFormat,
+        timeBase: AVRational,
         frameRate: AVRational, seconds: Double
     ) {
         self.windows = windows
         self.scored = scored
+        self.isWhole = isWhole
         self.source = source
         self.format = format
         self.timeBase = timeBase
         self.frameRate = frameRate
         self.seconds = seconds
     }
+
+    /// Whether the one window is the whole export: its score is the file's.
+    let isWhole: Bool
 
     /// Frames measured per trial.
     var frameCount: Int { scored.reduce(0, +) }
@@ -202,8 +233,10 @@ final class SampleWindows: @unchecked Sendable {
             rate = frameRate.value
         }
         if let cap = video.encoding.maxFrameRate { rate = min(rate, cap) }
-        let ranges = QualitySearch.windows(
-            duration: duration, frameRate: rate, maxFrames: maxFrames(for: video.encoding))
+        let keyframes = input.keyframeSeconds(ofStream: video.stream).map { $0 - start }
+        let ranges = QualitySearch.snapped(
+            QualitySearch.windows(duration: duration, frameRate: rate, maxFrames: maxFrames(for: video.encoding)),
+            to: keyframes, duration: duration)
         var windows: [[Frame]] = []
         var scored: [Int] = []
         var describe: (parameters: CodecParameters, format: AVPixelFormat, timeBase: AVRational, rate: AVRational)?
@@ -254,9 +287,8 @@ final class SampleWindows: @unchecked Sendable {
                 kind: .unreadableInput, call: "decode", message: "no video frame could be decoded from the input")
         }
         return SampleWindows(
-            windows: windows, scored: scored, source: describe.parameters, format: describe.format,
-            timeBase: describe.timeBase,
-            frameRate: describe.rate, seconds: seconds)
+            windows: windows, scored: scored, isWhole: ranges.count == 1, source: describe.parameters,
+            format: describe.format, timeBase: describe.timeBase, frameRate: describe.rate, seconds: seconds)
     }
 
     /// Encodes every window at `crf`, `workers` at a time, and scores them together.
