@@ -84,6 +84,33 @@ struct QualityTargetTests {
         #expect(contents(of: folder).isEmpty)
     }
 
+    /// Smart passthrough keeps winning: a source that already fits the preset is copied unless a
+    /// re-encode at the target is measured well under its size, and the decision says both sizes.
+    @Test func aSourceThatFitsIsCopiedUnlessAReencodeIsMuchSmaller() async throws {
+        let fits = Fixtures.Recipe(
+            "quality-fits.mp4",
+            [
+                "-f", "lavfi", "-i", "testsrc2=size=640x360:rate=30", "-t", "6", "-c:v", "libx264", "-preset",
+                "veryfast", "-crf", "14", "-pix_fmt", "yuv420p", "-colorspace", "bt709", "-color_primaries", "bt709",
+                "-color_trc", "bt709", "-color_range", "tv",
+            ])
+        let folder = Fixtures.scratchFolder("quality-fits")
+        func plan(_ target: String) async throws -> ExportPlan {
+            let session = try await Self.session(fits, target: target, folder: folder)
+            session.forceTranscode = false
+            #expect(try session.determineCompatibility().method == .smartPassthrough)
+            return try await session.measuredPlan()
+        }
+        let smaller = try await plan("ssim:0.97")
+        #expect(smaller.method == .transcode && smaller.decision.obstacle == .qualityTarget, "\(smaller.decision)")
+        #expect(smaller.decision.summary.contains("% of the source's"), "\(smaller.decision)")
+        let kept = try await plan("ssim:0.999")
+        #expect(kept.method == .smartPassthrough, "\(kept.decision)")
+        #expect(kept.decision.summary.hasPrefix("copied: the source already fits 640x480, and at ssim:0.999"))
+        #expect(kept.quality?.search != nil && kept.video?.copied == true)
+        #expect(contents(of: folder).isEmpty)
+    }
+
     /// A target the bit-rate cap does not let the floor CRF reach: said, and encoded at the floor.
     @Test func aTargetBeyondTheCapIsReported() async throws {
         let folder = Fixtures.scratchFolder("quality-cap")

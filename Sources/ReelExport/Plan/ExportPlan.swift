@@ -289,6 +289,8 @@ public enum PassthroughObstacle: String, Sendable, Codable, CaseIterable, Custom
     case audioBitRate = "audio-bit-rate"
     /// The source is larger than the file size limit.
     case sizeLimit = "size-limit"
+    /// A re-encode at the quality target (`--quality`) is measured well under the source's size.
+    case qualityTarget = "quality-target"
 
     /// The stable code (`does-not-fit`).
     public var code: String { rawValue }
@@ -316,6 +318,7 @@ public enum PassthroughObstacle: String, Sendable, Codable, CaseIterable, Custom
         case .audioSampleRate: "the audio is not at 44.1 or 48 kHz"
         case .audioBitRate: "the audio's bit rate is above the preset's"
         case .sizeLimit: "the source is larger than the size limit"
+        case .qualityTarget: "a re-encode at the quality target is much smaller"
         }
     }
 }

@@ -42,7 +42,9 @@ public enum ExportPlanner {
             forceTranscode: settings.forceTranscode, fileLengthLimit: settings.fileLengthLimit,
             background: settings.background, allowAudioOnly: settings.allowsAudioOnly)
         // As `ExportSession.determineCompatibility()`: a size limit chooses the rate itself.
-        if settings.fileLengthLimit == nil { plan.aim(at: settings.quality ?? settings.preset.video?.target) }
+        if settings.fileLengthLimit == nil {
+            plan.aim(at: settings.quality ?? settings.preset.video?.target, preset: settings.preset)
+        }
         return plan
     }
 

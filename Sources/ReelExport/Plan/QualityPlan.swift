@@ -44,14 +44,22 @@ public struct QualityPlan: Sendable, Codable, Equatable {
 }
 
 extension ExportPlan {
-    /// Makes the plan meet `target`: set on a re-encode of video, nil otherwise (a copy keeps the
-    /// source's pictures; audio has no target).
-    mutating func aim(at target: QualityTarget?) {
-        guard let target, method == .transcode, let video, !video.copied, let crf = video.crf else {
+    /// Makes the plan meet `target`: set on a re-encode of video, and on a smart passthrough (the
+    /// search then decides between the copy and a smaller re-encode: `ExportSession`'s
+    /// `searchedQuality`); nil otherwise (Passthrough keeps the source's pictures; audio has no
+    /// target).
+    mutating func aim(at target: QualityTarget?, preset: Preset) {
+        let crf: Double?
+        switch method {
+        case .transcode: crf = video?.copied == false ? video?.crf : nil
+        case .smartPassthrough: crf = video != nil ? preset.video?.crf : nil
+        case .passthrough: crf = nil
+        }
+        guard let target, let crf, let video else {
             quality = nil
             return
         }
-        let bounds = QualityPlan.bounds(codec: video.codec)
+        let bounds = QualityPlan.bounds(codec: preset.video?.codec.rawValue ?? video.codec)
         quality = QualityPlan(
             target: target, presetCRF: crf, floorCRF: bounds.floor, ceilingCRF: bounds.ceiling, search: nil)
     }

@@ -306,13 +306,20 @@ public final class ExportSession: Sendable {
     /// becomes of each stream and the estimated size. Throws the reason when it cannot.
     @discardableResult
     public func determineCompatibility() throws(ExportError) -> ExportPlan {
-        let (type, range, metadata, network, force, destination, limit, background, audioOnly) = state.withLock {
+        try plan(forcingTranscode: false)
+    }
+
+    /// `determineCompatibility()`, re-encoding whatever `forceTranscode` says when `forcingTranscode`
+    /// is false, and always when it is true (a quality search weighing a copy against a re-encode).
+    func plan(forcingTranscode: Bool) throws(ExportError) -> ExportPlan {
+        var (type, range, metadata, network, force, destination, limit, background, audioOnly) = state.withLock {
             (
                 $0.outputFileType ?? ExportPlanner.defaultType(for: preset), $0.timeRange, $0.metadataPolicy,
                 $0.shouldOptimizeForNetworkUse, $0.forceTranscode, $0.outputURL, $0.fileLengthLimit,
                 $0.backgroundColor, $0.allowsAudioOnly
             )
         }
+        force = force || forcingTranscode
         let (overrides, quality) = state.withLock { ($0.metadataOverrides, $0.qualityTarget ?? preset.video?.target) }
         if quality != nil, limit != nil, state.withLock({ $0.qualityTarget }) != nil {
             throw ExportError(
@@ -325,7 +332,7 @@ public final class ExportSession: Sendable {
             background: background, allowAudioOnly: audioOnly)
         plan.output.path = destination?.standardizedFileURL.path
         // A size limit chooses the rate itself: a preset's target gives way to it.
-        if limit == nil { plan.aim(at: quality) }
+        if limit == nil { plan.aim(at: quality, preset: preset) }
         if !overrides.isEmpty {
             let merged = asset.metadata.merging(overrides) { _, new in new }.filter { !$0.value.isEmpty }
             var written = ExportPlanner.metadataToWrite(merged, policy: metadata)
@@ -515,7 +522,7 @@ public final class ExportSession: Sendable {
         transcode.outputPath = output.temporary.path
         transcode.threads = codecThreads
         if poster { transcode.posterSeconds = PosterOutput.moment(of: exportPlan, at: posterTime) }
-        transcode.measuresQuality = exportPlan.quality != nil
+        transcode.measuresQuality = exportPlan.quality != nil && exportPlan.method == .transcode
         let plan = transcode
         let running = ContinuousClock.now
         let made = try watched { [self, cancelFlag] heartbeat throws(MediaError) in
