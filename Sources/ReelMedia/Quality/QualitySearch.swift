@@ -233,7 +233,10 @@ final class SampleWindows: @unchecked Sendable {
             rate = frameRate.value
         }
         if let cap = video.encoding.maxFrameRate { rate = min(rate, cap) }
-        let keyframes = input.keyframeSeconds(ofStream: video.stream).map { $0 - start }
+        // Half a frame past each keyframe's time (its decoding time, a few frames before it is
+        // shown): a seek there lands on it, not on the keyframe before (a rounding below its time
+        // did, and 280 frames were decoded for 30).
+        let keyframes = input.keyframeSeconds(ofStream: video.stream).map { $0 - start + 0.5 / rate }
         let ranges = QualitySearch.snapped(
             QualitySearch.windows(duration: duration, frameRate: rate, maxFrames: maxFrames(for: video.encoding)),
             to: keyframes, duration: duration)
