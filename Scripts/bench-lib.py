@@ -769,6 +769,50 @@ def tree_rss(root, output):
         f.write(f"{peak_rss} {peak_pss}\n")
 
 
+def quality(table, floor):
+    """The quality case's report: per clip the fixed preset's bytes, CPU and SSIM against the
+    target's, the set's totals as ratios, and the issue's targets as PASS/FAIL lines."""
+    rows = read_tsv(table)
+    floor = float(floor)
+    runs = {}
+    for row in rows:
+        runs.setdefault(row["run"], {})[row["clip"]] = row
+    fixed, target, target98 = runs.get("fixed", {}), runs.get("target", {}), runs.get("target98", {})
+    print(f"quality: fixed CRF against --quality ssim:{floor:.4f} (the fixed preset's lowest SSIM on the set)")
+    print(f"{'clip':<28}{'fixed bytes':>12}{'SSIM':>8}{'CPU s':>8}{'target bytes':>14}{'SSIM':>8}{'CPU s':>8}{'CRF':>6}"
+          f"{'bytes':>7}{'@0.98 SSIM':>12}{'CRF':>6}")
+    totals = {"fb": 0, "tb": 0, "fc": 0.0, "tc": 0.0}
+    below, off98 = [], []
+    for clip in fixed:
+        f, t, n = fixed[clip], target.get(clip), target98.get(clip)
+        if not t:
+            continue
+        fb, tb = int(f["bytes"]), int(t["bytes"])
+        fc, tc = float(f["cpu"]), float(t["cpu"])
+        totals["fb"] += fb
+        totals["tb"] += tb
+        totals["fc"] += fc
+        totals["tc"] += tc
+        if float(t["ssim"]) < floor - 0.002:
+            below.append(f"{clip} {t['ssim']}")
+        if n and abs(float(n["ssim"]) - 0.98) > 0.003:
+            off98.append(f"{clip} {n['ssim']}")
+        crf = (lambda row: f"{float(row['crf']):.1f}" if row and row["crf"] != "fixed" else "-")
+        print(f"{clip:<28}{fb:>12}{float(f['ssim']):>8.4f}{fc:>8.1f}{tb:>14}{float(t['ssim']):>8.4f}{tc:>8.1f}"
+              f"{crf(t):>6}{tb / fb:>7.2f}{(float(n['ssim']) if n else float('nan')):>12.4f}{crf(n):>6}")
+    bytes_ratio = totals["tb"] / max(totals["fb"], 1)
+    cpu_ratio = totals["tc"] / max(totals["fc"], 1e-9)
+    print(f"{'set':<28}{totals['fb']:>12}{'':>8}{totals['fc']:>8.1f}{totals['tb']:>14}{'':>8}{totals['tc']:>8.1f}"
+          f"{'':>6}{bytes_ratio:>7.2f}")
+    print(f"  bytes ratio {bytes_ratio:.3f} (target <= 0.85), CPU ratio {cpu_ratio:.3f} (target <= 1.25)")
+    print(f"{'PASS' if not below else 'FAIL'}  quality-floor: every clip at or above ssim {floor:.4f} within 0.002"
+          + (f" (below: {', '.join(below)})" if below else ""))
+    print(f"{'PASS' if bytes_ratio <= 0.85 else 'FAIL'}  quality-bytes: {bytes_ratio:.3f} of the fixed preset's bytes (<= 0.85)")
+    print(f"{'PASS' if cpu_ratio <= 1.25 else 'FAIL'}  quality-cpu: {cpu_ratio:.3f} of its CPU time (<= 1.25)")
+    print(f"{'PASS' if not off98 else 'FAIL'}  quality-0.98: every clip within 0.003 of ssim 0.98"
+          + (f" (off: {', '.join(off98)})" if off98 else ""))
+
+
 def main(argv):
     parser = argparse.ArgumentParser(prog="bench-lib.py", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -787,6 +831,9 @@ def main(argv):
     command = commands.add_parser("job-phases")
     for name in ("case", "spool", "tool", "run"):
         command.add_argument(name)
+    command = commands.add_parser("quality")
+    command.add_argument("table")
+    command.add_argument("floor")
     command = commands.add_parser("tree-rss")
     command.add_argument("pid")
     command.add_argument("output")
@@ -805,6 +852,8 @@ def main(argv):
         targets(args.out_dir)
     elif args.command == "job-phases":
         job_phases(args.case, args.spool, args.tool, args.run)
+    elif args.command == "quality":
+        quality(args.table, args.floor)
     elif args.command == "tree-rss":
         tree_rss(args.pid, args.output)
 

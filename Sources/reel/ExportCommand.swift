@@ -241,6 +241,7 @@ struct ExportCommand: AsyncParsableCommand {
                     "wrote \(poster.path) (poster, \(size)\(CLI.formatBytes(poster.bytes)), at "
                         + String(format: "%.2f s", poster.seconds) + ")")
             }
+            if let quality = result.quality { CLI.printLine(PlanPrinter.describe(quality)) }
             if let saved { CLI.printLine("saved to the library as \(saved)") }
         }
     }

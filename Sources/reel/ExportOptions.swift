@@ -66,6 +66,13 @@ struct ExportOptions: ParsableArguments {
     @Option(
         name: .long,
         help: ArgumentHelp(
+            "Keep this picture quality with the fewest bytes: ssim:0.985 or psnr:42. Samples of the export are encoded at a few CRFs and measured against the scaled source; the video is encoded once at the CRF that meets the target (never below CRF 10, always under the preset's bit-rate cap), and the result measures the whole output. --estimate shows the CRF chosen and the size predicted.",
+            valueName: "metric:value"))
+    var quality: String?
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
             "Colour transparent pixels of an animated GIF or APNG become: #rrggbb, black (default) or white.",
             valueName: "colour"))
     var background: String?
@@ -134,7 +141,7 @@ struct ExportOptions: ParsableArguments {
             maxSize: maxSize, background: background, overwrite: overwrite ? true : nil, resource: resource,
             saveToLibrary: saveToLibrary ? true : nil, keepContentIdentifier: keepContentIdentifier ? true : nil,
             poster: poster ? true : nil, ladder: ladder, segmentDuration: segmentDuration,
-            manifests: manifests, noSdrRungs: noSdrRungs ? true : nil)
+            manifests: manifests, noSdrRungs: noSdrRungs ? true : nil, quality: quality)
     }
 
     /// `ExportRequest.check()`: what can be checked before the presets are loaded, in its words.

@@ -1,5 +1,6 @@
 import Foundation
 import ReelExport
+import ReelMedia
 
 /// `reel export --estimate` without `--json`: the plan as a few readable lines.
 enum PlanPrinter {
@@ -66,6 +67,7 @@ enum PlanPrinter {
         lines.append(
             "  metadata  \(metadata.policy.rawValue) (\(metadata.written.count) keys; location: \(list(metadata.location)); device: \(list(metadata.device)); identifiers: \(list(metadata.identifiers)))"
         )
+        if let quality = plan.quality { lines.append("  quality   " + describe(quality)) }
         lines.append(
             "  estimate  \(CLI.formatBytes(plan.estimatedBytes)) (\(plan.estimatedBytes) bytes\(estimateSource(plan)))")
         if let limit = plan.sizeLimit {
@@ -77,6 +79,12 @@ enum PlanPrinter {
     /// How the estimate was found, as a clause after its bytes.
     static func estimateSource(_ plan: ExportPlan) -> String {
         let samples = plan.estimateSamples
+        if let search = plan.quality?.search, plan.estimateMethod == .samples {
+            return "; the quality search's \(search.samples) samples "
+                + String(
+                    format: "(%.1f s) at CRF %.1f, extrapolated to %.1f s", search.sampleSeconds, search.crf,
+                    plan.durationSeconds)
+        }
         switch plan.estimateMethod {
         case .copy?: return "; the source's bytes, no frame read"
         case .model?: return "; Reel's model of the encoder, no frame read"
@@ -90,6 +98,34 @@ enum PlanPrinter {
                 + String(format: ", extrapolated to %.1f s; took %.1f s", plan.durationSeconds, samples.elapsedSeconds)
         case nil: return ""
         }
+    }
+
+    /// A plan's quality target: the search's answer and trials, or how it will be searched.
+    static func describe(_ quality: QualityPlan) -> String {
+        guard let search = quality.search else {
+            return "\(quality.target): CRF searched on samples before the encode (first trial "
+                + String(format: "%g", quality.presetCRF)
+                + String(format: ", CRF %g to %g under the preset's cap)", quality.floorCRF, quality.ceilingCRF)
+        }
+        let trials = search.trials.map {
+            String(format: "CRF %.1f ", $0.crf)
+                + QualityTarget.format(quality.target.value(of: $0.score), metric: quality.target.metric)
+        }
+        return "\(quality.target): \(search.note); trials \(trials.joined(separator: ", "))"
+            + String(format: "; searched in %.1f s", search.elapsedSeconds)
+    }
+
+    /// A result's quality: the CRF, the score expected and the score measured on the whole output.
+    static func describe(_ quality: ExportSession.Result.Quality) -> String {
+        let metric = quality.target.metric
+        let measured = quality.score.map { QualityTarget.format($0, metric: metric) } ?? "not measured"
+        var line =
+            "quality \(quality.target): CRF " + String(format: "%.1f", quality.crf)
+            + ", \(metric.rawValue) \(measured) measured on the whole output"
+        if let frames = quality.measured?.frames { line += " (\(frames) frames)" }
+        line += ", \(QualityTarget.format(quality.predictedScore, metric: metric)) expected from the samples"
+        line += quality.met ? "" : "; the target is NOT met: \(quality.note)"
+        return line
     }
 
     private static func size(_ width: Int?, _ height: Int?) -> String {

@@ -52,6 +52,7 @@ struct RequestPathTests {
         "force-transcode": (nil, nil),
         "allow-audio-only": (nil, nil),
         "max-size": ("50MB", "huge"),
+        "quality": ("ssim:0.98", "ssim:2"),
         "background": ("white", "orange"),
         "overwrite": (nil, nil),
         // A resource is chosen only for a library asset: with this test's path asset, every entry

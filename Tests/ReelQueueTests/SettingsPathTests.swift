@@ -1,5 +1,6 @@
 import Foundation
 import ReelExport
+import ReelMedia
 import TestSupport
 import Testing
 
@@ -20,7 +21,8 @@ struct SettingsPathTests {
             timeRange: TimeRange(start: 0.25, end: 0.75), metadata: .forSharing, optimizeForNetwork: false,
             forceTranscode: true, allowsAudioOnly: true, fileLengthLimit: 5_000_000,
             background: RGBColor(red: 255, green: 255, blue: 255), overwrite: true, saveToLibrary: true,
-            keepContentIdentifier: true, poster: true, ladder: ladder)
+            keepContentIdentifier: true, poster: true, ladder: ladder,
+            quality: QualityTarget(metric: .ssim, value: 0.98))
     }
 
     @Test func theListSetsEveryFieldAwayFromItsDefault() throws {
@@ -69,6 +71,7 @@ struct SettingsPathTests {
         #expect(queued.overwritesExistingFile == direct.overwritesExistingFile)
         #expect(queued.writesPoster == direct.writesPoster)
         #expect(queued.ladder == direct.ladder)
+        #expect(queued.qualityTarget == direct.qualityTarget)
         #expect(queued.outputURL?.path == "/out/a.mov" && queued.codecThreads == 1 && queued.stallTimeout == 30)
         // And the plan a submit checks is the one the export makes.
         var planned = settings

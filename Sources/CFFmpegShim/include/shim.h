@@ -48,4 +48,7 @@ int reel_start_writeback(int fd, int64_t offset, int64_t length);
 // after export (an in-process worker) otherwise keeps each thread arena's high-water mark.
 void reel_trim_heap(void);
 
+// SSIM and PSNR of encoded pictures against their references (quality.c).
+#include "quality.h"
+
 #endif

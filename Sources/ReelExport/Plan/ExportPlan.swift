@@ -49,6 +49,9 @@ public struct ExportPlan: Sendable, Codable, Equatable {
     public var estimateMethod: EstimateMethod? = nil
     /// The encodes a measured estimate comes from (`ExportSession.measuredPlan()`); nil otherwise.
     public var estimateSamples: EstimateSamples? = nil
+    /// How the video meets a quality target, when one was set (`ExportSession.qualityTarget`);
+    /// nil otherwise, and for copies.
+    public var quality: QualityPlan? = nil
 
     /// Where `estimatedBytes` comes from.
     public enum EstimateMethod: String, Sendable, Codable {
@@ -286,6 +289,8 @@ public enum PassthroughObstacle: String, Sendable, Codable, CaseIterable, Custom
     case audioBitRate = "audio-bit-rate"
     /// The source is larger than the file size limit.
     case sizeLimit = "size-limit"
+    /// A re-encode at the quality target (`--quality`) is measured well under the source's size.
+    case qualityTarget = "quality-target"
 
     /// The stable code (`does-not-fit`).
     public var code: String { rawValue }
@@ -313,6 +318,7 @@ public enum PassthroughObstacle: String, Sendable, Codable, CaseIterable, Custom
         case .audioSampleRate: "the audio is not at 44.1 or 48 kHz"
         case .audioBitRate: "the audio's bit rate is above the preset's"
         case .sizeLimit: "the source is larger than the size limit"
+        case .qualityTarget: "a re-encode at the quality target is much smaller"
         }
     }
 }

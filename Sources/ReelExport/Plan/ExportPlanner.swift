@@ -36,11 +36,16 @@ public enum ExportPlanner {
     public static func decide(
         asset: Asset, settings: ExportSettings, metadataDefault: MetadataPolicy = .keep
     ) throws(ExportError) -> ExportPlan {
-        try decide(
+        var plan = try decide(
             asset: asset, preset: settings.preset, type: settings.outputType, timeRange: settings.timeRange,
             metadata: settings.metadata ?? metadataDefault, optimizeForNetwork: settings.optimizeForNetwork,
             forceTranscode: settings.forceTranscode, fileLengthLimit: settings.fileLengthLimit,
             background: settings.background, allowAudioOnly: settings.allowsAudioOnly)
+        // As `ExportSession.determineCompatibility()`: a size limit chooses the rate itself.
+        if settings.fileLengthLimit == nil {
+            plan.aim(at: settings.quality ?? settings.preset.video?.target, preset: settings.preset)
+        }
+        return plan
     }
 
     /// Builds the plan or throws `incompatible-preset` / `invalid-argument` with a clear reason.

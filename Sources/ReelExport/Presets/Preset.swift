@@ -53,6 +53,10 @@ public struct Preset: Sendable, Codable, Equatable {
         public var profile: String?
         /// HEVC and AV1: keep 10-bit and the source's colours (HDR) when the source has more than 8 bits.
         public var keepHighBitDepth: Bool?
+        /// A picture quality to keep (`"ssim:0.985"`, `"psnr:42"`): the CRF is searched on samples of
+        /// each export (`ExportSession.qualityTarget`, which overrides it), and `crf` is the first
+        /// trial. Absent: `crf` is used as it is.
+        public var target: QualityTarget?
     }
 
     /// Audio settings (always AAC-LC).

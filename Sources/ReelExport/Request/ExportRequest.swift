@@ -1,4 +1,5 @@
 import Foundation
+public import ReelMedia
 
 /// One export as a person or a program asks for it, with the values as written: the options
 /// `reel export` and `reel submit` share, and the keys of a manifest line. The names are the same
@@ -30,6 +31,9 @@ public struct ExportRequest: Sendable, Codable, Equatable {
     public var allowAudioOnly: Bool?
     /// The largest file to write: `16MB`, `8MiB`, `500KB` or bytes (`SizeLimit.parseBytes`).
     public var maxSize: String?
+    /// A picture quality the video must keep, `ssim:0.985` or `psnr:42` (`QualityTarget`): the CRF
+    /// is searched on samples of the export instead of taken from the preset.
+    public var quality: String?
     /// What transparent pixels of an animated GIF or APNG become: `#rrggbb`, `black` (default) or `white`.
     public var background: String?
     /// Replace an existing output file.
@@ -63,8 +67,9 @@ public struct ExportRequest: Sendable, Codable, Equatable {
         forceTranscode: Bool? = nil, allowAudioOnly: Bool? = nil, maxSize: String? = nil, background: String? = nil,
         overwrite: Bool? = nil, resource: String? = nil, saveToLibrary: Bool? = nil,
         keepContentIdentifier: Bool? = nil, poster: Bool? = nil, ladder: String? = nil,
-        segmentDuration: String? = nil, manifests: String? = nil, noSdrRungs: Bool? = nil
+        segmentDuration: String? = nil, manifests: String? = nil, noSdrRungs: Bool? = nil, quality: String? = nil
     ) {
+        self.quality = quality
         self.manifests = manifests
         self.noSdrRungs = noSdrRungs
         self.ladder = ladder
@@ -168,7 +173,8 @@ public struct ExportRequest: Sendable, Codable, Equatable {
             optimizeForNetwork: noNetworkOptimization != true, forceTranscode: forceTranscode ?? false,
             allowsAudioOnly: allowAudioOnly ?? false, fileLengthLimit: values.limit, background: values.background,
             overwrite: overwrite ?? false, saveToLibrary: saveToLibrary ?? false,
-            keepContentIdentifier: keepContentIdentifier ?? false, poster: poster ?? false, ladder: values.ladder)
+            keepContentIdentifier: keepContentIdentifier ?? false, poster: poster ?? false, ladder: values.ladder,
+            quality: values.quality)
     }
 
     /// Checks `resource` against the asset it goes with: a resource is chosen only for a
@@ -206,7 +212,7 @@ public struct ExportRequest: Sendable, Codable, Equatable {
     /// What a ladder does not take yet.
     private func refuseLadderOptions() throws(ExportError) {
         for (what, given) in [
-            ("a size limit", maxSize != nil), ("a poster", poster == true),
+            ("a size limit", maxSize != nil), ("a poster", poster == true), ("a quality target", quality != nil),
             ("saving to the library", saveToLibrary == true), ("forcing the extension", forceExtension == true),
         ]
         where given {
@@ -217,7 +223,8 @@ public struct ExportRequest: Sendable, Codable, Equatable {
     /// The values as read. A ladder given as sizes is read here; one that names a ladder preset (and a
     /// preset that may be one) is left to `resolve`, which has the presets: `ladder` is then nil.
     private func parsed() throws(ExportError) -> (
-        range: TimeRange?, metadata: MetadataPolicy?, limit: Int64?, background: RGBColor, ladder: Ladder?
+        range: TimeRange?, metadata: MetadataPolicy?, limit: Int64?, background: RGBColor, ladder: Ladder?,
+        quality: QualityTarget?
     ) {
         if let type, OutputType(name: type) == nil, !isLadderType {
             throw ExportError(.invalidArgument, "unknown output type '\(type)'; use mp4, mov, m4v, m4a, hls or dash")
@@ -271,7 +278,22 @@ public struct ExportRequest: Sendable, Codable, Equatable {
             }
             colour = parsed
         }
-        return (range, policy, limit, colour, ladder)
+        var target: QualityTarget?
+        if let quality {
+            guard let parsed = QualityTarget(quality) else {
+                throw ExportError(
+                    .invalidArgument,
+                    "cannot read the quality target '\(quality)'; write ssim:0.985 (0.5 to 0.9995) or psnr:42 (20 to 70 dB)"
+                )
+            }
+            if maxSize != nil {
+                throw ExportError(
+                    .invalidArgument,
+                    "a quality target and a size limit cannot both choose the bit rate; give --quality or --max-size")
+            }
+            target = parsed
+        }
+        return (range, policy, limit, colour, ladder, target)
     }
 }
 
@@ -302,13 +324,18 @@ public struct ExportSettings: Sendable, Equatable {
     /// An HLS ladder instead of one file (`ExportSession.ladder`): `outputType` is then the rungs'
     /// container, and the output a folder.
     public var ladder: Ladder? = nil
+    /// A picture quality the video must keep (`--quality ssim:0.985`): its CRF is searched on
+    /// samples (`ExportSession.qualityTarget`). Nil: the preset's `target`, or its CRF.
+    public var quality: QualityTarget? = nil
 
     public init(
         preset: Preset, outputType: OutputType, timeRange: TimeRange? = nil, metadata: MetadataPolicy? = nil,
         optimizeForNetwork: Bool = true, forceTranscode: Bool = false, allowsAudioOnly: Bool = false,
         fileLengthLimit: Int64? = nil, background: RGBColor = .black, overwrite: Bool = false,
-        saveToLibrary: Bool = false, keepContentIdentifier: Bool = false, poster: Bool = false, ladder: Ladder? = nil
+        saveToLibrary: Bool = false, keepContentIdentifier: Bool = false, poster: Bool = false, ladder: Ladder? = nil,
+        quality: QualityTarget? = nil
     ) {
+        self.quality = quality
         self.preset = preset
         self.outputType = outputType
         self.timeRange = timeRange

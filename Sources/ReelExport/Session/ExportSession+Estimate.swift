@@ -1,4 +1,5 @@
 import Foundation
+import ReelSystem
 
 extension ExportSession {
     /// Sample encodes: this many, each one group of pictures long, spread over the export.
@@ -24,6 +25,19 @@ extension ExportSession {
     /// throw on these frames.
     public func measuredPlan() async throws(ExportError) -> ExportPlan {
         var plan = try determineCompatibility()
+        if plan.quality != nil {
+            // A quality target's search measures the size too: its samples at the chosen CRF.
+            let searching = plan
+            let started = ContinuousClock.now
+            let outcome: Swift.Result<ExportPlan, ExportError> = await withTaskCancellationHandler {
+                await onOwnThread(named: "reel-search", stackSize: 4 << 20) { [self] in
+                    Swift.Result { () throws(ExportError) in try searchedQuality(searching, started: started) }
+                }
+            } onCancel: {
+                cancelExport()
+            }
+            return try outcome.get()
+        }
         let settings = state.withLock { $0 }
         guard plan.method == .transcode, let video = plan.video, !video.copied, settings.ladder == nil,
             plan.sizeLimit == nil, plan.durationSeconds > 0

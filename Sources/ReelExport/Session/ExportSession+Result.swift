@@ -43,6 +43,45 @@ extension ExportSession {
         public var phases: PhaseSeconds? = nil
         /// The poster written beside the video (`writesPoster`), nil without one.
         public var poster: Poster? = nil
+        /// How the video met its quality target (`qualityTarget`), measured on the whole output;
+        /// nil without a target.
+        public var quality: Quality? = nil
+
+        /// A quality target's outcome: the CRF the search chose, the samples' score it expected,
+        /// and the score of the whole output, measured as it was encoded (its packets decoded beside
+        /// the encoder and compared with the frames that went in: every frame, or every second or
+        /// third at 2160p).
+        public struct Quality: Sendable, Codable, Equatable {
+            public var target: QualityTarget
+            public var crf: Double
+            /// The samples' score the search expected at `crf`.
+            public var predictedScore: Double
+            /// The whole output's score in the target's metric.
+            public var score: Double?
+            /// The whole output's figures (SSIM per plane and together, PSNR, frames compared).
+            public var measured: QualityScore?
+            /// Whether `score` is at the target or above it (within 0.002 SSIM or 0.2 dB PSNR, the
+            /// search's sampling error); false also when the search could not meet it under the cap.
+            public var met: Bool
+            /// The search's one line (`ExportPlan.QualityPlan.Search.note`).
+            public var note: String
+            /// Wall time of the search.
+            public var searchSeconds: Double
+
+            public init(
+                target: QualityTarget, crf: Double, predictedScore: Double, score: Double?, measured: QualityScore?,
+                met: Bool, note: String, searchSeconds: Double
+            ) {
+                self.target = target
+                self.crf = crf
+                self.predictedScore = predictedScore
+                self.score = score
+                self.measured = measured
+                self.met = met
+                self.note = note
+                self.searchSeconds = searchSeconds
+            }
+        }
 
         /// A poster as written: its file, size in bytes and pixels, and the moment of the export it shows.
         public struct Poster: Sendable, Codable, Equatable {
@@ -123,7 +162,7 @@ extension ExportSession {
         private enum CodingKeys: String, CodingKey {
             case bytes, durationSeconds, width, height, videoCodec, audioCodec, networkOptimized, elapsedSeconds
             case method, decision, verificationSeconds, encodingPasses, timeRange, requestedTimeRange, metadata
-            case threads, phases, poster
+            case threads, phases, poster, quality
         }
 
         public init(
@@ -179,6 +218,7 @@ extension ExportSession {
             threads = try c.decodeIfPresent(StageThreads.self, forKey: .threads)
             phases = try c.decodeIfPresent(PhaseSeconds.self, forKey: .phases)
             poster = try c.decodeIfPresent(Poster.self, forKey: .poster)
+            quality = try c.decodeIfPresent(Quality.self, forKey: .quality)
         }
 
         /// Every key, absent values as `null`: a program reading the JSON finds the same keys in
@@ -208,6 +248,7 @@ extension ExportSession {
             try c.encode(threads, forKey: .threads)
             try c.encode(phases, forKey: .phases)
             try c.encode(poster, forKey: .poster)
+            try c.encode(quality, forKey: .quality)
         }
     }
 

@@ -59,6 +59,9 @@ public final class ExportSession: Sendable {
         var stallTimeout: TimeInterval = 120
         var forceTranscode = false
         var fileLengthLimit: Int64?
+        var qualityTarget: QualityTarget?
+        /// The last encode's measured quality (`TranscodeOutcome.quality`).
+        var measuredQuality: QualityScore?
         var backgroundColor = RGBColor.black
         var allowsAudioOnly = false
         var codecThreads = 0
@@ -222,7 +225,17 @@ public final class ExportSession: Sendable {
             state.overwrite = settings.overwrite
             state.writesPoster = settings.poster
             state.ladder = settings.ladder
+            state.qualityTarget = settings.quality
         }
+    }
+    /// A picture quality the video must keep: the export encodes samples at a few CRFs, measures
+    /// them against the source as it is scaled (`QualitySearch`), and encodes once at the CRF that
+    /// meets the target with the fewest bits (never below the floor, always under the preset's
+    /// bit-rate cap); the result measures the whole output (`Result.quality`). Nil (the default):
+    /// the preset's `target` if it has one, else its CRF. Not with a size limit or a ladder.
+    public var qualityTarget: QualityTarget? {
+        get { state.withLock { $0.qualityTarget } }
+        set { state.withLock { $0.qualityTarget = newValue } }
     }
     /// Threads the video decoder and encoder may each use; 0 (the default) lets them use every core.
     /// A worker running one job per core sets 1: two single-threaded jobs side by side waste less
@@ -293,19 +306,33 @@ public final class ExportSession: Sendable {
     /// becomes of each stream and the estimated size. Throws the reason when it cannot.
     @discardableResult
     public func determineCompatibility() throws(ExportError) -> ExportPlan {
-        let (type, range, metadata, network, force, destination, limit, background, audioOnly) = state.withLock {
+        try plan(forcingTranscode: false)
+    }
+
+    /// `determineCompatibility()`, re-encoding whatever `forceTranscode` says when `forcingTranscode`
+    /// is false, and always when it is true (a quality search weighing a copy against a re-encode).
+    func plan(forcingTranscode: Bool) throws(ExportError) -> ExportPlan {
+        var (type, range, metadata, network, force, destination, limit, background, audioOnly) = state.withLock {
             (
                 $0.outputFileType ?? ExportPlanner.defaultType(for: preset), $0.timeRange, $0.metadataPolicy,
                 $0.shouldOptimizeForNetworkUse, $0.forceTranscode, $0.outputURL, $0.fileLengthLimit,
                 $0.backgroundColor, $0.allowsAudioOnly
             )
         }
-        let overrides = state.withLock { $0.metadataOverrides }
+        force = force || forcingTranscode
+        let (overrides, quality) = state.withLock { ($0.metadataOverrides, $0.qualityTarget ?? preset.video?.target) }
+        if quality != nil, limit != nil, state.withLock({ $0.qualityTarget }) != nil {
+            throw ExportError(
+                .invalidArgument,
+                "a quality target and a size limit cannot both choose the bit rate; give --quality or --max-size")
+        }
         var plan = try ExportPlanner.decide(
             asset: asset, preset: preset, type: type, timeRange: range, metadata: metadata,
             optimizeForNetwork: network, forceTranscode: force, fileLengthLimit: limit,
             background: background, allowAudioOnly: audioOnly)
         plan.output.path = destination?.standardizedFileURL.path
+        // A size limit chooses the rate itself: a preset's target gives way to it.
+        if limit == nil { plan.aim(at: quality, preset: preset) }
         if !overrides.isEmpty {
             let merged = asset.metadata.merging(overrides) { _, new in new }.filter { !$0.value.isEmpty }
             var written = ExportPlanner.metadataToWrite(merged, policy: metadata)
@@ -376,14 +403,14 @@ public final class ExportSession: Sendable {
         if let ladder = state.withLock({ $0.ladder }) {
             return try runLadder(ladder, destination: destination, started: started)
         }
-        let exportPlan = try determineCompatibility()
+        let planned = try determineCompatibility()
         let (overwrite, tag, gate, writesPoster) = state.withLock {
             ($0.overwrite, $0.temporaryTag, $0.publishGate, $0.writesPoster)
         }
         let attempt = tag ?? TemporaryOutput.randomTag()
         let output = try OutputPublisher(destination: destination, asset: asset.url, tag: attempt, overwrite: overwrite)
         let poster =
-            try writesPoster && exportPlan.video != nil
+            try writesPoster && planned.video != nil
             ? PosterOutput(video: destination, asset: asset.url, tag: attempt, overwrite: overwrite) : nil
         setStatus(.exporting)
         defer {
@@ -393,6 +420,8 @@ public final class ExportSession: Sendable {
         // What an export that crashed here left behind (an FFmpeg assertion, a kill): never a live one's.
         TemporaryOutput.removeLeftovers(for: destination)
         do throws(ExportError) {
+            // A quality target's search, once the output is known to be writable.
+            let exportPlan = try searchedQuality(planned, started: started)
             return try run(
                 exportPlan, into: output, poster: poster, destination: destination, gate: gate, started: started)
         } catch {
@@ -467,6 +496,7 @@ public final class ExportSession: Sendable {
             result.timeRange = exportPlan.timeRange
             result.requestedTimeRange = exportPlan.requestedTimeRange
             result.poster = posterWritten
+            result.quality = measuredQuality(of: exportPlan)
             if exportPlan.method == .transcode, exportPlan.video != nil {
                 result.threads = StageThreads(share: codecThreads)
             }
@@ -492,6 +522,7 @@ public final class ExportSession: Sendable {
         transcode.outputPath = output.temporary.path
         transcode.threads = codecThreads
         if poster { transcode.posterSeconds = PosterOutput.moment(of: exportPlan, at: posterTime) }
+        transcode.measuresQuality = exportPlan.quality != nil && exportPlan.method == .transcode
         let plan = transcode
         let running = ContinuousClock.now
         let made = try watched { [self, cancelFlag] heartbeat throws(MediaError) in
@@ -510,6 +541,7 @@ public final class ExportSession: Sendable {
         if let sync = made.sync {
             try watched { _ throws(MediaError) in try sync.wait() }
         }
+        state.withLock { $0.measuredQuality = made.quality }
         return (seconds, made.lock, made.poster, timing)
     }
 

@@ -45,6 +45,25 @@ final class Decoder {
             context: "cannot open the \(name) decoder")
     }
 
+    /// A single-purpose video decoder for packets an encoder of this process made (`EncodeScorer`):
+    /// `parameters` are the opened encoder's (its extradata), `timeBase` its packets' clock.
+    init(parameters: CodecParameters, timeBase: AVRational, threads: Int) throws(MediaError) {
+        let name = String(cString: avcodec_get_name(parameters.pointer.pointee.codec_id))
+        guard let codec = avcodec_find_decoder(parameters.pointer.pointee.codec_id) else {
+            throw MediaError(kind: .unsupportedCodec, call: "avcodec_find_decoder", message: "no decoder for \(name)")
+        }
+        guard let context = avcodec_alloc_context3(codec) else {
+            throw MediaError(kind: .internalFailure, call: "avcodec_alloc_context3", message: "out of memory")
+        }
+        self.context = context
+        try check(avcodec_parameters_to_context(context, parameters.pointer), "avcodec_parameters_to_context")
+        context.pointee.pkt_timebase = timeBase
+        context.pointee.thread_count = Int32(threads)
+        try check(
+            avcodec_open2(context, codec, nil), "avcodec_open2", kind: .unsupportedCodec,
+            context: "cannot open the \(name) decoder")
+    }
+
     deinit {
         var pointer: UnsafeMutablePointer<AVCodecContext>? = context
         avcodec_free_context(&pointer)

@@ -58,7 +58,47 @@ final class VideoEncodeStage {
         self.decodeTimes = decodeTimes
         packet = try Packet()
         nominal = FrameTiming.nominal(rate: frameRate, timeBase: timeBase)
-        encoder = try Encoder(name: encoding.codec.encoderName)
+        encoder = try VideoEncodeStage.openEncoder(
+            encoding: encoding, source: source, format: format, timeBase: timeBase, frameRate: frameRate,
+            threads: threads, globalHeader: output.wantsGlobalHeader)
+        let context = encoder.context
+        // HDR10 metadata goes with the source's transfer only; SDR output carries none.
+        let hdrMetadata = encoding.color == .keepSource ? encoding.hdrMetadata : nil
+
+        outputStream = try output.addStream()
+        try check(
+            avcodec_parameters_from_context(outputStream.pointee.codecpar, context), "avcodec_parameters_from_context")
+        outputStream.pointee.time_base = context.pointee.time_base
+        outputStream.pointee.avg_frame_rate = frameRate
+        outputStream.pointee.sample_aspect_ratio = encoding.avPixelAspect
+        output.declare(stream: outputStream.pointee.index, kind: .video, copied: false)
+        if encoding.codec == .hevc {
+            // Apple players accept HEVC in MP4/QuickTime only with the 'hvc1' sample entry.
+            outputStream.pointee.codecpar.pointee.codec_tag = reel_mktag(0x68, 0x76, 0x63, 0x31)
+        }
+        // AV1's one sample entry, `av01` (with `av1C` from the encoder's sequence header), is the
+        // muxer's own choice: no tag to set.
+        if let language {
+            try check(av_dict_set(&outputStream.pointee.metadata, "language", language, 0), "av_dict_set")
+        }
+        // The MP4 muxer writes `mdcv` and `clli` from the stream's side data.
+        if let hdrMetadata { try VideoEncodeStage.addSideData(hdrMetadata, to: outputStream) }
+    }
+
+    /// The opened encoder's parameters (its extradata) and its packets' clock: what a decoder of
+    /// its packets needs (`EncodeScorer`).
+    func encodedStream() throws(MediaError) -> (parameters: CodecParameters, timeBase: AVRational) {
+        (try CodecParameters(of: encoder.context), encoder.context.pointee.time_base)
+    }
+
+    /// Opens the encoder `encoding` asks for, for frames of `format` on `timeBase`: the export's
+    /// own (`init`) and a quality search's sample encodes (`QualitySearch`), configured alike.
+    /// `source`: the source stream's parameters (its colours, kept by `.keepSource`).
+    static func openEncoder(
+        encoding: VideoEncoding, source: CodecParameters, format: AVPixelFormat, timeBase: AVRational,
+        frameRate: AVRational, threads: Int, globalHeader: Bool
+    ) throws(MediaError) -> Encoder {
+        let encoder = try Encoder(name: encoding.codec.encoderName)
         let context = encoder.context
         context.pointee.width = Int32(encoding.width)
         context.pointee.height = Int32(encoding.height)
@@ -90,7 +130,7 @@ final class VideoEncodeStage {
             context.pointee.colorspace = parameters.color_space
             context.pointee.color_range = AVCOL_RANGE_MPEG
         }
-        if output.wantsGlobalHeader { context.pointee.flags |= AV_CODEC_FLAG_GLOBAL_HEADER }
+        if globalHeader { context.pointee.flags |= AV_CODEC_FLAG_GLOBAL_HEADER }
         // HDR10 metadata goes with the source's transfer only; SDR output carries none.
         let hdrMetadata = encoding.color == .keepSource ? encoding.hdrMetadata : nil
         var options: [(String, String)]
@@ -120,25 +160,7 @@ final class VideoEncodeStage {
             options.append(("x265-params", parameters))
         }
         try encoder.open(options: options)
-
-        outputStream = try output.addStream()
-        try check(
-            avcodec_parameters_from_context(outputStream.pointee.codecpar, context), "avcodec_parameters_from_context")
-        outputStream.pointee.time_base = context.pointee.time_base
-        outputStream.pointee.avg_frame_rate = frameRate
-        outputStream.pointee.sample_aspect_ratio = encoding.avPixelAspect
-        output.declare(stream: outputStream.pointee.index, kind: .video, copied: false)
-        if encoding.codec == .hevc {
-            // Apple players accept HEVC in MP4/QuickTime only with the 'hvc1' sample entry.
-            outputStream.pointee.codecpar.pointee.codec_tag = reel_mktag(0x68, 0x76, 0x63, 0x31)
-        }
-        // AV1's one sample entry, `av01` (with `av1C` from the encoder's sequence header), is the
-        // muxer's own choice: no tag to set.
-        if let language {
-            try check(av_dict_set(&outputStream.pointee.metadata, "language", language, 0), "av_dict_set")
-        }
-        // The MP4 muxer writes `mdcv` and `clli` from the stream's side data.
-        if let hdrMetadata { try VideoEncodeStage.addSideData(hdrMetadata, to: outputStream) }
+        return encoder
     }
 
     /// Encodes one frame (whose pts and own duration, `pkt_duration`, are in the encoder's time

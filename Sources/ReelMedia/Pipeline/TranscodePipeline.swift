@@ -81,7 +81,16 @@ final class TranscodePipeline {
         reader = try TranscodeReader(
             input: input, video: videoDecode, audio: audioStage, queues: queues, window: window, cancel: cancel,
             progress: progress)
-        writer = Baton(TranscodeWriter(output: output, video: videoEncode, queues: queues))
+        var scorer: EncodeScorer?
+        if plan.measuresQuality, let videoEncode, let video {
+            let stream = try videoEncode.encodedStream()
+            scorer = try EncodeScorer(
+                parameters: stream.parameters, timeBase: stream.timeBase,
+                stride: EncodeScorer.stride(
+                    width: video.encoding.width, height: video.encoding.height,
+                    tenBit: video.encoding.tenBit))
+        }
+        writer = Baton(TranscodeWriter(output: output, video: videoEncode, queues: queues, scorer: scorer))
         self.queues = queues
         self.window = window
         self.cancel = cancel
@@ -156,6 +165,7 @@ final class TranscodePipeline {
             bytes: bytes, videoFramesEncoded: frames, audioFramesEncoded: audioFrames, packetsCopied: 0,
             written: writer.written, lock: try writer.lock(), poster: reader.video?.poster?.bytes)
         outcome.flushSeconds = writer.flushSeconds
+        outcome.quality = writer.quality
         return outcome
     }
 }

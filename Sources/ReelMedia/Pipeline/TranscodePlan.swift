@@ -166,6 +166,9 @@ public struct TranscodePlan: Sendable {
     /// frames are 8-bit BT.709 with square pixels (`PosterGrab`); nil takes none.
     public var posterSeconds: Double?
     public var posterQuality = 90
+    /// Score the encoded video against the frames sent to the encoder as it is encoded (its packets
+    /// decoded beside the encoder): `TranscodeOutcome.quality`.
+    public var measuresQuality = false
 
     public init(
         inputPath: String, outputPath: String, container: Container, mode: Mode, faststart: Bool = true,
@@ -190,6 +193,9 @@ public struct TranscodeProgress: Sendable, Equatable {
     public enum Phase: String, Sendable, Codable, CaseIterable {
         /// Fetching a remote asset before it is read: `fraction` is then the share of its bytes received.
         case downloading
+        /// Encoding samples to find the CRF that meets a quality target (`QualitySearch`):
+        /// `fraction` is the share of the search done.
+        case searching
         /// Reading, decoding, encoding and writing packets.
         case transcoding
         /// Writing the trailer; with faststart, moving the index in front of the media data.
@@ -208,6 +214,16 @@ public struct TranscodeProgress: Sendable, Equatable {
     /// A ladder's renditions, each on its own (empty for other exports): the rungs in the plan's
     /// order (`rungs`, then `sdrRungs`), then the audio.
     public var renditions: [Rendition] = []
+
+    public init(
+        phase: Phase, fraction: Double, frames: Int, mediaSeconds: Double, renditions: [Rendition] = []
+    ) {
+        self.phase = phase
+        self.fraction = fraction
+        self.frames = frames
+        self.mediaSeconds = mediaSeconds
+        self.renditions = renditions
+    }
 
     /// How far one rendition of a ladder is: its encoder's output, not the decode feeding it.
     public struct Rendition: Sendable, Equatable {
@@ -246,6 +262,9 @@ public struct TranscodeOutcome: Sendable {
     /// Seconds spent draining the video encoder at the end (the frames its lookahead held back)
     /// and writing the trailer (the faststart rewrite): the tail no more input shortens.
     public var flushSeconds: Double = 0
+    /// The encoded video's quality against the frames the encoder was given (SSIM, PSNR), when
+    /// `TranscodePlan.measuresQuality` asked for it.
+    public var quality: QualityScore? = nil
 }
 
 extension VideoEncoding {

@@ -7,11 +7,16 @@ final class TranscodeWriter {
     private let output: OutputFile
     private let video: VideoEncodeStage?
     private let queues: PipelineQueues
+    /// Scores the encoded pictures against the ones sent (`TranscodePlan.measuresQuality`).
+    private let scorer: EncodeScorer?
+    /// The encoded video's score, once `encodeAndWrite` has flushed the encoder.
+    private(set) var quality: QualityScore?
     /// Seconds the video encoder's flush took (`encodeAndWrite`) plus the trailer's (`finish`).
     private(set) var flushSeconds = 0.0
 
-    init(output: OutputFile, video: VideoEncodeStage?, queues: PipelineQueues) {
+    init(output: OutputFile, video: VideoEncodeStage?, queues: PipelineQueues, scorer: EncodeScorer? = nil) {
         self.output = output
+        self.scorer = scorer
         self.video = video
         self.queues = queues
     }
@@ -29,10 +34,16 @@ final class TranscodeWriter {
     /// the reader closes the work queue.
     func encodeAndWrite() throws(MediaError) {
         let output = output
-        let write: PacketSink = { (encoded: Packet) throws(MediaError) in try output.write(encoded) }
+        let scorer = scorer
+        let write: PacketSink = { (encoded: Packet) throws(MediaError) in
+            // The decoder takes its own reference to the data the muxer then takes.
+            try scorer?.take(encoded)
+            try output.write(encoded)
+        }
         while let item = try queues.work.pop() {
             switch item {
             case .frame(let frame):
+                try scorer?.keep(frame)
                 try video?.encode(frame, to: write)
                 // A frame the encoder took is a sign of life, even while its lookahead holds packets back.
                 output.heartbeat?.beat()
@@ -45,6 +56,7 @@ final class TranscodeWriter {
         }
         let flushing = ContinuousClock.now
         try video?.flush(to: write)
+        quality = try scorer?.finish()
         flushSeconds += (ContinuousClock.now - flushing) / .seconds(1)
     }
 

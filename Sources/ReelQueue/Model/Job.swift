@@ -1,5 +1,6 @@
 import Foundation
 import ReelExport
+import ReelMedia
 
 /// Where a job is: Apple's export states.
 public enum JobState: String, Sendable, Codable, CaseIterable {
@@ -87,6 +88,9 @@ public struct JobSpec: Sendable, Codable, Equatable {
     /// `"networkAccessAllowed"`): PhotoKit's `isNetworkAccessAllowed`. What it may reach is the
     /// worker's policy, which no job can widen.
     public var networkAccessAllowed: Bool = false
+    /// A picture quality the video must keep (`ExportSession.qualityTarget`, `--quality`); nil for
+    /// the preset's own target or CRF, and in specs written before the field existed.
+    public var quality: QualityTarget? = nil
     /// What `submit` could not check for the worker and warned of (an output folder this user cannot
     /// write, which a worker running as another user may): kept with the job, so its status file and
     /// `reel status` say it; empty in specs written before the field existed.
@@ -120,7 +124,7 @@ extension JobSpec {
         case asset, preset, outputType, output, priority, key, timeRange, metadata, optimizeForNetwork, maxAttempts
         case forceTranscode, overwrite, fileLengthLimit, background, metadataChosen, allowAudioOnly
         case library, saveToLibrary, keepContentIdentifier, poster, ladder, thumbnails, cache, warnings
-        case remote, networkAccessAllowed
+        case remote, networkAccessAllowed, quality
     }
 
     /// Decodes specs written by older versions too (no `overwrite`, no `fileLengthLimit`, no `background`).
@@ -152,6 +156,7 @@ extension JobSpec {
         warnings = try c.decodeIfPresent([String].self, forKey: .warnings) ?? []
         remote = try c.decodeIfPresent(RemoteAsset.self, forKey: .remote)
         networkAccessAllowed = try c.decodeIfPresent(Bool.self, forKey: .networkAccessAllowed) ?? false
+        quality = try c.decodeIfPresent(QualityTarget.self, forKey: .quality)
     }
 
     /// The type as status files and listings show it: `hls` for a ladder (whatever its manifests),
@@ -221,6 +226,7 @@ extension JobSpec {
         keepContentIdentifier = settings.keepContentIdentifier
         poster = settings.poster
         ladder = settings.ladder
+        quality = settings.quality
     }
 
     /// The export settings this spec stores, with `preset` (its `preset` name, resolved by the
@@ -230,7 +236,8 @@ extension JobSpec {
             preset: preset, outputType: outputType, timeRange: timeRange, metadata: metadataChosen ? metadata : nil,
             optimizeForNetwork: optimizeForNetwork, forceTranscode: forceTranscode, allowsAudioOnly: allowAudioOnly,
             fileLengthLimit: fileLengthLimit, background: background, overwrite: overwrite,
-            saveToLibrary: saveToLibrary, keepContentIdentifier: keepContentIdentifier, poster: poster, ladder: ladder)
+            saveToLibrary: saveToLibrary, keepContentIdentifier: keepContentIdentifier, poster: poster, ladder: ladder,
+            quality: quality)
     }
 }
 
@@ -295,6 +302,10 @@ extension JobSpec {
         }
         if saveToLibrary != other.saveToLibrary || keepContentIdentifier != other.keepContentIdentifier {
             fields.append("save to library (\(other.saveToLibrary), not \(saveToLibrary))")
+        }
+        if quality != other.quality {
+            let describe = { (target: QualityTarget?) in target?.description ?? "none" }
+            fields.append("quality (\(describe(other.quality)), not \(describe(quality)))")
         }
         if fileLengthLimit != other.fileLengthLimit {
             let describe = { (limit: Int64?) in limit.map { "\($0) bytes" } ?? "none" }
