@@ -69,6 +69,24 @@ struct QualityTargetTests {
         print("quality \(recipe): CRF \(quality.crf), ffmpeg SSIM \(measured), \(result.bytes) bytes; \(quality.note)")
     }
 
+    /// AV1 (SVT-AV1) searches whole CRF steps and lands on the target too.
+    @Test func anAV1ExportLandsOnTheTarget() async throws {
+        let folder = Fixtures.scratchFolder("quality-av1")
+        let session = try ExportSession(
+            asset: try await Asset.load(try await Fixtures.url(Self.film)), presetName: "AV1_1280x720")
+        session.qualityTarget = QualityTarget(metric: .ssim, value: 0.98)
+        session.outputURL = folder.appendingPathComponent("out.mp4")
+        try await session.export()
+        let result = try #require(session.result)
+        let quality = try #require(result.quality)
+        #expect(quality.crf == quality.crf.rounded() && quality.crf != 32, "CRF \(quality.crf)")
+        let measured = try await Self.ssim(
+            try #require(session.outputURL), source: try await Fixtures.url(Self.film), width: result.width ?? 0,
+            height: result.height ?? 0)
+        #expect(
+            abs(measured - 0.98) <= 0.003 && abs((quality.score ?? 0) - measured) < 0.0005, "\(measured) \(quality)")
+    }
+
     /// The same target costs a still picture fewer bits than the preset's CRF spends, and noise more.
     @Test func theCRFMovesTheRightWay() async throws {
         let folder = Fixtures.scratchFolder("quality-direction")
