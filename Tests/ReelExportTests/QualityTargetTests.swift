@@ -66,7 +66,6 @@ struct QualityTargetTests {
         #expect(abs(own - measured) < 0.0005, "Reel \(own), ffmpeg \(measured)")
         #expect(quality.met && quality.measured?.frames == 240, "\(quality)")
         #expect(quality.target.description == "ssim:0.98")
-        print("quality \(recipe): CRF \(quality.crf), ffmpeg SSIM \(measured), \(result.bytes) bytes; \(quality.note)")
     }
 
     /// AV1 (SVT-AV1) searches whole CRF steps and lands on the target too.

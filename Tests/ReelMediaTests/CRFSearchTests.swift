@@ -77,7 +77,7 @@ struct CRFSearchTests {
         let short = QualitySearch.windows(duration: 2, frameRate: 30, maxFrames: 1000)
         #expect(short.count == 1 && short[0].start == 0 && short[0].end == 2)
         let long = QualitySearch.windows(duration: 60, frameRate: 30, maxFrames: 1000)
-        #expect(long.count == 5 && long.allSatisfy { abs($0.scored - 1) < 1e-9 })
+        #expect(long.count == 5 && long.allSatisfy { abs($0.end - $0.start - 1) < 1e-9 })
         #expect(long.first!.start > 0 && long.last!.end < 60)
         let large = QualitySearch.windows(duration: 60, frameRate: 30, maxFrames: 60)
         #expect(large.count == 2)

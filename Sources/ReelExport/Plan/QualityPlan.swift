@@ -36,6 +36,11 @@ public struct QualityPlan: Sendable, Codable, Equatable {
         public var elapsedSeconds: Double
     }
 
+    /// Why a quality target and a size limit are refused together: both would choose the rate.
+    static let withSizeLimit = ExportError(
+        .invalidArgument,
+        "a quality target and a size limit cannot both choose the bit rate; give --quality or --max-size")
+
     /// The CRF range a search covers for `codec`: x264 and x265 both from 10 (beyond which the
     /// bits buy nothing a viewer sees) to 45; SVT-AV1, whose scale runs to 63, from 10 to 55.
     static func bounds(codec: String) -> QualitySearch.Bounds {

@@ -286,11 +286,7 @@ public struct ExportRequest: Sendable, Codable, Equatable {
                     "cannot read the quality target '\(quality)'; write ssim:0.985 (0.5 to 0.9995) or psnr:42 (20 to 70 dB)"
                 )
             }
-            if maxSize != nil {
-                throw ExportError(
-                    .invalidArgument,
-                    "a quality target and a size limit cannot both choose the bit rate; give --quality or --max-size")
-            }
+            if maxSize != nil { throw QualityPlan.withSizeLimit }
             target = parsed
         }
         return (range, policy, limit, colour, ladder, target)

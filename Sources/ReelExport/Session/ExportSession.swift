@@ -320,12 +320,10 @@ public final class ExportSession: Sendable {
             )
         }
         force = force || forcingTranscode
-        let (overrides, quality) = state.withLock { ($0.metadataOverrides, $0.qualityTarget ?? preset.video?.target) }
-        if quality != nil, limit != nil, state.withLock({ $0.qualityTarget }) != nil {
-            throw ExportError(
-                .invalidArgument,
-                "a quality target and a size limit cannot both choose the bit rate; give --quality or --max-size")
-        }
+        let (overrides, chosen) = state.withLock { ($0.metadataOverrides, $0.qualityTarget) }
+        // A preset's own target gives way to a size limit (below); one the caller chose cannot.
+        if chosen != nil, limit != nil { throw QualityPlan.withSizeLimit }
+        let quality = chosen ?? preset.video?.target
         var plan = try ExportPlanner.decide(
             asset: asset, preset: preset, type: type, timeRange: range, metadata: metadata,
             optimizeForNetwork: network, forceTranscode: force, fileLengthLimit: limit,

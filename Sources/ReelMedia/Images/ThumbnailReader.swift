@@ -179,15 +179,7 @@ private final class ThumbnailSession {
         var rate = av_guess_frame_rate(input.context, stream, nil)
         if rate.num <= 0 || rate.den <= 0 { rate = AVRational(num: 30, den: 1) }
         frameDuration = max(1, av_rescale_q(1, av_inv_q(rate), timeBase))
-        var keys: [Int64] = []
-        let count = avformat_index_get_entries_count(stream)
-        for index in 0..<max(0, count) {
-            guard let entry = avformat_index_get_entry(stream, index) else { continue }
-            if entry.pointee.flags & AVINDEX_KEYFRAME != 0, let time = sane(entry.pointee.timestamp) {
-                keys.append(time)
-            }
-        }
-        keyframes = keys.sorted()
+        keyframes = input.keyframeTimestamps(ofStream: info.index)
         let rotation = request.appliesTransform ? (info.rotation ?? 0) : 0
         let mirrored = request.appliesTransform && (info.isMirrored ?? false)
         let size = PictureRenderer.fittedSize(

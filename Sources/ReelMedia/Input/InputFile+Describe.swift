@@ -221,21 +221,28 @@ public enum MediaProbe {
 }
 
 extension InputFile {
-    /// The times of stream `index`'s keyframes from the header's index, in seconds from the stream's
-    /// start, sorted (their decoding times, which B-frames put up to a few frames early); empty when
-    /// the header has no index (Matroska without cues, MPEG-TS).
+    /// The timestamps of stream `index`'s keyframes from the header's index, on the stream's clock,
+    /// sorted (their decoding times, which B-frames put up to a few frames early); empty when the
+    /// header has no index (Matroska without cues, MPEG-TS).
+    func keyframeTimestamps(ofStream index: Int) -> [Int64] {
+        let stream = self.stream(index)
+        var times: [Int64] = []
+        let count = avformat_index_get_entries_count(stream)
+        for position in 0..<max(0, count) {
+            guard let entry = avformat_index_get_entry(stream, position), entry.pointee.flags & AVINDEX_KEYFRAME != 0,
+                let time = sane(entry.pointee.timestamp)
+            else { continue }
+            times.append(time)
+        }
+        return times.sorted()
+    }
+
+    /// `keyframeTimestamps(ofStream:)` in seconds from the stream's start.
     func keyframeSeconds(ofStream index: Int) -> [Double] {
         let stream = self.stream(index)
         let timeBase = stream.pointee.time_base
         guard timeBase.num > 0, timeBase.den > 0 else { return [] }
         let start = stream.pointee.start_time == reel_nopts_value() ? 0 : stream.pointee.start_time
-        var times: [Double] = []
-        let count = avformat_index_get_entries_count(stream)
-        for position in 0..<max(0, count) {
-            guard let entry = avformat_index_get_entry(stream, position), entry.pointee.flags & AVINDEX_KEYFRAME != 0
-            else { continue }
-            times.append(max(0, Double(entry.pointee.timestamp - start) * av_q2d(timeBase)))
-        }
-        return times.sorted()
+        return keyframeTimestamps(ofStream: index).map { max(0, Double($0 - start) * av_q2d(timeBase)) }
     }
 }

@@ -13,8 +13,6 @@ final class EncodeScorer {
     private let decoded: Frame
     private let meter = QualityMeter()
     private let stride: Int
-    /// Pictures past this many are encoded but not scored (a sample's tail); nil scores them all.
-    private let limit: Int?
     /// Copies of the pictures sent and not yet decoded, oldest first (`head` onwards).
     private var references: [Frame] = []
     private var head = 0
@@ -23,8 +21,7 @@ final class EncodeScorer {
     private var received = 0
 
     /// `parameters`: the opened encoder's (its extradata); `timeBase`: its packets' clock.
-    init(parameters: CodecParameters, timeBase: AVRational, stride: Int = 1, limit: Int? = nil) throws(MediaError) {
-        self.limit = limit
+    init(parameters: CodecParameters, timeBase: AVRational, stride: Int = 1) throws(MediaError) {
         decoder = try Decoder(parameters: parameters, timeBase: timeBase, threads: 1)
         decoded = try Frame()
         self.stride = max(1, stride)
@@ -44,7 +41,7 @@ final class EncodeScorer {
     /// Keeps a copy of a picture about to be encoded (every `stride`-th one).
     func keep(_ frame: Frame) throws(MediaError) {
         defer { sent += 1 }
-        guard sent % stride == 0, sent < limit ?? Int.max else { return }
+        guard sent % stride == 0 else { return }
         let source = frame.pointer
         let copy: Frame
         if let reused = spare.popLast(),
@@ -78,7 +75,7 @@ final class EncodeScorer {
         while try decoder.receive(decoded) == .produced {
             defer { decoded.unref() }
             defer { received += 1 }
-            guard received % stride == 0, received < limit ?? Int.max else { continue }
+            guard received % stride == 0 else { continue }
             guard head < references.count else {
                 throw MediaError(
                     kind: .internalFailure, call: "quality",

@@ -124,18 +124,14 @@ final class QualityMeter {
                     "cannot compare an encoded picture with its reference (\(encoded.pointee.width)x\(encoded.pointee.height) format \(encoded.pointee.format) against \(reference.pointee.width)x\(reference.pointee.height) format \(reference.pointee.format))"
             )
         }
-        let planes = withUnsafeBytes(of: score.ssim) { Array($0.bindMemory(to: Double.self)) }
-        let errors = withUnsafeBytes(of: score.mse) { Array($0.bindMemory(to: Double.self)) }
-        let weights = withUnsafeBytes(of: score.weight) { Array($0.bindMemory(to: Double.self)) }
-        var all = 0.0
-        var error = 0.0
-        for plane in 0..<3 {
-            ssim[plane] += planes[plane]
-            all += planes[plane] * weights[plane]
-            error += errors[plane] * weights[plane]
-        }
-        ssimAll += all
-        mse += error
+        // The C arrays come in as tuples: three planes, read without an allocation per frame.
+        let planes = (score.ssim.0, score.ssim.1, score.ssim.2)
+        let weights = (score.weight.0, score.weight.1, score.weight.2)
+        ssim[0] += planes.0
+        ssim[1] += planes.1
+        ssim[2] += planes.2
+        ssimAll += planes.0 * weights.0 + planes.1 * weights.1 + planes.2 * weights.2
+        mse += score.mse.0 * weights.0 + score.mse.1 * weights.1 + score.mse.2 * weights.2
         peak = reference.pointee.format == AV_PIX_FMT_YUV420P10LE.rawValue ? 1023 : 255
         frames += 1
     }

@@ -97,19 +97,14 @@ public enum QualitySearch {
             elapsedSeconds: (ContinuousClock.now - began) / .seconds(1))
     }
 
-    /// One stretch of an export a search samples: `start`…`end` seconds from the export's start
-    /// are encoded, the first `scored` seconds of it are measured; the rest is the encoder's view
-    /// of what follows (its lookahead), which the whole export's frames there have too.
+    /// One stretch of an export a search samples: `start`…`end` seconds from the export's start,
+    /// encoded and measured whole. (Tails of 20 to 40 frames encoded after a window for the encoder's
+    /// lookahead, but not measured, moved the samples' score toward the whole file's by under 0.001
+    /// SSIM for 67 % to 133 % more encoding; `CRFSearch.wholeFileOffset` accounts for the gap instead.)
     public struct Window: Sendable, Equatable {
         public var start: Double
         public var end: Double
-        public var scored: Double
     }
-
-    /// Frames encoded after a window's measured ones, for the encoder's lookahead: none. Tails of
-    /// 20 to 40 frames moved the samples' score toward the whole file's by under 0.001 SSIM for
-    /// 67 % to 133 % more encoding; `CRFSearch.wholeFileOffset` accounts for the gap instead.
-    static let tailFrames = 0.0
 
     /// Where to sample an export of `duration` seconds at `frameRate`: windows of about one second
     /// (at least 12 frames, at most 60), about 8 % of the frames in all but never fewer than two
@@ -118,22 +113,21 @@ public enum QualitySearch {
     /// held in memory): fewer windows for large pictures.
     public static func windows(duration: Double, frameRate: Double, maxFrames: Int) -> [Window] {
         let rate = max(frameRate, 1)
-        let scoredFrames = min(max(rate, 12), 60)
+        let frames = min(max(rate, 12), 60)
         let share = 0.08
-        let scored = scoredFrames / rate
-        let length = (scoredFrames + Self.tailFrames) / rate
+        let length = frames / rate
         guard duration > length * 3 else {
             let whole = max(duration, 0.001)
-            return [Window(start: 0, end: whole, scored: whole)]
+            return [Window(start: 0, end: whole)]
         }
-        let wanted = Int((duration * share / scored).rounded())
+        let wanted = Int((duration * share / length).rounded())
         let fit = max(1, Int(Double(maxFrames) / (length * rate)))
         let count = max(1, min(max(wanted, 2), 12, fit))
         let part = duration / Double(count)
         return (0..<count).map { index in
             let middle = part * (Double(index) + 0.5)
-            let from = min(max(0, middle - scored / 2), duration - length)
-            return Window(start: from, end: from + length, scored: scored)
+            let from = min(max(0, middle - length / 2), duration - length)
+            return Window(start: from, end: from + length)
         }
     }
 }
@@ -158,7 +152,7 @@ extension QualitySearch {
             guard let nearest = candidates.min(by: { abs($0 - window.start) < abs($1 - window.start) }) else {
                 return window
             }
-            return Window(start: nearest, end: nearest + length, scored: window.scored)
+            return Window(start: nearest, end: nearest + length)
         }
     }
 }
@@ -186,8 +180,6 @@ extension QualityScore {
 /// write into them.
 final class SampleWindows: @unchecked Sendable {
     let windows: [[Frame]]
-    /// Frames of each window that are measured (the rest is its tail).
-    let scored: [Int]
     let source: CodecParameters
     let format: AVPixelFormat
     let timeBase: AVRational
@@ -195,12 +187,11 @@ final class SampleWindows: @unchecked Sendable {
     let seconds: Double
 
     private init(
-        windows: [[Frame]], scored: [Int], isWhole: Bool, source: CodecParameters, format: AVPixelFormat,
+        windows: [[Frame]], isWhole: Bool, source: CodecParameters, format: AVPixelFormat,
         timeBase: AVRational,
         frameRate: AVRational, seconds: Double
     ) {
         self.windows = windows
-        self.scored = scored
         self.isWhole = isWhole
         self.source = source
         self.format = format
@@ -213,7 +204,7 @@ final class SampleWindows: @unchecked Sendable {
     let isWhole: Bool
 
     /// Frames measured per trial.
-    var frameCount: Int { scored.reduce(0, +) }
+    var frameCount: Int { windows.reduce(0) { $0 + $1.count } }
 
     /// Frames the windows may hold together: 512 MB of pictures.
     static func maxFrames(for encoding: VideoEncoding) -> Int {
@@ -245,7 +236,6 @@ final class SampleWindows: @unchecked Sendable {
             QualitySearch.windows(duration: duration, frameRate: rate, maxFrames: maxFrames(for: video.encoding)),
             to: keyframes, duration: duration)
         var windows: [[Frame]] = []
-        var scored: [Int] = []
         var describe: (parameters: CodecParameters, format: AVPixelFormat, timeBase: AVRational, rate: AVRational)?
         var seconds = 0.0
         for (index, range) in ranges.enumerated() {
@@ -283,9 +273,7 @@ final class SampleWindows: @unchecked Sendable {
             if cancel.isRaised { throw MediaError.cancelled() }
             if !frames.isEmpty {
                 windows.append(frames)
-                let measured = whole ? frames.count : max(1, Int((range.scored * rate).rounded()))
-                scored.append(min(frames.count, measured))
-                seconds += whole ? duration : range.scored
+                seconds += whole ? duration : range.end - range.start
             }
             progress(Double(index + 1) / Double(ranges.count))
         }
@@ -294,7 +282,7 @@ final class SampleWindows: @unchecked Sendable {
                 kind: .unreadableInput, call: "decode", message: "no video frame could be decoded from the input")
         }
         return SampleWindows(
-            windows: windows, scored: scored, isWhole: ranges.count == 1, source: describe.parameters,
+            windows: windows, isWhole: ranges.count == 1, source: describe.parameters,
             format: describe.format, timeBase: describe.timeBase, frameRate: describe.rate, seconds: seconds)
     }
 
@@ -349,15 +337,12 @@ final class SampleWindows: @unchecked Sendable {
             encoding: encoding, source: source, format: format, timeBase: timeBase, frameRate: frameRate, threads: 1,
             globalHeader: true)
         let scorer = try EncodeScorer(
-            parameters: try CodecParameters(of: encoder.context), timeBase: encoder.context.pointee.time_base,
-            limit: scored[index])
+            parameters: try CodecParameters(of: encoder.context), timeBase: encoder.context.pointee.time_base)
         let packet = try Packet()
         var bytes: Int64 = 0
-        let lastScored = windows[index][max(0, scored[index] - 1)].pointer.pointee.pts
         func drain() throws(MediaError) {
             while try encoder.receive(packet) == .produced {
-                // The tail's bytes are not the measured frames'.
-                if packet.pointer.pointee.pts <= lastScored { bytes += Int64(packet.pointer.pointee.size) }
+                bytes += Int64(packet.pointer.pointee.size)
                 try scorer.take(packet)
                 packet.unref()
             }
