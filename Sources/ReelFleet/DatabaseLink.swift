@@ -12,7 +12,8 @@ import Synchronization
 /// × 1.25 per failure, up to 60 s: about 4 s after a 20 s outage). Left alone, a command against a
 /// stopped database waits out its whole time limit, and a worker stays blind for seconds after the
 /// database is back. So:
-/// - a request not answered within `probeAfter` makes one connection of its own; a refusal (the
+/// - a request not answered within `probeAfter` makes one connection of its own (and again, at
+///   growing intervals up to 5 s, while it waits); a refusal (the
 ///   connection refused, the host unreachable, the server's own "no" at startup) fails the request at
 ///   once, and from then on every request probes first and fails in milliseconds instead of queueing;
 /// - while refused, the database is probed every `probeInterval`; the first probe it answers opens a
@@ -149,20 +150,25 @@ package final class DatabaseLink: Sendable {
             throw Refused(reason: reason)
         }
         do {
-            return try await withThrowingTaskGroup(of: RaceAnswer<T>.self) { group in
-                group.addTask { .value(try await body()) }
+            return try await withThrowingTaskGroup(of: T.self) { group in
+                group.addTask { try await body() }
                 group.addTask {
-                    try await Task.sleep(for: Self.probeAfter)
-                    if case .refused(let reason) = await self.probe(reuseWithin: .seconds(1)) {
-                        throw Refused(reason: reason)
+                    // Probed again while the request waits (0.5, 1, 2, 4, then every 5 s): a probe that
+                    // found the database answering just before it went away (or a result another
+                    // request's probe found a moment earlier) must not leave the request waiting out
+                    // its whole time limit.
+                    var delay = Self.probeAfter
+                    while true {
+                        try await Task.sleep(for: delay)
+                        if case .refused(let reason) = await self.probe(reuseWithin: min(delay, .seconds(1))) {
+                            throw Refused(reason: reason)
+                        }
+                        delay = min(delay * 2, Self.lastingRefusalInterval)
                     }
-                    return .probed
                 }
                 for try await answer in group {
-                    if case .value(let value) = answer {
-                        group.cancelAll()
-                        return value
-                    }
+                    group.cancelAll()
+                    return answer
                 }
                 throw CancellationError()
             }
@@ -312,12 +318,6 @@ package final class DatabaseLink: Sendable {
         }
         return nil
     }
-}
-
-/// What finished first in `DatabaseLink.guarded`: the request, or the probe (which found no refusal).
-private enum RaceAnswer<T: Sendable>: Sendable {
-    case value(T)
-    case probed
 }
 
 /// Opens once; `wait()` returns once it is open, or as soon as the waiting task is cancelled.
