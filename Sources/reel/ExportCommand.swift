@@ -201,6 +201,13 @@ struct ExportCommand: AsyncParsableCommand {
             facts.append(String(format: "in %.1f s", result.elapsedSeconds))
             let manifests = [ladder.master, ladder.dash].compactMap { $0.map { destination.path + "/" + $0 } }
             CLI.printLine("wrote \(manifests.joined(separator: " and ")) (\(facts.joined(separator: ", ")))")
+            // Per title: each rung's CRF and score, and why a rung was left out.
+            if let quality = ladder.quality {
+                CLI.printLine(
+                    String(format: "  per title at \(quality.target), searched in %.1f s", quality.searchSeconds))
+                for rung in quality.rungs { CLI.printLine("  \(rung.size)  \(rung.note)") }
+                for rung in quality.sdrRungs { CLI.printLine("  H.264 SDR \(rung.size)  \(rung.note)") }
+            }
             return
         }
         // Done only once the output is an asset of the library (saving it again is harmless).

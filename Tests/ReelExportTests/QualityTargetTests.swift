@@ -155,4 +155,23 @@ struct QualityTargetTests {
         #expect(session.status == .cancelled)
         #expect(contents(of: folder).isEmpty, "\(contents(of: folder))")
     }
+
+    /// A per-title ladder cancelled while it searches its rungs: cancelled, no folder, no temporary.
+    @Test func cancellingALaddersSearchLeavesNothing() async throws {
+        let folder = Fixtures.scratchFolder("quality-ladder-cancel")
+        let session = try await Self.session(Self.film, target: "ssim:0.98", folder: folder)
+        session.ladder = try Ladder.parse("960x540,480x270", segmentDuration: nil)
+        session.outputURL = folder.appendingPathComponent("out.hls")
+        let watcher = Task {
+            for await update in session.progressUpdates where update.phase == .searching && update.fraction > 0.2 {
+                session.cancelExport()
+                return true
+            }
+            return false
+        }
+        await #expect(throws: ExportError.self) { try await session.export() }
+        #expect(await watcher.value)
+        #expect(session.status == .cancelled)
+        #expect(contents(of: folder).isEmpty, "\(contents(of: folder))")
+    }
 }

@@ -27,6 +27,9 @@ public struct LadderResult: Sendable, Codable, Equatable {
     public var dropped: [String]
     /// Every file written, relative to the folder.
     public var files: [String]
+    /// A per-title ladder's search (a quality target): each rung's CRF and score, and the rungs it
+    /// left out; nil without a target.
+    public var quality: LadderQuality? = nil
 }
 
 /// Writes a ladder's HLS playlists from what was written (`LadderOutcome`), never from encoder

@@ -212,7 +212,7 @@ public struct ExportRequest: Sendable, Codable, Equatable {
     /// What a ladder does not take yet.
     private func refuseLadderOptions() throws(ExportError) {
         for (what, given) in [
-            ("a size limit", maxSize != nil), ("a poster", poster == true), ("a quality target", quality != nil),
+            ("a size limit", maxSize != nil), ("a poster", poster == true),
             ("saving to the library", saveToLibrary == true), ("forcing the extension", forceExtension == true),
         ]
         where given {

@@ -24,8 +24,7 @@ extension ExportSession {
             asset: asset, preset: preset, timeRange: range, metadata: metadata, background: background, limits: limits)
         let (exportPlan, transcode, planned, audio) =
             (ladderPlan.exportPlan, ladderPlan.transcode, ladderPlan.video, ladderPlan.audio)
-        let (fitted, dropped) = (ladderPlan.fitted, ladderPlan.dropped)
-        let sizes = fitted.map(\.size)
+        var (fitted, dropped) = (ladderPlan.fitted, ladderPlan.dropped)
         // HEVC rungs keeping an HDR source's HLG or PQ take the HDR caps.
         let keepsHDR = ladderPlan.keepsHDR
         func rung(_ base: VideoEncoding, size: Ladder.Size, preset: Preset?) -> VideoEncoding {
@@ -53,7 +52,7 @@ extension ExportSession {
             encoding.alignedKeyframes = true
             return encoding
         }
-        let rungs = fitted.map { box, size in
+        var rungs = fitted.map { box, size in
             rung(planned.encoding, size: size, preset: ladder.rungPresets?[box])
         }
         // SDR rungs beside the HDR ones: the same boxes, each with the settings and cap of the H.264
@@ -82,6 +81,19 @@ extension ExportSession {
             if !published { try? FileManager.default.removeItem(at: folder) }
             withExtendedLifetime(folderLock) {}
         }
+        // Per title: with a quality target, each rung's CRF is searched and a rung that adds no
+        // quality over the one below is left out.
+        var quality: LadderQuality?
+        if let target = state.withLock({ $0.qualityTarget }) ?? preset.video?.target {
+            let searched = try searchedLadder(
+                ladderPlan, rungs: &rungs, sdrRungs: &sdrRungs, sizes: fitted.map(\.size), target: target,
+                started: started)
+            rungs = searched.kept.map { rungs[$0] }
+            if !sdrRungs.isEmpty { sdrRungs = searched.kept.map { sdrRungs[$0] } }
+            fitted = searched.kept.map { fitted[$0] }
+            quality = searched.quality
+        }
+        let sizes = fitted.map(\.size)
 
         var plan = LadderPlan(
             inputPath: transcode.inputPath, outputFolder: folder.path, videoStream: planned.stream, rungs: rungs,
@@ -97,8 +109,9 @@ extension ExportSession {
         let outcome = LadderPlaylists.listingOrder(written)
 
         let language = asset.audioTrack?.language
-        let (files, result) = LadderPlaylists.make(
+        var (files, result) = LadderPlaylists.make(
             outcome, language: language, dropped: dropped.map(\.description), manifests: ladder.manifests)
+        result.quality = quality
         for (path, text) in files {
             try ExportError.writing { () throws(AtomicFile.Failure) in
                 try AtomicFile.write(
@@ -125,11 +138,20 @@ extension ExportSession {
             decision: "an hls ladder of \(kind)\(listed)"
                 + (sdrRungs.isEmpty ? "" : " with H.264 SDR rungs of the same sizes, tone-mapped")
                 + (dropped.isEmpty
-                    ? "" : " (above the source, dropped: \(dropped.map(\.description).joined(separator: ", ")))"))
+                    ? "" : " (above the source, dropped: \(dropped.map(\.description).joined(separator: ", ")))")
+                + (quality.map(Self.describePerTitle) ?? ""))
         summary.verificationSeconds = verificationSeconds
         summary.timeRange = exportPlan.timeRange
         summary.requestedTimeRange = exportPlan.requestedTimeRange
         return summary
+    }
+
+    /// The decision's words for a per-title ladder: the target, each rung's CRF, the rungs dropped.
+    static func describePerTitle(_ quality: LadderQuality) -> String {
+        let crfs = quality.rungs.filter(\.kept).map { String(format: "%.1f", $0.crf) }.joined(separator: ", ")
+        let useless = quality.rungs.filter { !$0.kept }.map(\.size)
+        return ", per title at \(quality.target) (CRF \(crfs))"
+            + (useless.isEmpty ? "" : "; dropped for adding no quality: " + useless.joined(separator: ", "))
     }
 
     /// Damages a written ladder as `outputFault` says, in debug builds (tests), between the write and

@@ -7,7 +7,9 @@ internal import CFFmpegShim
 /// Pictures come out of the decoder in the order they went into the encoder (presentation order;
 /// x264, x265 and SVT-AV1 drop none), so the copies wait in a queue and each decoded picture is
 /// paired with the oldest. With `stride` above 1 only every `stride`-th picture is kept and scored,
-/// bounding the copies a deep encoder delay holds at large sizes. One thread at a time.
+/// bounding the copies a deep encoder delay holds at large sizes. A reference of another size (a
+/// larger ladder rung's picture) is compared with the decoded picture scaled up to it, bicubic, as a
+/// player would show it. One thread at a time.
 final class EncodeScorer {
     private let decoder: Decoder
     private let decoded: Frame
@@ -19,6 +21,9 @@ final class EncodeScorer {
     private var spare: [Frame] = []
     private var sent = 0
     private var received = 0
+    /// Scales decoded pictures to a reference of another size, and the picture it wrote.
+    private var upscaler: Scaler?
+    private var upscaled: Frame?
 
     /// `parameters`: the opened encoder's (its extradata); `timeBase`: its packets' clock.
     init(parameters: CodecParameters, timeBase: AVRational, stride: Int = 1) throws(MediaError) {
@@ -83,12 +88,34 @@ final class EncodeScorer {
             }
             let reference = references[head]
             head += 1
-            try meter.add(decoded.pointer, reference: reference.pointer)
+            try meter.add(try sized(like: reference), reference: reference.pointer)
             spare.append(reference)
             if head > 64, head * 2 > references.count {
                 references.removeFirst(head)
                 head = 0
             }
         }
+    }
+
+    /// The decoded picture, or a copy scaled to `reference`'s size when it has another.
+    private func sized(like reference: Frame) throws(MediaError) -> UnsafeMutablePointer<AVFrame> {
+        let (width, height) = (reference.pointer.pointee.width, reference.pointer.pointee.height)
+        let picture = decoded.pointer
+        guard picture.pointee.width != width || picture.pointee.height != height else { return picture }
+        let format = AVPixelFormat(rawValue: reference.pointer.pointee.format)
+        if upscaler == nil || !upscaler!.accepts(picture) {
+            upscaler = try Scaler(
+                from: picture, toWidth: width, height: height, format: format, matrix: .source, threads: 1)
+        }
+        let target: Frame
+        if let upscaled, upscaled.pointer.pointee.width == width, upscaled.pointer.pointee.height == height {
+            target = upscaled
+        } else {
+            target = try Frame(width: width, height: height, format: format)
+            upscaled = target
+        }
+        try target.makeWritable()
+        try upscaler!.scale(picture, into: target.pointer)
+        return target.pointer
     }
 }

@@ -69,12 +69,25 @@ public enum QualitySearch {
         input.heartbeat = heartbeat
         let workers = plan.threads > 0 ? plan.threads : max(1, ProcessInfo.processInfo.activeProcessorCount)
         let samples = try SampleWindows.read(
-            input: input, plan: plan, video: video, cancel: cancel, heartbeat: heartbeat,
-            progress: { progress(0.2 * $0) })
-        var search = CRFSearch(
-            target: target, start: video.encoding.crf, floor: bounds.floor, ceiling: bounds.ceiling)
+            input: input, plan: plan, video: video, budget: SampleWindows.budget, cancel: cancel,
+            heartbeat: heartbeat, progress: { progress(0.2 * $0) })
+        var outcome = try search(
+            samples, encoding: video.encoding, target: target, bounds: bounds, workers: workers, cancel: cancel,
+            heartbeat: heartbeat, progress: { progress(0.2 + 0.8 * $0) })
+        outcome.elapsedSeconds = (ContinuousClock.now - began) / .seconds(1)
+        return outcome
+    }
+
+    /// The CRF search on decoded samples: trials chosen by `CRFSearch`, each encoding every window.
+    /// `progress` gets 0…1 by trials.
+    static func search(
+        _ samples: SampleWindows, encoding: VideoEncoding, target: QualityTarget, bounds: Bounds, workers: Int,
+        cancel: CancellationFlag, heartbeat: Heartbeat, progress: (Double) -> Void
+    ) throws(MediaError) -> Outcome {
+        let began = ContinuousClock.now
+        var search = CRFSearch(target: target, start: encoding.crf, floor: bounds.floor, ceiling: bounds.ceiling)
         if samples.isWhole { search.offset = 0 }
-        if video.encoding.codec == .av1 {
+        if encoding.codec == .av1 {
             search.integral = true
             search.slopeScale = 0.6
         }
@@ -84,11 +97,11 @@ public enum QualitySearch {
         while let crf = search.next() {
             if cancel.isRaised { throw MediaError.cancelled() }
             let trial = try samples.encode(
-                crf: crf, encoding: video.encoding, workers: workers, cancel: cancel, heartbeat: heartbeat)
+                crf: crf, encoding: encoding, workers: workers, cancel: cancel, heartbeat: heartbeat)
             trials.append(trial)
             search.record(crf: crf, value: target.value(of: trial.score))
             round += 1
-            progress(0.2 + 0.8 * Double(round) / Double(max(round + (search.next() == nil ? 0 : 1), 3)))
+            progress(Double(round) / Double(max(round + (search.next() == nil ? 0 : 1), 3)))
         }
         let choice = search.choice()
         return Outcome(
@@ -186,10 +199,9 @@ final class SampleWindows: @unchecked Sendable {
     let frameRate: AVRational
     let seconds: Double
 
-    private init(
+    init(
         windows: [[Frame]], isWhole: Bool, source: CodecParameters, format: AVPixelFormat,
-        timeBase: AVRational,
-        frameRate: AVRational, seconds: Double
+        timeBase: AVRational, frameRate: AVRational, seconds: Double
     ) {
         self.windows = windows
         self.isWhole = isWhole
@@ -206,16 +218,19 @@ final class SampleWindows: @unchecked Sendable {
     /// Frames measured per trial.
     var frameCount: Int { windows.reduce(0) { $0 + $1.count } }
 
-    /// Frames the windows may hold together: 512 MB of pictures.
-    static func maxFrames(for encoding: VideoEncoding) -> Int {
+    /// Bytes of pictures the windows of one export's search may hold: 512 MB.
+    static let budget = 512e6
+
+    /// Frames the windows may hold together within `budget` bytes of pictures.
+    static func maxFrames(for encoding: VideoEncoding, budget: Double = budget) -> Int {
         let bytes = Double(encoding.width * encoding.height) * 1.5 * (encoding.tenBit ? 2 : 1)
-        return max(24, Int(512e6 / max(bytes, 1)))
+        return max(24, Int(budget / max(bytes, 1)))
     }
 
     /// Decodes the windows `QualitySearch.windows` chooses for `plan`'s range of `input`.
     static func read(
-        input: InputFile, plan: TranscodePlan, video: StreamEncoding<VideoEncoding>, cancel: CancellationFlag,
-        heartbeat: Heartbeat, progress: (Double) -> Void
+        input: InputFile, plan: TranscodePlan, video: StreamEncoding<VideoEncoding>, budget: Double,
+        cancel: CancellationFlag, heartbeat: Heartbeat, progress: (Double) -> Void
     ) throws(MediaError) -> SampleWindows {
         let info = input.info
         let start = plan.startSeconds ?? 0
@@ -233,7 +248,8 @@ final class SampleWindows: @unchecked Sendable {
         // did, and 280 frames were decoded for 30).
         let keyframes = input.keyframeSeconds(ofStream: video.stream).map { $0 - start + 0.5 / rate }
         let ranges = QualitySearch.snapped(
-            QualitySearch.windows(duration: duration, frameRate: rate, maxFrames: maxFrames(for: video.encoding)),
+            QualitySearch.windows(
+                duration: duration, frameRate: rate, maxFrames: maxFrames(for: video.encoding, budget: budget)),
             to: keyframes, duration: duration)
         var windows: [[Frame]] = []
         var describe: (parameters: CodecParameters, format: AVPixelFormat, timeBase: AVRational, rate: AVRational)?
@@ -286,9 +302,12 @@ final class SampleWindows: @unchecked Sendable {
             format: describe.format, timeBase: describe.timeBase, frameRate: describe.rate, seconds: seconds)
     }
 
-    /// Encodes every window at `crf`, `workers` at a time, and scores them together.
+    /// Encodes every window at `crf`, `workers` at a time, and scores them together: against the
+    /// pictures encoded, or against `references` (the same windows at another size, as
+    /// `scaled(to:)` makes them), each decoded picture scaled to theirs first.
     func encode(
-        crf: Double, encoding: VideoEncoding, workers: Int, cancel: CancellationFlag, heartbeat: Heartbeat
+        crf: Double, encoding: VideoEncoding, workers: Int, cancel: CancellationFlag, heartbeat: Heartbeat,
+        references: SampleWindows? = nil
     ) throws(MediaError) -> QualitySearch.Trial {
         var settings = encoding
         settings.crf = crf
@@ -300,7 +319,9 @@ final class SampleWindows: @unchecked Sendable {
                 let index = shared.next.wrappingAdd(1, ordering: .relaxed).oldValue
                 guard index < count, !cancel.isRaised, !shared.failed.load(ordering: .relaxed) else { return }
                 let outcome = Result { () throws(MediaError) in
-                    try encodeWindow(index, encoding: encoding, cancel: cancel, heartbeat: heartbeat)
+                    try encodeWindow(
+                        index, encoding: encoding, references: references?.windows[index], cancel: cancel,
+                        heartbeat: heartbeat)
                 }
                 if case .failure = outcome { shared.failed.store(true, ordering: .relaxed) }
                 shared.results.withLock { $0[index] = outcome }
@@ -331,8 +352,12 @@ final class SampleWindows: @unchecked Sendable {
 
     /// One window through a single-threaded encoder at the trial's settings, decoded and scored.
     private func encodeWindow(
-        _ index: Int, encoding: VideoEncoding, cancel: CancellationFlag, heartbeat: Heartbeat
+        _ index: Int, encoding: VideoEncoding, references: [Frame]?, cancel: CancellationFlag, heartbeat: Heartbeat
     ) throws(MediaError) -> (QualityScore?, Int64) {
+        if let references, references.count != windows[index].count {
+            throw MediaError(
+                kind: .internalFailure, call: "quality", message: "a sample window and its references differ in length")
+        }
         let encoder = try VideoEncodeStage.openEncoder(
             encoding: encoding, source: source, format: format, timeBase: timeBase, frameRate: frameRate, threads: 1,
             globalHeader: true)
@@ -347,9 +372,9 @@ final class SampleWindows: @unchecked Sendable {
                 packet.unref()
             }
         }
-        for frame in windows[index] {
+        for (number, frame) in windows[index].enumerated() {
             if cancel.isRaised { throw MediaError.cancelled() }
-            try scorer.keep(frame)
+            try scorer.keep(references?[number] ?? frame)
             try encoder.send(frame.pointer)
             try drain()
             heartbeat.beat()
