@@ -43,6 +43,7 @@ Subcommands (Scripts/bench calls them; nothing here times anything):
 import argparse
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -813,6 +814,111 @@ def quality(table, floor):
           + (f" (off: {', '.join(off98)})" if off98 else ""))
 
 
+def rung_ssim(track, source, width, height):
+    """ffmpeg's SSIM (All) of a rung's track scaled to WxH (bicubic: the size itself, or a smaller
+    rung scaled up as a player shows it) against the source scaled there, converted to BT.709 as
+    Reel converts an untagged SD source."""
+    graph = (f"[0:v]scale={width}:{height}:flags=bicubic,setpts=PTS-STARTPTS,format=yuv420p[out];"
+             f"[1:v]scale={width}:{height}:flags=bicubic:out_color_matrix=bt709:out_range=tv,"
+             f"setpts=PTS-STARTPTS,format=yuv420p[ref];[out][ref]ssim")
+    run = subprocess.run(["ffmpeg", "-nostdin", "-hide_banner", "-i", track, "-i", source, "-an", "-sn", "-dn",
+                          "-filter_complex", graph, "-f", "null", "-"], capture_output=True, text=True)
+    found = re.findall(r"All:([0-9.]+)", run.stderr)
+    return float(found[-1]) if found else None
+
+
+def pertitle_rows(source, folder, json_path, run, stem, cpu):
+    """Rows of the pertitle table for one ladder: every rung asked for (by the ladder's result, in
+    its order), its video bytes (init + segments), SSIM and whether it was written; a rung a
+    per-title ladder dropped is scored as the smaller rung kept below it, scaled up, with 0 bytes.
+    The CPU time goes on the first row."""
+    with open(json_path) as f:
+        lines = [json.loads(line) for line in f if line.startswith("{")]
+    ladder = (lines[-1] if lines else {}).get("ladder") or {}
+    quality = ladder.get("quality") or {}
+    with open(os.path.join(folder, "master.m3u8")) as f:
+        master = [line.strip() for line in f]
+    written = {}  # WxH -> (track file, bytes)
+    for i, line in enumerate(master):
+        if not line.startswith("#EXT-X-STREAM-INF:") or i + 1 >= len(master):
+            continue
+        size = re.search(r"RESOLUTION=(\d+x\d+)", line).group(1)
+        playlist = os.path.join(folder, master[i + 1])
+        rung = os.path.dirname(playlist)
+        with open(playlist) as f:
+            entries = [x.strip() for x in f]
+        init = next((re.search(r'URI="([^"]+)"', x).group(1) for x in entries if x.startswith("#EXT-X-MAP:")), None)
+        parts = ([init] if init else []) + [x for x in entries if x and not x.startswith("#")]
+        track = os.path.join(os.path.dirname(folder), f"{os.path.basename(folder)}.{size}.mp4")
+        total = 0
+        with open(track, "wb") as out:
+            for part in parts:
+                with open(os.path.join(rung, part), "rb") as f:
+                    data = f.read()
+                total += len(data)
+                out.write(data)
+        written[size] = (track, total)
+    asked = [r["size"] for r in quality.get("rungs", [])] or list(written)
+    crfs = {r["size"]: r["crf"] for r in quality.get("rungs", [])}
+    rows = []
+    for index, size in enumerate(asked):
+        width, height = (int(v) for v in size.split("x"))
+        if size in written:
+            track, total = written[size]
+            kept = 1
+        else:
+            below = next((s for s in asked[index + 1:] if s in written), None)
+            track, total, kept = (written[below][0] if below else None), 0, 0
+        score = rung_ssim(track, source, width, height) if track else None
+        crf = f"{crfs[size]:.1f}" if size in crfs else "fixed"
+        rows.append(f"{stem}\t{run}\t{size}\t{total}\t{cpu if index == 0 else 0}\t"
+                    f"{'n/a' if score is None else f'{score:.6f}'}\t{kept}\t{crf}")
+    print("\n".join(rows))
+
+
+def pertitle(table, floor):
+    """The pertitle case's report: per clip and rung the fixed ladder's bytes and SSIM against the
+    per-title one's, the set's totals as ratios, and the issue's target as PASS/FAIL lines."""
+    rows = read_tsv(table)
+    floor = float(floor)
+    by = {}
+    for row in rows:
+        by.setdefault((row["run"], row["clip"]), []).append(row)
+    print(f"pertitle: fixed ladders against per-title ones at --quality ssim:{floor:.4f} (the fixed ladders' "
+          f"lowest rung SSIM on the set); video bytes, init + segments")
+    print(f"{'clip':<16}{'rung':>10}{'fixed bytes':>13}{'SSIM':>8}{'per-title':>11}{'SSIM':>8}{'CRF':>6}  kept")
+    totals = {"fb": 0, "tb": 0, "fc": 0.0, "tc": 0.0}
+    below = []
+    for (run, clip), fixed in by.items():
+        if run != "fixed":
+            continue
+        target = {r["size"]: r for r in by.get(("target", clip), [])}
+        if not target:
+            continue
+        totals["fc"] += sum(float(r["cpu"]) for r in fixed)
+        totals["tc"] += sum(float(r["cpu"]) for r in target.values())
+        for f in fixed:
+            t = target.get(f["size"])
+            fb, tb = int(f["bytes"]), int(t["bytes"]) if t else 0
+            totals["fb"] += fb
+            totals["tb"] += tb
+            ts = float(t["ssim"]) if t and t["ssim"] != "n/a" else float("nan")
+            if not (ts >= floor - 0.002):
+                below.append(f"{clip} {f['size']} {ts:.4f}")
+            crf = f"{float(t['crf']):.1f}" if t and t["crf"] != "fixed" else "-"
+            kept = "yes" if t and t["kept"] == "1" else "dropped (the rung below, scaled up)"
+            print(f"{clip:<16}{f['size']:>10}{fb:>13}{float(f['ssim']):>8.4f}{tb:>11}{ts:>8.4f}{crf:>6}  {kept}")
+    bytes_ratio = totals["tb"] / max(totals["fb"], 1)
+    cpu_ratio = totals["tc"] / max(totals["fc"], 1e-9)
+    print(f"{'set':<16}{'':>10}{totals['fb']:>13}{'':>8}{totals['tb']:>11}")
+    print(f"  bytes ratio {bytes_ratio:.3f} (target <= 0.80), CPU ratio {cpu_ratio:.3f} (CPU s {totals['fc']:.1f} "
+          f"fixed, {totals['tc']:.1f} per title)")
+    print(f"{'PASS' if not below else 'FAIL'}  pertitle-floor: every rung at or above ssim {floor:.4f} within 0.002"
+          + (f" (below: {', '.join(below)})" if below else ""))
+    print(f"{'PASS' if bytes_ratio <= 0.80 else 'FAIL'}  pertitle-bytes: {bytes_ratio:.3f} of the fixed ladders' "
+          f"video bytes (<= 0.80)")
+
+
 def main(argv):
     parser = argparse.ArgumentParser(prog="bench-lib.py", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -832,6 +938,12 @@ def main(argv):
     for name in ("case", "spool", "tool", "run"):
         command.add_argument(name)
     command = commands.add_parser("quality")
+    command.add_argument("table")
+    command.add_argument("floor")
+    command = commands.add_parser("pertitle-rows")
+    for name in ("source", "folder", "json", "run", "stem", "cpu"):
+        command.add_argument(name)
+    command = commands.add_parser("pertitle")
     command.add_argument("table")
     command.add_argument("floor")
     command = commands.add_parser("tree-rss")
@@ -854,6 +966,10 @@ def main(argv):
         job_phases(args.case, args.spool, args.tool, args.run)
     elif args.command == "quality":
         quality(args.table, args.floor)
+    elif args.command == "pertitle-rows":
+        pertitle_rows(args.source, args.folder, args.json, args.run, args.stem, args.cpu)
+    elif args.command == "pertitle":
+        pertitle(args.table, args.floor)
     elif args.command == "tree-rss":
         tree_rss(args.pid, args.output)
 
