@@ -191,7 +191,9 @@ struct ExportCommand: AsyncParsableCommand {
             // An HDR ladder's H.264 SDR rungs and HEVC HDR rungs share their sizes: the codec tells them apart.
             let mixed = Set(ladder.video.map { $0.codecs.prefix(4) }).count > 1
             let rungs = ladder.video.map {
-                (mixed ? ($0.codecs.hasPrefix("avc1") ? "H.264 SDR " : "HEVC ") : "")
+                (mixed
+                    ? ($0.codecs.hasPrefix("avc1") ? "H.264 SDR " : $0.codecs.hasPrefix("av01") ? "AV1 " : "HEVC ")
+                    : "")
                     + "\($0.width ?? 0)x\($0.height ?? 0) \(String(format: "%.2f", Double($0.peakBitrate) / 1e6)) Mbit/s peak"
             }
             var facts = rungs + (ladder.audio.map { ["audio \($0.averageBitrate / 1000) kbit/s"] } ?? [])

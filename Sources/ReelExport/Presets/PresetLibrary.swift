@@ -57,8 +57,8 @@ public struct PresetLibrary: Sendable {
             }
         }
         presets = PresetLibrary.sorted(order.compactMap { byName[$0] })
-        // A ladder preset's rungs name H.264 video presets with a box, of this library, or HEVC ones
-        // (an HDR-keeping ladder), never both.
+        // A ladder preset's rungs name video presets with a box, of this library, of one codec: H.264,
+        // HEVC or AV1 (the last two keep HDR).
         for preset in presets {
             var codecs: Set<String> = []
             for name in preset.ladder?.rungs ?? [] {
@@ -66,13 +66,7 @@ public struct PresetLibrary: Sendable {
                 guard let rung, rung.kind == .video, let video = rung.video, video.box != nil else {
                     throw ExportError(
                         .invalidPreset,
-                        "\(sourceFiles[preset.name.lowercased()] ?? preset.name): field 'ladder.rungs' names '\(name)', which is not an H.264 or HEVC video preset with a box"
-                    )
-                }
-                if let refusal = Ladder.refusal(video.codec, preset: name) {
-                    throw ExportError(
-                        .invalidPreset,
-                        "\(sourceFiles[preset.name.lowercased()] ?? preset.name): field 'ladder.rungs' names '\(name)': \(refusal)"
+                        "\(sourceFiles[preset.name.lowercased()] ?? preset.name): field 'ladder.rungs' names '\(name)', which is not an H.264, HEVC or AV1 video preset with a box"
                     )
                 }
                 codecs.insert(video.codec.rawValue)
@@ -80,7 +74,7 @@ public struct PresetLibrary: Sendable {
             if codecs.count > 1 {
                 throw ExportError(
                     .invalidPreset,
-                    "\(sourceFiles[preset.name.lowercased()] ?? preset.name): field 'ladder.rungs' mixes H.264 and HEVC presets; name presets of one codec"
+                    "\(sourceFiles[preset.name.lowercased()] ?? preset.name): field 'ladder.rungs' mixes codecs (\(codecs.sorted().joined(separator: ", "))); name presets of one codec"
                 )
             }
         }

@@ -32,13 +32,9 @@ extension Ladder {
         guard case .transcode(let planned?, let audio) = transcode.mode else {
             throw ExportError(.noVideo, "an hls ladder needs a video stream to encode")
         }
-        // AV1 presets make single files; a ladder's rungs are H.264 or HEVC (`ladderRefusal`).
-        if let refusal = Ladder.refusal(planned.encoding.codec, preset: preset.name) {
-            throw ExportError(.invalidArgument, refusal)
-        }
-        // H.264 rungs are 8-bit SDR (HDR tone-mapped); HEVC rungs follow the HEVC presets' colour rules
-        // (`ExportPlanner.videoColor`): a 10-bit source keeps its depth and colours, HLG or PQ kept.
-        guard planned.encoding.codec == .hevc || (!planned.encoding.tenBit && planned.encoding.color != .keepSource)
+        // H.264 rungs are 8-bit SDR (HDR tone-mapped); HEVC and AV1 rungs follow their presets' colour
+        // rules (`ExportPlanner.videoColor`): a 10-bit source keeps its depth and colours, HLG or PQ kept.
+        guard planned.encoding.codec != .h264 || (!planned.encoding.tenBit && planned.encoding.color != .keepSource)
         else {
             throw ExportError(
                 .invalidArgument,
@@ -53,9 +49,9 @@ extension Ladder {
                 "every rung of the ladder (\(sizes.map(\.description).joined(separator: ", "))) is larger than the source (\(source.width)x\(source.height)); name one at most its size"
             )
         }
-        // HEVC rungs keeping an HDR source's HLG or PQ (or a Dolby Vision base layer).
+        // HEVC or AV1 rungs keeping an HDR source's HLG or PQ (or a Dolby Vision base layer).
         let keepsHDR =
-            planned.encoding.codec == .hevc && planned.encoding.color == .keepSource
+            planned.encoding.codec != .h264 && planned.encoding.color == .keepSource
             && plan.video?.sourceDynamicRange?.isHDR == true
         var sdr: StreamEncoding<VideoEncoding>?
         if keepsHDR && writesSDRRungs {
@@ -91,16 +87,4 @@ struct PlannedLadder {
     var keepsHDR: Bool
     /// Where the SDR rungs beside HDR ones start from (8-bit H.264, tone-mapped); nil: none.
     var sdr: StreamEncoding<VideoEncoding>?
-}
-
-extension Ladder {
-    /// Why rungs of `codec` (under the preset named `preset`) cannot be in a ladder, or nil when they
-    /// can. AV1 rungs are not written yet: SVT-AV1 1.4 through FFmpeg 5.1 can place key frames where
-    /// a ladder forces them (`enable-force-key-frames`), but the ladder's pipeline, CODECS and
-    /// bandwidth caps are H.264's and HEVC's only.
-    static func refusal(_ codec: VideoEncoding.Codec, preset: String) -> String? {
-        guard codec == .av1 else { return nil }
-        return
-            "an hls ladder has H.264 or HEVC rungs; \(preset) encodes AV1, which Reel writes as single files only (--type mp4)"
-    }
 }

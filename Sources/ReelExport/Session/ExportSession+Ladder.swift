@@ -39,12 +39,16 @@ extension ExportSession {
                 encoding.profile = video.profile ?? encoding.profile
                 encoding.maxBitrate = video.maxBitrate
             }
-            if encoding.codec == .hevc {
+            switch encoding.codec {
+            case .hevc:
                 // Main 10 for the 10-bit rungs that keep HDR, Main for 8-bit ones (Apple: HEVC rungs at
                 // most Main 10 / Main).
                 encoding.profile = encoding.tenBit ? "main10" : "main"
-            } else {
+            case .h264:
                 encoding.profile = encoding.profile ?? "high"
+            case .av1:
+                // AV1's Main profile carries 8- and 10-bit 4:2:0 alike.
+                break
             }
             let cap = Ladder.maxBitrate(for: size, codec: encoding.codec, hdr: keepsHDR)
             encoding.maxBitrate = min(encoding.maxBitrate ?? cap, cap)
@@ -128,7 +132,7 @@ extension ExportSession {
         published = true
         ladderResult = result
         let top = outcome.video[0]
-        let kind = planned.encoding.codec == .hevc ? "HEVC " : ""
+        let kind = [.hevc: "HEVC ", .av1: "AV1 "][planned.encoding.codec] ?? ""
         let listed = sizes.map(\.description).joined(separator: ", ")
         var summary = Result(
             bytes: bytes, durationSeconds: result.video[0].durationSeconds, width: top.width, height: top.height,

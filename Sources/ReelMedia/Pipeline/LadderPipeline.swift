@@ -44,10 +44,11 @@ public enum LadderTranscoder {
             throw MediaError(
                 kind: .invalidArgument, call: "plan",
                 message:
-                    "ladder rungs are 8-bit H.264 or HEVC, alike in codec, depth and colour, with aligned keyframes")
+                    "ladder rungs are 8-bit H.264, HEVC or AV1, alike in codec, depth and colour, with aligned keyframes"
+            )
         }
         if let first = plan.sdrRungs.first {
-            guard plan.rungs[0].codec == .hevc, plan.rungs[0].color == .keepSource,
+            guard plan.rungs[0].codec != .h264, plan.rungs[0].color == .keepSource,
                 case .toneMapped = first.color,
                 plan.sdrRungs.allSatisfy({
                     $0.codec == .h264 && !$0.tenBit && $0.alignedKeyframes && $0.color == first.color
@@ -56,7 +57,7 @@ public enum LadderTranscoder {
                 throw MediaError(
                     kind: .invalidArgument, call: "plan",
                     message:
-                        "SDR rungs are 8-bit H.264 tone-mapped alike, with aligned keyframes, beside HEVC rungs keeping HDR"
+                        "SDR rungs are 8-bit H.264 tone-mapped alike, with aligned keyframes, beside HEVC or AV1 rungs keeping HDR"
                 )
             }
         }
@@ -306,8 +307,8 @@ final class LadderPipeline {
         // thread that calls it, and on the fan-out thread the rungs took turns (one core busy).
         let encodersAtOnce = min(budget, encodings.count)
         gate = EncoderGate(permits: encodersAtOnce)
-        let hevcLadder = plan.rungs[0].codec == .hevc
-        let ownThreads = hevcLadder && encodersAtOnce >= 2
+        // (SVT-AV1 rungs too: each encoder runs threads of its own, fed from the thread that calls it.)
+        let ownThreads = plan.rungs[0].codec != .h264 && encodersAtOnce >= 2
         let decode = try VideoDecodeStage(
             input: input, streamIndex: plan.videoStream, encoding: plan.rungs[0], window: window, pool: pool,
             poolSize: 2, decoderThreads: plan.threads,
@@ -339,7 +340,7 @@ final class LadderPipeline {
             // The first SDR rung's picture is what the lower SDR rungs are scaled from.
             let readByOthers = sdr && index == hdrCount && encodings.count > hdrCount + 1
             let format = sdr ? ToneMapper.outputFormat : decode.outputFormat
-            let threads = hevcLadder ? share : rungThreads
+            let threads = plan.rungs[0].codec != .h264 ? share : rungThreads
             func output() throws(MediaError) -> sending RungOutput {
                 try LadderPipeline.rungOutput(
                     name, encoding: encoding, plan: plan, source: source, format: format,
@@ -504,10 +505,16 @@ final class LadderPipeline {
         for rung in fanout.rungs {
             guard let track = rung.output?.track else { throw MediaError.pipelineStopped() }
             let stream = track.output.context.pointee.streams[0]!
+            let files = try track.finish()
+            // SVT-AV1 gives its sequence header as extradata; the muxer writes the `av1C` record the
+            // codec string is read from, so AV1's is read back from the init segment.
+            let codecs =
+                stream.pointee.codecpar.pointee.codec_id == AV_CODEC_ID_AV1
+                ? try CodecString.ofInitSegment(at: plan.outputFolder + "/" + track.name + "/" + files.initFile)
+                : try CodecString.of(stream.pointee.codecpar)
             video.append(
                 LadderTrack(
-                    folder: track.name, files: try track.finish(),
-                    codecs: try CodecString.of(stream.pointee.codecpar), width: rung.encoding.width,
+                    folder: track.name, files: files, codecs: codecs, width: rung.encoding.width,
                     height: rung.encoding.height, frameRate: frameRate,
                     videoRange: LadderPipeline.videoRange(stream.pointee.codecpar.pointee.color_trc),
                     colour: LadderTrack.Colour(stream.pointee.codecpar.pointee)))

@@ -14,12 +14,13 @@ public struct LadderPlan: Sendable {
     public var videoStream: Int
     /// The rungs, largest first. The first decides the decode (rotation, mirroring, colour, frame
     /// rate cap) and is encoded from the decoded frames as they are; every other rung is scaled from
-    /// them. Each must have `alignedKeyframes`, and all the same codec (8-bit H.264, or HEVC), depth
-    /// and colour: HEVC rungs keeping the source's colours are 10-bit HDR (Main 10, `hvc1`).
+    /// them. Each must have `alignedKeyframes`, and all the same codec (8-bit H.264, HEVC or AV1),
+    /// depth and colour: HEVC or AV1 rungs keeping the source's colours are 10-bit HDR (Main 10
+    /// `hvc1`, or `av01` Main).
     public var rungs: [VideoEncoding]
     /// SDR rungs beside HDR ones (Apple's HLS authoring rules ask for both), largest first: 8-bit
     /// H.264 with aligned keyframes, all `.toneMapped` by one mapping, in a ladder whose `rungs` are
-    /// HEVC keeping an HLG or PQ source's colours. From the same decode: the first rung's pictures
+    /// HEVC or AV1 keeping an HLG or PQ source's colours. From the same decode: the first rung's pictures
     /// (upright, at its size) are tone-mapped once, by the `ToneMapper` the H.264 exports use, at the
     /// first SDR rung's size (converted to 10-bit BT.2020 at that size first when they are not
     /// already), and every other SDR rung is scaled from that SDR picture. Their tracks follow the
