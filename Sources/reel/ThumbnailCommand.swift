@@ -4,7 +4,6 @@ import ReelExport
 import ReelMedia
 import ReelQueue
 import ReelSystem
-import Synchronization
 
 #if Photos
     import ReelImage
@@ -106,6 +105,11 @@ struct ThumbnailCommand: AsyncParsableCommand {
     @Flag(name: .long, help: "Replace files that exist.")
     var overwrite = false
 
+    @Option(
+        name: .long,
+        help: ArgumentHelp("Stop as stalled after this many seconds without progress.", valueName: "seconds"))
+    var stallTimeout: Double = 120
+
     @Flag(
         name: .long,
         help:
@@ -144,28 +148,28 @@ struct ThumbnailCommand: AsyncParsableCommand {
         {
             throw ValidationError("with --submit, -o names the folder the job creates, not a file or a pattern")
         }
-        let chosen = [!at.isEmpty, count != nil, every != nil].filter { $0 }.count
-        if chosen > 1 { throw ValidationError("use one of --at, --count and --every") }
         let fromLibrary = LibraryReference.identifier(in: asset) != nil
-        // A photo has one moment: no time needed (its file is read for its first bytes only).
-        if chosen == 0 && sheet == nil && !fromLibrary && PhotoInput.signature(asset) == nil {
-            throw ValidationError("say when: --at, --count or --every")
-        }
         if resource != nil && !fromLibrary {
             throw ValidationError("--resource is only for a library asset (library:<id>), not a path")
         }
-        if let count, count < 1 { throw ValidationError("--count must be at least 1, not \(count)") }
-        if !(1...100).contains(quality) { throw ValidationError("--quality must be between 1 and 100, not \(quality)") }
-        if let maxSize, ThumbnailSetRequest.size(maxSize) == nil {
-            throw ValidationError("cannot read --max-size '\(maxSize)'; write WxH, e.g. 320x180, 320x or x180")
-        }
-        if let sheet, ThumbnailSetRequest.grid(sheet) == nil {
-            throw ValidationError("cannot read --sheet '\(sheet)'; write COLSxROWS, e.g. 10x10")
-        }
         if vtt != nil && sheet == nil { throw ValidationError("--vtt needs --sheet") }
-        if let format, ImageFormat(rawValue: format.lowercased()) == nil && ImageFormat(fileExtension: format) == nil {
-            throw ValidationError("unknown image format '\(format)'; use jpeg, png or webp")
+        // The set's own checks, in its words, before anything is read or downloaded. A library asset
+        // or a photo needs no time (a still's moment, a photo's one picture).
+        var set = setRequest
+        if set.asksNoTimes && (fromLibrary || PhotoInput.signature(asset) != nil) { set.at = ["still"] }
+        do throws(ExportError) {
+            _ = try set.check()
+        } catch {
+            // A format this FFmpeg cannot write is refused when the set runs (a photo is not FFmpeg's).
+            if error.code == .invalidArgument { throw ValidationError(error.message) }
         }
+    }
+
+    /// The options as a `ThumbnailSetRequest`: what `--submit` queues and the foreground run makes.
+    var setRequest: ThumbnailSetRequest {
+        ThumbnailSetRequest(
+            at: at.isEmpty ? nil : at, count: count, every: every, maxSize: maxSize, exact: exact ? true : nil,
+            noTransform: noTransform ? true : nil, format: format, quality: quality, sheet: sheet, tolerance: tolerance)
     }
 
     func run() async throws {
@@ -208,77 +212,61 @@ struct ThumbnailCommand: AsyncParsableCommand {
             return try await writePhoto(photo, path: photoPath, named: named ?? downloaded, limits: limits)
         }
         if submit { return try await queue(source) }
-        let when: ThumbnailTimes
-        if let count {
-            when = .count(count)
-        } else if let every {
-            when = .every(try ThumbnailTimes.interval(every))
-        } else if !at.isEmpty {
-            var instants: [ThumbnailTimes.Instant] = []
-            for text in at.flatMap({ $0.split(separator: ",").map(String.init) }) {
-                instants.append(try ThumbnailTimes.instant(text))
-            }
-            when = .at(instants)
-        } else if sheet == nil, let source {
+        var set = setRequest
+        if set.asksNoTimes, let source {
             // A library asset with no time asked: its still's moment. A Live or Motion Photo that
             // records none (a Samsung Motion Photo) gives the video's start, with a note saying so; a
             // plain video is refused, naming what is missing.
             if source.stillImageTime == nil, source.resource == "pairedVideo" {
                 CLI.printNote("\(asset) records no moment for its still; the picture is the video's start (0 s)")
-                when = .at([.seconds(0)])
+                set.at = ["0"]
             } else {
-                when = .at([.still])
+                set.at = ["still"]
             }
-        } else {
-            when = .every(10)
         }
         let assetURL = source.map { URL(fileURLWithPath: $0.path) } ?? URL(fileURLWithPath: asset)
         let named = source.map { assetURL.deletingLastPathComponent().appendingPathComponent($0.outputStem) }
-        let naming = try Naming(
-            output: output, asset: named ?? downloaded ?? assetURL, format: format, sheets: sheet != nil)
-        let imageFormat = naming.format
-        guard imageFormat.isAvailable else {
-            throw ExportError(
-                .unsupportedCodec,
-                "this FFmpeg's libavcodec has no \(imageFormat == .webp ? "libwebp" : imageFormat.rawValue) encoder, so it cannot write \(imageFormat.rawValue) images; use jpeg or png"
-            )
-        }
+        let stem = (named ?? downloaded ?? assetURL).deletingPathExtension().lastPathComponent
+        let naming = try ThumbnailNaming(output: output, stem: stem, format: format, sheets: sheet != nil)
+        set.format = naming.format.rawValue
+        _ = try set.check()
         let probed = try await Asset.load(assetURL, byteRange: source?.byteRange?.range, limits: limits)
-        guard probed.videoTrack != nil else { throw ExportError(.noVideo, "\(asset) has no video track") }
-        let times = try when.seconds(duration: probed.duration, still: source?.stillImageTime)
-
-        var generator = AssetImageGenerator(asset: probed, limits: limits)
-        generator.appliesPreferredTrackTransform = !noTransform
-        generator.format = imageFormat
-        generator.quality = quality
-        if exact, tolerance != nil {
-            throw ExportError(.invalidArgument, "--exact means a tolerance of 0; give --exact or --tolerance, not both")
-        }
-        let tolerances = ThumbnailSetRequest.tolerances(
-            times: when, exact: exact, asked: try tolerance.map(ThumbnailSetRequest.tolerance),
-            duration: probed.duration)
-        generator.requestedTimeToleranceBefore = tolerances.before
-        generator.requestedTimeToleranceAfter = tolerances.after
-        let grid = sheet.flatMap(ThumbnailSetRequest.grid)
-        let box = maxSize.flatMap(ThumbnailSetRequest.size) ?? (grid != nil ? (160, 0) : (0, 0))
-        generator.maximumSize = .init(width: box.0, height: box.1)
-
+        // The set runs as a queued one runs (its checks, its stall watchdog), writing the files in place.
+        let export = ThumbnailSetExport(
+            asset: probed, request: set, files: naming, track: vtt.map { URL(fileURLWithPath: $0) })
+        export.overwritesExistingFolder = overwrite
+        export.stillImageTime = source?.stillImageTime
+        export.stallTimeout = stallTimeout
+        let json = json
+        export.writtenHandler = { written in Self.print(written, json: json) }
         // Ctrl-C, SIGTERM and SIGHUP (the terminal closed) stop it as they stop `reel export`: no picture
         // after the one being made, every file written whole (AtomicFile), no temporary left, exit 130.
-        let stop = StopRequest()
-        let interrupts = CLI.onTerminationSignals { stop.raise() }
+        let interrupts = CLI.onTerminationSignals { export.cancel() }
         defer { interrupts.forEach { $0.cancel() } }
-        try naming.makeFolder()
-        do {
-            if let grid {
-                try await writeSheets(
-                    generator, times: times, grid: grid, naming: naming, duration: probed.duration, stop: stop)
+        _ = try await export.run(limits: limits)
+    }
+
+    /// The lines of a file written: one per picture (`--json`: one per picture on a sheet too), one
+    /// per sheet, and the track's.
+    private static func print(_ written: ThumbnailSetExport.Written, json: Bool) {
+        switch written {
+        case .picture(let image):
+            if json {
+                CLI.printLine(CLI.jsonLine(Line(image)))
             } else {
-                try await writeImages(generator, times: times, naming: naming, stop: stop)
+                CLI.printLine(
+                    String(
+                        format: "wrote %@ (%dx%d, asked %.3f s, frame at %.3f s%@)", image.file, image.width,
+                        image.height, image.requestedTime, image.actualTime, image.keyframe ? ", keyframe" : ""))
             }
-        } catch {
-            naming.removeFolderIfEmpty()
-            throw error
+        case .sheet(let file, let width, let height, let pictures):
+            if json {
+                for picture in pictures { CLI.printLine(CLI.jsonLine(Line(picture))) }
+            } else {
+                CLI.printLine("wrote \(file) (\(width)x\(height), \(pictures.count) images)")
+            }
+        case .track(let file):
+            CLI.printLine(json ? CLI.jsonLine(TrackLine(track: file)) : "wrote \(file)")
         }
     }
 
@@ -303,10 +291,11 @@ struct ThumbnailCommand: AsyncParsableCommand {
                 throw ExportError(
                     .invalidArgument, "\(what): it is always rendered upright (--no-transform is for videos)")
             }
-            let naming = try Naming(
-                output: output, asset: named ?? URL(fileURLWithPath: path), format: format, sheets: false)
+            let naming = try ThumbnailNaming(
+                output: output, stem: (named ?? URL(fileURLWithPath: path)).deletingPathExtension().lastPathComponent,
+                format: format, sheets: false)
             let file = naming.file(number: 1)
-            try checkFree([file])
+            try ThumbnailNaming.checkFree([file], overwrite: overwrite)
             let box = maxSize.flatMap(ThumbnailSetRequest.size) ?? (0, 0)
             let outputFormat: ImageOutputFormat =
                 switch naming.format {
@@ -338,86 +327,13 @@ struct ThumbnailCommand: AsyncParsableCommand {
         #endif
     }
 
-    private func writeImages(
-        _ generator: AssetImageGenerator, times: [Double], naming: Naming, stop: StopRequest
-    ) async throws {
-        let files = (1...max(1, times.count)).map { naming.file(number: $0) }
-        try checkFree(files)
-        var number = 0
-        for await result in generator.images(for: times) {
-            // Leaving the loop ends the stream, which stops the decoding.
-            if stop.isRaised { break }
-            let image = try result.image
-            let file = files[number]
-            number += 1
-            try AtomicFile.write(image.data, to: file, overwrite: overwrite)
-            if json {
-                CLI.printLine(
-                    CLI.jsonLine(
-                        Line(
-                            requestedTime: image.requestedTime, actualTime: image.actualTime,
-                            keyframe: image.isKeyframe, file: file.path, width: image.width, height: image.height)))
-            } else {
-                CLI.printLine(
-                    String(
-                        format: "wrote %@ (%dx%d, asked %.3f s, frame at %.3f s%@)", file.path, image.width,
-                        image.height, image.requestedTime, image.actualTime, image.isKeyframe ? ", keyframe" : ""))
-            }
-        }
-        try stop.check()
-    }
-
-    private func writeSheets(
-        _ generator: AssetImageGenerator, times: [Double], grid: (Int, Int), naming: Naming, duration: Double,
-        stop: StopRequest
-    ) async throws {
-        let perSheet = grid.0 * grid.1
-        let sheetCount = (times.count + perSheet - 1) / perSheet
-        let files = (1...max(1, sheetCount)).map { naming.file(number: $0) }
-        let track = vtt.map { URL(fileURLWithPath: $0) } ?? naming.track
-        try checkFree(files + [track])
-        var cues: [ThumbnailTrack.Cue] = []
-        var number = 0
-        for try await sheet in generator.sheets(for: times, columns: grid.0, rows: grid.1) {
-            if stop.isRaised { break }
-            let file = files[number]
-            number += 1
-            try AtomicFile.write(Data(sheet.data), to: file, overwrite: overwrite)
-            let reference = Self.relativePath(of: file, from: track.deletingLastPathComponent())
-            for pick in sheet.picks {
-                let cue = ThumbnailTrack.Cue(
-                    start: pick.requestedSeconds, sheet: reference, x: pick.x ?? 0, y: pick.y ?? 0,
-                    width: sheet.pictureWidth, height: sheet.pictureHeight)
-                cues.append(cue)
-                if json {
-                    CLI.printLine(
-                        CLI.jsonLine(
-                            Line(
-                                requestedTime: pick.requestedSeconds, actualTime: pick.actualSeconds,
-                                keyframe: pick.isKeyframe, file: file.path, width: sheet.pictureWidth,
-                                height: sheet.pictureHeight, x: pick.x, y: pick.y)))
-                }
-            }
-            if !json {
-                CLI.printLine("wrote \(file.path) (\(sheet.width)x\(sheet.height), \(sheet.picks.count) images)")
-            }
-        }
-        try stop.check()
-        try AtomicFile.write(
-            Data(ThumbnailTrack.webVTT(cues: cues, duration: duration).utf8), to: track, overwrite: overwrite)
-        CLI.printLine(json ? CLI.jsonLine(TrackLine(track: track.path)) : "wrote \(track.path)")
-    }
-
     /// `--submit`: the same options as a `ThumbnailSetRequest`, checked and queued as `reel submit`
     /// queues an export (the asset probed, the folder free), and the job printed as it prints one.
     private func queue(_ source: LibrarySource?) async throws {
-        let set = ThumbnailSetRequest(
-            at: at.isEmpty ? nil : at, count: count, every: every, maxSize: maxSize, exact: exact ? true : nil,
-            noTransform: noTransform ? true : nil, format: format, quality: quality, sheet: sheet, tolerance: tolerance)
         var request = JobRequest(
             asset: asset, export: ExportRequest(output: output, overwrite: overwrite ? true : nil), priority: priority,
             key: key, maxAttempts: maxAttempts)
-        request.thumbnails = set
+        request.thumbnails = setRequest
         request.librarySource = source
         if RemoteURL.isRemote(asset) {
             request.networkAccessAllowed = remote.networkAccess
@@ -441,21 +357,6 @@ struct ThumbnailCommand: AsyncParsableCommand {
         try await SubmitReport.submit(spec, to: store, json: json, warnings: warning.map { [$0] } ?? [])
     }
 
-    /// Refuses before any work when two files would share a name (`-o` named one file for several)
-    /// or a file to write exists (unless --overwrite).
-    private func checkFree(_ files: [URL]) throws {
-        if Set(files).count < files.count {
-            throw ExportError(
-                .invalidArgument,
-                "-o names one file but \(files.count) are to be written; name a folder or a pattern such as thumb-%03d.jpg"
-            )
-        }
-        guard !overwrite else { return }
-        for file in files where FileManager.default.fileExists(atPath: file.path) {
-            throw ExportError(.outputExists, "\(file.path) already exists (ask to overwrite it: --overwrite)")
-        }
-    }
-
     /// One image in `--json`.
     struct Line: Encodable {
         var requestedTime: Double
@@ -471,129 +372,12 @@ struct ThumbnailCommand: AsyncParsableCommand {
     struct TrackLine: Encodable {
         var track: String
     }
-
-    /// Where files go: a folder and a name pattern with one `%d`-style number.
-    struct Naming {
-        var folder: URL
-        /// Text before and after the number, and the number's width (`%03d` → 3).
-        var prefix: String
-        var suffix: String
-        var digits: Int
-        var format: ImageFormat
-        var stem: String
-        /// `-o` named one image file (`poster.jpg`): fine for one image, refused for several.
-        var single: URL?
-        /// `-o` named a folder that is not there yet (its parent is): made before the first picture is
-        /// written and removed again if none was, as `export -o` makes a ladder's folder.
-        var makesFolder = false
-
-        /// `sheets`: the default names are `<asset name>-sprite-001.jpg`, not `<asset name>-001.jpg`.
-        init(output: String?, asset: URL, format explicit: String?, sheets: Bool) throws {
-            stem = asset.deletingPathExtension().lastPathComponent
-            let path = output ?? "."
-            let chosen = explicit.flatMap { ImageFormat(rawValue: $0.lowercased()) ?? ImageFormat(fileExtension: $0) }
-            if let percent = path.lastIndex(of: "%"), !path[percent...].contains("/") {
-                let url = URL(fileURLWithPath: path)
-                folder = url.deletingLastPathComponent()
-                let name = url.lastPathComponent
-                guard let range = name.range(of: #"%0?[0-9]*d"#, options: .regularExpression),
-                    !name[range.upperBound...].contains("%")
-                else {
-                    throw ExportError(
-                        .invalidArgument, "the pattern '\(path)' needs one number like %d or %03d in its file name")
-                }
-                prefix = String(name[..<range.lowerBound])
-                suffix = String(name[range.upperBound...])
-                digits = Int(name[range].dropFirst().dropLast()) ?? 0
-                let fromExtension =
-                    suffix.contains(".")
-                    ? ImageFormat(
-                        fileExtension: String(suffix.split(separator: ".", omittingEmptySubsequences: false).last!))
-                    : nil
-                if let chosen, let fromExtension, chosen != fromExtension {
-                    throw ExportError(
-                        .invalidArgument,
-                        "the pattern's extension says \(fromExtension.rawValue) but --format says \(chosen.rawValue)")
-                }
-                self.format = chosen ?? fromExtension ?? .jpeg
-                if fromExtension == nil { suffix += "." + self.format.fileExtension }
-            } else if let named = ImageFormat(fileExtension: URL(fileURLWithPath: path).pathExtension),
-                !FileManager.default.fileExists(atPath: path)
-            {
-                let url = URL(fileURLWithPath: path)
-                if let chosen, chosen != named {
-                    throw ExportError(
-                        .invalidArgument,
-                        "the file's extension says \(named.rawValue) but --format says \(chosen.rawValue)")
-                }
-                single = url
-                folder = url.deletingLastPathComponent()
-                self.format = named
-                prefix = ""
-                suffix = ""
-                digits = 0
-            } else {
-                folder = URL(fileURLWithPath: path, isDirectory: true)
-                self.format = chosen ?? .jpeg
-                prefix = stem + (sheets ? "-sprite-" : "-")
-                suffix = "." + self.format.fileExtension
-                digits = 3
-            }
-            var isDirectory: ObjCBool = false
-            if FileManager.default.fileExists(atPath: folder.path, isDirectory: &isDirectory) {
-                guard isDirectory.boolValue else {
-                    throw ExportError(.outputFailed, "the output folder \(folder.path) is a file")
-                }
-            } else {
-                // One rule for every output: the folder an output is gets made, its parent must exist.
-                let parent = folder.deletingLastPathComponent()
-                guard single == nil, FileManager.default.fileExists(atPath: parent.path, isDirectory: &isDirectory),
-                    isDirectory.boolValue
-                else {
-                    throw ExportError(.outputFailed, "the output folder \(folder.path) does not exist")
-                }
-                makesFolder = true
-            }
-        }
-
-        /// Makes the folder `-o` named when it is not there (`makesFolder`).
-        func makeFolder() throws(ExportError) {
-            guard makesFolder, mkdir(folder.path, 0o755) != 0, errno != EEXIST else { return }
-            throw ExportError(.outputFailed, "cannot create \(folder.path): \(String(cString: strerror(errno)))")
-        }
-
-        /// Removes the folder this command made, when nothing was written into it.
-        func removeFolderIfEmpty() {
-            if makesFolder { rmdir(folder.path) }
-        }
-
-        func file(number: Int) -> URL {
-            if let single { return single }
-            let text = String(number)
-            let padded = String(repeating: "0", count: max(0, digits - text.count)) + text
-            return folder.appendingPathComponent(prefix + padded + suffix)
-        }
-
-        /// The WebVTT track's default place.
-        var track: URL { folder.appendingPathComponent(stem + "-thumbnails.vtt") }
-    }
-
-    /// `file`'s path relative to `folder` when inside it, else absolute (a WebVTT cue's URL).
-    static func relativePath(of file: URL, from folder: URL) -> String {
-        let base = folder.standardizedFileURL.path
-        let path = file.standardizedFileURL.path
-        let prefix = base.hasSuffix("/") ? base : base + "/"
-        return path.hasPrefix(prefix) ? String(path.dropFirst(prefix.count)) : path
-    }
 }
 
-/// Raised by a stop signal; `reel thumbnail` looks at it between pictures.
-private final class StopRequest: Sendable {
-    private let raised = Atomic<Bool>(false)
-    func raise() { raised.store(true, ordering: .sequentiallyConsistent) }
-    var isRaised: Bool { raised.load(ordering: .sequentiallyConsistent) }
-    /// Throws `cancelled` (exit 130, as a cancelled export) once raised.
-    func check() throws(ExportError) {
-        if isRaised { throw ExportError(.cancelled, "the thumbnails were cancelled") }
+extension ThumbnailCommand.Line {
+    init(_ picture: ThumbnailSetExport.Result.Picture) {
+        self.init(
+            requestedTime: picture.requestedTime, actualTime: picture.actualTime, keyframe: picture.keyframe,
+            file: picture.file, width: picture.width, height: picture.height, x: picture.x, y: picture.y)
     }
 }
