@@ -181,3 +181,82 @@ extension QueuedThumbnailTests {
         #expect(spool.outputFiles().isEmpty, "left at the output: \(spool.outputFiles())")
     }
 }
+
+extension QueuedThumbnailTests {
+    /// `reel thumbnail` in the foreground and its `--submit` run one `ThumbnailSetExport`: the same
+    /// options give the same files under the same names, byte for byte (pictures, sheets and the
+    /// WebVTT track), in either mode.
+    @Test(arguments: [
+        ["--count", "3", "--max-size", "160x", "--exact"],
+        ["--every", "2s", "--sheet", "3x2", "--format", "png"],
+    ])
+    func foregroundAndQueuedSetsWriteTheSameFiles(_ options: [String]) async throws {
+        let spool = Spool()
+        let source = try await Fixtures.url(Fixtures.gop).path
+        let here = spool.outputs.appendingPathComponent("here")
+        let there = spool.outputs.appendingPathComponent("there")
+        let foreground = try await ReelBinary.run(
+            ["thumbnail", source] + options + ["-o", here.path + "/"], environment: spool.environment)
+        #expect(foreground.status == 0, "\(foreground.stderr)")
+        let submitted = try await ReelBinary.run(
+            ["thumbnail", source, "--submit", "--json"] + options + ["-o", there.path],
+            environment: spool.environment)
+        #expect(submitted.status == 0, "\(submitted.stderr)")
+        let id = try Self.id(submitted)
+        let worker = try ReelBinary.start(["work", "--drain", "--jobs", "1"], environment: spool.environment)
+        #expect(try await worker.exit(within: .seconds(300)).status == 0, "\(worker.output.suffix(2000))")
+        #expect(spool.status(id)?.state == .completed, "\(spool.status(id)?.error?.message ?? "")")
+        let names = QueuedLadderTests.files(under: here)
+        #expect(!names.isEmpty && names == QueuedLadderTests.files(under: there), "\(names)")
+        for name in names {
+            let mine = try Data(contentsOf: here.appendingPathComponent(name))
+            let queued = try Data(contentsOf: there.appendingPathComponent(name))
+            #expect(mine == queued, "\(name) differs")
+        }
+    }
+
+    /// The same bad options are refused in the same line whether the set runs now or is queued, and
+    /// neither leaves anything behind.
+    @Test func foregroundAndQueuedSetsRefuseInTheSameWords() async throws {
+        let spool = Spool()
+        let source = try await Fixtures.url(Fixtures.gop).path
+        let cases: [[String]] = [
+            ["--count", "0"], ["--at", "1", "--count", "2"], ["--sheet", "0x2"], ["--max-size", "big"],
+            ["--quality", "0"], ["--at", "1,13"], ["--at", "soon"], ["--every", "-1s"], ["--format", "gif"],
+            ["--at", "1", "--exact", "--tolerance", "1"], ["--at", "1", "--tolerance", "x"], [],
+        ]
+        for options in cases {
+            let output = spool.outputs.appendingPathComponent("set").path
+            let now = try await ReelBinary.run(
+                ["thumbnail", source] + options + ["-o", output], environment: spool.environment)
+            let queued = try await ReelBinary.run(
+                ["thumbnail", source, "--submit"] + options + ["-o", output], environment: spool.environment)
+            #expect(now.status == 64 && queued.status == 64, "\(options): \(now.status) \(queued.status)")
+            #expect(now.stderr.split(separator: "\n").count == 1, "\(options): \(now.stderr)")
+            #expect(now.stderr == queued.stderr, "\(options): \(now.stderr) vs \(queued.stderr)")
+        }
+        #expect(try await spool.store.list(state: nil).isEmpty)
+        #expect(spool.outputFiles().isEmpty, "\(spool.outputFiles())")
+    }
+
+    /// The foreground set has the queued set's stall watchdog: its reading held still past
+    /// `--stall-timeout`, it stops as `stalled` in one line (exit 1), and no temporary is left.
+    @Test func aForegroundSetWhoseReadingStopsFailsAsStalled() async throws {
+        let spool = Spool()
+        let output = spool.outputs.appendingPathComponent("thumbs")
+        let run = try ReelBinary.start(
+            [
+                "thumbnail", try await Fixtures.url(Fixtures.long).path, "--exact", "--every", "200ms", "--format",
+                "png", "-o", output.path + "/", "--stall-timeout", "2",
+            ], environment: spool.environment)
+        let froze = try await ThreadFreezer.freeze(
+            threadsNamed: "reel-thumbnails", in: run.pid, for: 8, waiting: 120, timeLimit: .seconds(180))
+        try #require(froze.status == 0 && froze.stdout.contains("froze"), "\(froze.stdout)\(froze.stderr)")
+        let ended = try await run.exit(within: .seconds(120))
+        #expect(ended.reason == .exit && ended.status == 1, "\(run.output.suffix(600))")
+        let errors = run.output.split(separator: "\n").filter { $0.hasPrefix("reel: error:") }
+        #expect(errors.count == 1 && errors[0].contains("no progress for 2 s"), "\(run.output.suffix(600))")
+        let files = (try? FileManager.default.contentsOfDirectory(atPath: output.path)) ?? []
+        #expect(files.count < 100 && files.allSatisfy { !$0.hasPrefix(".") }, "\(files)")
+    }
+}

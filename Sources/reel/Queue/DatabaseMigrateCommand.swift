@@ -9,20 +9,7 @@ import ReelQueue
     import ReelLibraryFleet
 #endif
 
-/// `reel db …`: the fleet's database.
-struct DatabaseCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "db", abstract: "Set up the fleet's PostgreSQL database.",
-        subcommands: [MigrateCommand.self, VersionCommand.self])
-
-    /// Opens the database `--store` (or `REEL_STORE`) names.
-    static func open(_ options: DatabaseOptions) throws -> PostgresStore {
-        guard let url = options.databaseURL else {
-            throw CLIFailure(message: "name the database with --store postgres://… (or REEL_STORE)", exitStatus: .usage)
-        }
-        return try StoreOptions.openDatabase(url, statusFolder: nil)
-    }
-
+extension DatabaseCommand {
     struct MigrateCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "migrate",
@@ -63,33 +50,6 @@ struct DatabaseCommand: AsyncParsableCommand {
                     CLI.printLine(
                         "applied library \(libraryApplied.map { "version \($0)" }.joined(separator: ", ")); library schema is at version \(libraryCurrent)"
                     )
-                }
-            #else
-                throw LeftOut.fleet.failure
-            #endif
-        }
-    }
-
-    struct VersionCommand: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(
-            commandName: "version", abstract: "Show the database's schema version (exit 1 when it needs migrating).")
-
-        @OptionGroup var global: GlobalOptions
-        @OptionGroup var database: DatabaseOptions
-
-        func run() async throws {
-            global.bootstrapLogging()
-            #if Fleet
-                let store = try DatabaseCommand.open(database)
-                let (current, latest) = try await store.schemaVersion()
-                let library = try? await PostgresLibraryStore(database: store).schemaVersion()
-                await store.close()
-                CLI.printLine("schema version \(current) (this reel knows \(latest))")
-                if let library {
-                    CLI.printLine("library schema version \(library.current) (this reel knows \(library.latest))")
-                }
-                if current < latest || (library.map { $0.current < $0.latest } ?? true) {
-                    throw CLIFailure(message: "run `reel db migrate`", exitStatus: .failure)
                 }
             #else
                 throw LeftOut.fleet.failure
