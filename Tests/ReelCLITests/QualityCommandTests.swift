@@ -28,6 +28,27 @@ struct QualityCommandTests {
         #expect(human.stdout.contains("the quality search's"), "\(human.stdout)")
     }
 
+    /// The AV1 presets carry a target (their CRF is searched on every export); `--quality none`
+    /// encodes at the preset's CRF as it is.
+    @Test func anAV1PresetAimsAtItsTargetUnlessToldNone() async throws {
+        let source = try await Fixtures.url(Fixtures.landscape).path
+        func plan(_ extra: [String]) async throws -> [String: Any] {
+            let run = try await ReelBinary.run(
+                ["export", source, "--preset", "AV1_1280x720", "--estimate", "--json"] + extra,
+                timeLimit: .seconds(300))
+            #expect(run.status == 0, "\(run.stderr)")
+            return try #require(AnswersTests.objects(run.stdout).last, "\(run.stdout)")
+        }
+        let aimed = try await plan([])
+        let quality = try #require(aimed["quality"] as? [String: Any], "\(aimed)")
+        #expect(quality["target"] as? String == "ssim:0.99")
+        let search = try #require(quality["search"] as? [String: Any], "\(quality)")
+        #expect((aimed["video"] as? [String: Any])?["crf"] as? Double == search["crf"] as? Double)
+        let fixed = try await plan(["--quality", "none"])
+        #expect(fixed["quality"] == nil, "\(fixed)")
+        #expect((fixed["video"] as? [String: Any])?["crf"] as? Double == 32)
+    }
+
     @Test(arguments: [
         (["--quality", "vmaf:95"], "cannot read the quality target 'vmaf:95'"),
         (["--quality", "ssim:0.98", "--max-size", "1MB"], "a quality target and a size limit cannot both"),

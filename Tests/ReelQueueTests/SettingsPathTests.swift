@@ -22,7 +22,7 @@ struct SettingsPathTests {
             forceTranscode: true, allowsAudioOnly: true, fileLengthLimit: 5_000_000,
             background: RGBColor(red: 255, green: 255, blue: 255), overwrite: true, saveToLibrary: true,
             keepContentIdentifier: true, poster: true, ladder: ladder,
-            quality: QualityTarget(metric: .ssim, value: 0.98))
+            quality: QualityTarget(metric: .ssim, value: 0.98), presetTarget: false)
     }
 
     @Test func theListSetsEveryFieldAwayFromItsDefault() throws {
@@ -72,6 +72,7 @@ struct SettingsPathTests {
         #expect(queued.writesPoster == direct.writesPoster)
         #expect(queued.ladder == direct.ladder)
         #expect(queued.qualityTarget == direct.qualityTarget)
+        #expect(queued.usesPresetTarget == direct.usesPresetTarget && !queued.usesPresetTarget)
         #expect(queued.outputURL?.path == "/out/a.mov" && queued.codecThreads == 1 && queued.stallTimeout == 30)
         // And the plan a submit checks is the one the export makes.
         var planned = settings

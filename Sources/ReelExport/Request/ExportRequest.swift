@@ -174,7 +174,7 @@ public struct ExportRequest: Sendable, Codable, Equatable {
             allowsAudioOnly: allowAudioOnly ?? false, fileLengthLimit: values.limit, background: values.background,
             overwrite: overwrite ?? false, saveToLibrary: saveToLibrary ?? false,
             keepContentIdentifier: keepContentIdentifier ?? false, poster: poster ?? false, ladder: values.ladder,
-            quality: values.quality)
+            quality: values.quality, presetTarget: values.presetTarget)
     }
 
     /// Checks `resource` against the asset it goes with: a resource is chosen only for a
@@ -224,7 +224,7 @@ public struct ExportRequest: Sendable, Codable, Equatable {
     /// preset that may be one) is left to `resolve`, which has the presets: `ladder` is then nil.
     private func parsed() throws(ExportError) -> (
         range: TimeRange?, metadata: MetadataPolicy?, limit: Int64?, background: RGBColor, ladder: Ladder?,
-        quality: QualityTarget?
+        quality: QualityTarget?, presetTarget: Bool
     ) {
         if let type, OutputType(name: type) == nil, !isLadderType {
             throw ExportError(.invalidArgument, "unknown output type '\(type)'; use mp4, mov, m4v, m4a, hls or dash")
@@ -279,17 +279,19 @@ public struct ExportRequest: Sendable, Codable, Equatable {
             colour = parsed
         }
         var target: QualityTarget?
-        if let quality {
+        // `none`: the preset's CRF, without the target a preset may carry.
+        let presetTarget = quality?.lowercased() != "none"
+        if let quality, presetTarget {
             guard let parsed = QualityTarget(quality) else {
                 throw ExportError(
                     .invalidArgument,
-                    "cannot read the quality target '\(quality)'; write ssim:0.985 (0.5 to 0.9995) or psnr:42 (20 to 70 dB)"
+                    "cannot read the quality target '\(quality)'; write ssim:0.985 (0.5 to 0.9995), psnr:42 (20 to 70 dB) or none"
                 )
             }
             if maxSize != nil { throw QualityPlan.withSizeLimit }
             target = parsed
         }
-        return (range, policy, limit, colour, ladder, target)
+        return (range, policy, limit, colour, ladder, target, presetTarget)
     }
 }
 
@@ -321,17 +323,22 @@ public struct ExportSettings: Sendable, Equatable {
     /// container, and the output a folder.
     public var ladder: Ladder? = nil
     /// A picture quality the video must keep (`--quality ssim:0.985`): its CRF is searched on
-    /// samples (`ExportSession.qualityTarget`). Nil: the preset's `target`, or its CRF.
+    /// samples (`ExportSession.qualityTarget`). Nil: the preset's `target` (unless `presetTarget` is
+    /// false), or its CRF.
     public var quality: QualityTarget? = nil
+    /// Whether a preset's own `target` applies when `quality` is nil (`--quality none`: false, the
+    /// preset's CRF as it is; `ExportSession.usesPresetTarget`).
+    public var presetTarget: Bool = true
 
     public init(
         preset: Preset, outputType: OutputType, timeRange: TimeRange? = nil, metadata: MetadataPolicy? = nil,
         optimizeForNetwork: Bool = true, forceTranscode: Bool = false, allowsAudioOnly: Bool = false,
         fileLengthLimit: Int64? = nil, background: RGBColor = .black, overwrite: Bool = false,
         saveToLibrary: Bool = false, keepContentIdentifier: Bool = false, poster: Bool = false, ladder: Ladder? = nil,
-        quality: QualityTarget? = nil
+        quality: QualityTarget? = nil, presetTarget: Bool = true
     ) {
         self.quality = quality
+        self.presetTarget = presetTarget
         self.preset = preset
         self.outputType = outputType
         self.timeRange = timeRange

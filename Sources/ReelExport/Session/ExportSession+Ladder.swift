@@ -88,7 +88,7 @@ extension ExportSession {
         // Per title: with a quality target, each rung's CRF is searched and a rung that adds no
         // quality over the one below is left out.
         var quality: LadderQuality?
-        if let target = state.withLock({ $0.qualityTarget }) ?? preset.video?.target {
+        if let target = effectiveQualityTarget {
             let searched = try searchedLadder(
                 ladderPlan, rungs: &rungs, sdrRungs: &sdrRungs, sizes: fitted.map(\.size), target: target,
                 started: started)

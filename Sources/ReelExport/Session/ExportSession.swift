@@ -60,6 +60,7 @@ public final class ExportSession: Sendable {
         var forceTranscode = false
         var fileLengthLimit: Int64?
         var qualityTarget: QualityTarget?
+        var usesPresetTarget = true
         /// The last encode's measured quality (`TranscodeOutcome.quality`).
         var measuredQuality: QualityScore?
         var backgroundColor = RGBColor.black
@@ -226,16 +227,28 @@ public final class ExportSession: Sendable {
             state.writesPoster = settings.poster
             state.ladder = settings.ladder
             state.qualityTarget = settings.quality
+            state.usesPresetTarget = settings.presetTarget
         }
     }
     /// A picture quality the video must keep: the export encodes samples at a few CRFs, measures
     /// them against the source as it is scaled (`QualitySearch`), and encodes once at the CRF that
     /// meets the target with the fewest bits (never below the floor, always under the preset's
     /// bit-rate cap); the result measures the whole output (`Result.quality`). Nil (the default):
-    /// the preset's `target` if it has one, else its CRF. Not with a size limit or a ladder.
+    /// the preset's `target` if it has one (and `usesPresetTarget`), else its CRF. Not with a size
+    /// limit. With a ladder, each rung's CRF is searched (per title).
     public var qualityTarget: QualityTarget? {
         get { state.withLock { $0.qualityTarget } }
         set { state.withLock { $0.qualityTarget = newValue } }
+    }
+    /// Whether a preset's own `target` (the AV1 presets carry one) applies when `qualityTarget` is
+    /// nil. False encodes at the preset's CRF, as `--quality none` does. Default true.
+    public var usesPresetTarget: Bool {
+        get { state.withLock { $0.usesPresetTarget } }
+        set { state.withLock { $0.usesPresetTarget = newValue } }
+    }
+    /// The target this export aims at: `qualityTarget`, else the preset's when it applies.
+    var effectiveQualityTarget: QualityTarget? {
+        state.withLock { $0.qualityTarget ?? ($0.usesPresetTarget ? preset.video?.target : nil) }
     }
     /// Threads the video decoder and encoder may each use; 0 (the default) lets them use every core.
     /// A worker running one job per core sets 1: two single-threaded jobs side by side waste less
@@ -323,7 +336,7 @@ public final class ExportSession: Sendable {
         let (overrides, chosen) = state.withLock { ($0.metadataOverrides, $0.qualityTarget) }
         // A preset's own target gives way to a size limit (below); one the caller chose cannot.
         if chosen != nil, limit != nil { throw QualityPlan.withSizeLimit }
-        let quality = chosen ?? preset.video?.target
+        let quality = effectiveQualityTarget
         var plan = try ExportPlanner.decide(
             asset: asset, preset: preset, type: type, timeRange: range, metadata: metadata,
             optimizeForNetwork: network, forceTranscode: force, fileLengthLimit: limit,

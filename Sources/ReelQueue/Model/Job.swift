@@ -91,6 +91,9 @@ public struct JobSpec: Sendable, Codable, Equatable {
     /// A picture quality the video must keep (`ExportSession.qualityTarget`, `--quality`); nil for
     /// the preset's own target or CRF, and in specs written before the field existed.
     public var quality: QualityTarget? = nil
+    /// Whether the preset's own target applies when `quality` is nil (`--quality none`: false);
+    /// true in specs written before the field existed.
+    public var presetTarget: Bool = true
     /// What `submit` could not check for the worker and warned of (an output folder this user cannot
     /// write, which a worker running as another user may): kept with the job, so its status file and
     /// `reel status` say it; empty in specs written before the field existed.
@@ -124,7 +127,7 @@ extension JobSpec {
         case asset, preset, outputType, output, priority, key, timeRange, metadata, optimizeForNetwork, maxAttempts
         case forceTranscode, overwrite, fileLengthLimit, background, metadataChosen, allowAudioOnly
         case library, saveToLibrary, keepContentIdentifier, poster, ladder, thumbnails, cache, warnings
-        case remote, networkAccessAllowed, quality
+        case remote, networkAccessAllowed, quality, presetTarget
     }
 
     /// Decodes specs written by older versions too (no `overwrite`, no `fileLengthLimit`, no `background`).
@@ -157,6 +160,7 @@ extension JobSpec {
         remote = try c.decodeIfPresent(RemoteAsset.self, forKey: .remote)
         networkAccessAllowed = try c.decodeIfPresent(Bool.self, forKey: .networkAccessAllowed) ?? false
         quality = try c.decodeIfPresent(QualityTarget.self, forKey: .quality)
+        presetTarget = try c.decodeIfPresent(Bool.self, forKey: .presetTarget) ?? true
     }
 
     /// The type as status files and listings show it: `hls` for a ladder (whatever its manifests),
@@ -227,6 +231,7 @@ extension JobSpec {
         poster = settings.poster
         ladder = settings.ladder
         quality = settings.quality
+        presetTarget = settings.presetTarget
     }
 
     /// The export settings this spec stores, with `preset` (its `preset` name, resolved by the
@@ -237,7 +242,7 @@ extension JobSpec {
             optimizeForNetwork: optimizeForNetwork, forceTranscode: forceTranscode, allowsAudioOnly: allowAudioOnly,
             fileLengthLimit: fileLengthLimit, background: background, overwrite: overwrite,
             saveToLibrary: saveToLibrary, keepContentIdentifier: keepContentIdentifier, poster: poster, ladder: ladder,
-            quality: quality)
+            quality: quality, presetTarget: presetTarget)
     }
 }
 
@@ -303,9 +308,12 @@ extension JobSpec {
         if saveToLibrary != other.saveToLibrary || keepContentIdentifier != other.keepContentIdentifier {
             fields.append("save to library (\(other.saveToLibrary), not \(saveToLibrary))")
         }
-        if quality != other.quality {
-            let describe = { (target: QualityTarget?) in target?.description ?? "none" }
-            fields.append("quality (\(describe(other.quality)), not \(describe(quality)))")
+        if quality != other.quality || presetTarget != other.presetTarget {
+            let describe = { (target: QualityTarget?, preset: Bool) in
+                target?.description ?? (preset ? "the preset's" : "none")
+            }
+            fields.append(
+                "quality (\(describe(other.quality, other.presetTarget)), not \(describe(quality, presetTarget)))")
         }
         if fileLengthLimit != other.fileLengthLimit {
             let describe = { (limit: Int64?) in limit.map { "\($0) bytes" } ?? "none" }

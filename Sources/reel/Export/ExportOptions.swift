@@ -66,7 +66,7 @@ struct ExportOptions: ParsableArguments {
     @Option(
         name: .long,
         help: ArgumentHelp(
-            "Keep this picture quality with the fewest bytes: ssim:0.985 or psnr:42. Samples of the export are encoded at a few CRFs and measured against the scaled source; the video is encoded once at the CRF that meets the target (never below CRF 10, always under the preset's bit-rate cap), and the result measures the whole output. --estimate shows the CRF chosen and the size predicted. With a ladder, per title: each rung's CRF is searched, and a rung that adds no quality over the one below it scaled up (within 0.002 SSIM) is left out.",
+            "Keep this picture quality with the fewest bytes: ssim:0.985 or psnr:42 (none: the preset's CRF, without the target the AV1 presets carry). Samples of the export are encoded at a few CRFs and measured against the scaled source; the video is encoded once at the CRF that meets the target (never below CRF 10, always under the preset's bit-rate cap), and the result measures the whole output. --estimate shows the CRF chosen and the size predicted. With a ladder, per title: each rung's CRF is searched, and a rung that adds no quality over the one below it scaled up (within 0.002 SSIM) is left out.",
             valueName: "metric:value"))
     var quality: String?
 
