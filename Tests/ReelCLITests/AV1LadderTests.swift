@@ -29,12 +29,8 @@ struct AV1LadderTests {
             let playlist = folder.appendingPathComponent(variant.uri)
             let rung = playlist.deletingLastPathComponent()
             // The rung as a player appends it, read by ffprobe: AV1 in `av01`, its profile and level.
-            var whole = try Data(contentsOf: rung.appendingPathComponent("init.mp4"))
-            let segments = try FileManager.default.contentsOfDirectory(atPath: rung.path)
-                .filter { $0.hasSuffix(".m4s") }.sorted()
-            for segment in segments { whole.append(try Data(contentsOf: rung.appendingPathComponent(segment))) }
             let file = folder.deletingLastPathComponent().appendingPathComponent("\(rung.lastPathComponent).mp4")
-            try whole.write(to: file)
+            try LadderTests.wholeRung(playlist).data.write(to: file)
             let probe = try await Tools.run(
                 "ffprobe",
                 [

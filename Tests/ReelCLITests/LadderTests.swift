@@ -50,6 +50,20 @@ struct LadderTests {
         return found
     }
 
+    /// A rung as a player appends it: its init segment, then its media segments in the order of its
+    /// playlist (`playlist`); and where each media segment ends in it.
+    static func wholeRung(_ playlist: URL) throws -> (data: Data, ends: [Int]) {
+        let lines = try String(contentsOf: playlist, encoding: .utf8).split(separator: "\n")
+        let files = ["init.mp4"] + lines.filter { !$0.hasPrefix("#") && !$0.isEmpty }.map(String.init)
+        var whole = Data()
+        var ends: [Int] = []
+        for file in files {
+            whole += try Data(contentsOf: playlist.deletingLastPathComponent().appendingPathComponent(file))
+            if file != "init.mp4" { ends.append(whole.count) }
+        }
+        return (whole, ends)
+    }
+
     /// A segment as ffprobe reads it (the init segment and the media segment together, as a player
     /// appends them): its first packet's time and key flag, how long it plays, its file's size.
     struct ProbedSegment {
@@ -227,14 +241,8 @@ struct LadderTests {
             let extinf = try lines.filter { $0.hasPrefix("#EXTINF:") }.map {
                 try #require(Double($0.dropFirst(8).split(separator: ",")[0]))
             }
-            let files = ["init.mp4"] + lines.filter { !$0.hasPrefix("#") && !$0.isEmpty }.map(String.init)
-            var whole = Data()
-            // Where each media segment ends in the whole rung.
-            var ends: [Int] = []
-            for file in files {
-                whole += try Data(contentsOf: playlist.deletingLastPathComponent().appendingPathComponent(file))
-                if file != "init.mp4" { ends.append(whole.count) }
-            }
+            // The whole rung, and where each media segment ends in it.
+            let (whole, ends) = try Self.wholeRung(playlist)
             let probe = try await Tools.run(
                 "ffprobe",
                 [

@@ -24,13 +24,9 @@ struct PerTitleLadderTests {
     /// A still, smooth gradient: nothing a larger rung could show that the smallest scaled up does not.
     static let gradient = clip("gradient", "gradients=size=640x360:rate=30:speed=0.002:seed=7")
 
-    /// A rung's track as one file (its init segment and media segments, in order).
+    /// A rung's track as one file (`LadderTests.wholeRung`).
     static func track(_ folder: URL, _ name: String) throws -> URL {
-        let rung = folder.appendingPathComponent(name)
-        let segments = try FileManager.default.contentsOfDirectory(atPath: rung.path).filter { $0.hasSuffix(".m4s") }
-            .sorted()
-        var data = try Data(contentsOf: rung.appendingPathComponent("init.mp4"))
-        for segment in segments { data.append(try Data(contentsOf: rung.appendingPathComponent(segment))) }
+        let data = try LadderTests.wholeRung(folder.appendingPathComponent("\(name)/index.m3u8")).data
         let file = folder.deletingLastPathComponent().appendingPathComponent("\(folder.lastPathComponent)-\(name).mp4")
         try data.write(to: file)
         return file

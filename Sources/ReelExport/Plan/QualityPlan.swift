@@ -41,6 +41,11 @@ public struct QualityPlan: Sendable, Codable, Equatable {
         .invalidArgument,
         "a quality target and a size limit cannot both choose the bit rate; give --quality or --max-size")
 
+    /// The smallest difference in score that counts: 0.002 SSIM, 0.2 dB PSNR. A whole output this
+    /// far under its target still met it; a ladder rung no more than this above the rung below it,
+    /// scaled up, adds nothing and is left out.
+    static func slack(_ target: QualityTarget) -> Double { target.metric == .ssim ? 0.002 : 0.2 }
+
     /// The CRF range a search covers for `codec`: x264 and x265 both from 10 (beyond which the
     /// bits buy nothing a viewer sees) to 45; SVT-AV1, whose scale runs to 63, from 10 to 55.
     static func bounds(codec: String) -> QualitySearch.Bounds {

@@ -34,9 +34,6 @@ public struct LadderQuality: Sendable, Codable, Equatable {
 }
 
 extension ExportSession {
-    /// How far above the rung below, scaled up, a rung must score to stay in a per-title ladder.
-    static func ladderSlack(_ target: QualityTarget) -> Double { target.metric == .ssim ? 0.002 : 0.2 }
-
     /// The rungs of a ladder with a quality target, per title: every rung's CRF searched on samples
     /// of the source (`QualitySearch.ladder`, under the stall watchdog, reported as the `searching`
     /// phase), and a rung that adds no quality over the smaller one kept below it left out, with its
@@ -46,30 +43,27 @@ extension ExportSession {
         sizes: [Ladder.Size], target: QualityTarget, started: ContinuousClock.Instant
     ) throws(ExportError) -> (kept: [Int], quality: LadderQuality) {
         let began = ContinuousClock.now
-        let bounds = QualityPlan.bounds(codec: planned.video.encoding.codec.rawValue)
-        let slack = Self.ladderSlack(target)
+        let slack = QualityPlan.slack(target)
         var transcode = planned.transcode
         transcode.threads = codecThreads
         let share = sdrRungs.isEmpty ? 1.0 : 0.7
-        let search = {
-            [self, cancelFlag]
-            (plan: TranscodePlan, encodings: [VideoEncoding], compare: Bool, from: Double, span: Double)
-                throws(ExportError) -> [QualitySearch.Rung] in
-            try watched { heartbeat throws(MediaError) in
+        func search(
+            _ plan: TranscodePlan, _ encodings: [VideoEncoding], compare: Bool, progress: ClosedRange<Double>
+        ) throws(ExportError) -> [QualitySearch.Rung] {
+            try watched { [self, cancelFlag] heartbeat throws(MediaError) in
                 try QualitySearch.ladder(
                     plan, rungs: encodings, target: target,
-                    bounds: QualitySearch.Bounds(
-                        floor: bounds.floor, ceiling: bounds.ceiling),
+                    bounds: QualityPlan.bounds(codec: planned.video.encoding.codec.rawValue),
                     slack: compare ? slack : nil, cancel: cancelFlag, heartbeat: heartbeat
                 ) { [self] fraction in
+                    let overall = progress.lowerBound + (progress.upperBound - progress.lowerBound) * fraction
                     publish(
-                        TranscodeProgress(
-                            phase: .searching, fraction: from + span * fraction, frames: 0, mediaSeconds: 0),
+                        TranscodeProgress(phase: .searching, fraction: overall, frames: 0, mediaSeconds: 0),
                         started: started)
                 }
             }
         }
-        let found = try search(transcode, rungs, true, 0, share)
+        let found = try search(transcode, rungs, compare: true, progress: 0...share)
         let kept = found.indices.filter { found[$0].addsQuality }
         for index in rungs.indices { rungs[index].crf = found[index].outcome.crf }
         var sdrFound: [QualitySearch.Rung] = []
@@ -77,7 +71,7 @@ extension ExportSession {
             var plan = transcode
             plan.mode = .transcode(video: sdr, audio: nil)
             let searched = kept.map { sdrRungs[$0] }
-            sdrFound = try search(plan, searched, false, share, 1 - share)
+            sdrFound = try search(plan, searched, compare: false, progress: share...1)
             for (position, index) in kept.enumerated() { sdrRungs[index].crf = sdrFound[position].outcome.crf }
         }
         func described(_ rung: QualitySearch.Rung, size: Ladder.Size, kept: Bool) -> LadderQuality.Rung {

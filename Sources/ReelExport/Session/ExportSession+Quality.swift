@@ -61,7 +61,7 @@ extension ExportSession {
         guard plan.method == .transcode, let quality = plan.quality, let search = quality.search else { return nil }
         let measured = state.withLock { $0.measuredQuality }
         let score = measured.map { quality.target.value(of: $0) }
-        let slack = quality.target.metric == .ssim ? 0.002 : 0.2
+        let slack = QualityPlan.slack(quality.target)
         return Result.Quality(
             target: quality.target, crf: search.crf, predictedScore: search.predictedScore, score: score,
             measured: measured, met: search.met && (score.map { $0 >= quality.target.value - slack } ?? false),

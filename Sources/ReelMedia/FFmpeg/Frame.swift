@@ -29,6 +29,19 @@ final class Frame {
 
     func unref() { av_frame_unref(pointer) }
 
+    /// Gives this frame, a scaled copy of `picture`, the picture's timing, type and colour tags, with
+    /// `pixelAspect` as its sample aspect ratio (a ladder's lower rungs, a search's samples of them).
+    func takeProperties(of picture: UnsafeMutablePointer<AVFrame>, pixelAspect: AVRational) {
+        pointer.pointee.pts = picture.pointee.pts
+        pointer.pointee.pkt_duration = picture.pointee.pkt_duration
+        pointer.pointee.pict_type = picture.pointee.pict_type
+        pointer.pointee.sample_aspect_ratio = pixelAspect
+        pointer.pointee.color_primaries = picture.pointee.color_primaries
+        pointer.pointee.color_trc = picture.pointee.color_trc
+        pointer.pointee.colorspace = picture.pointee.colorspace
+        pointer.pointee.color_range = picture.pointee.color_range
+    }
+
     /// Makes this frame, which must hold nothing, another reference to `other`'s buffers, with its
     /// properties (`av_frame_ref`): no pixels are copied.
     func reference(_ other: Frame) throws(MediaError) {

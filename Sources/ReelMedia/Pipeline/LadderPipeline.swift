@@ -249,14 +249,7 @@ final class LadderPipeline {
             }
             try own.makeWritable()
             try rung.scaler!.scale(picture, into: own.pointer)
-            own.pointer.pointee.pts = picture.pointee.pts
-            own.pointer.pointee.pkt_duration = picture.pointee.pkt_duration
-            own.pointer.pointee.pict_type = picture.pointee.pict_type
-            own.pointer.pointee.sample_aspect_ratio = rung.encoding.avPixelAspect
-            own.pointer.pointee.color_primaries = picture.pointee.color_primaries
-            own.pointer.pointee.color_trc = picture.pointee.color_trc
-            own.pointer.pointee.colorspace = picture.pointee.colorspace
-            own.pointer.pointee.color_range = picture.pointee.color_range
+            own.takeProperties(of: picture, pixelAspect: rung.encoding.avPixelAspect)
         }
     }
 

@@ -98,14 +98,7 @@ extension SampleWindows {
                     width: Int32(encoding.width), height: Int32(encoding.height),
                     format: AVPixelFormat(rawValue: picture.pointee.format))
                 try scaler!.scale(picture, into: own.pointer)
-                own.pointer.pointee.pts = picture.pointee.pts
-                own.pointer.pointee.pkt_duration = picture.pointee.pkt_duration
-                own.pointer.pointee.pict_type = picture.pointee.pict_type
-                own.pointer.pointee.sample_aspect_ratio = encoding.avPixelAspect
-                own.pointer.pointee.color_primaries = picture.pointee.color_primaries
-                own.pointer.pointee.color_trc = picture.pointee.color_trc
-                own.pointer.pointee.colorspace = picture.pointee.colorspace
-                own.pointer.pointee.color_range = picture.pointee.color_range
+                own.takeProperties(of: picture, pixelAspect: encoding.avPixelAspect)
                 frames.append(own)
             }
             scaledWindows.append(frames)
